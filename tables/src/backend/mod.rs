@@ -1,0 +1,187 @@
+//! The seam between [`Store`](crate::Store) and storage: row-level primitives
+//! with the service's exact semantics.
+//!
+//! A backend only moves rows and answers as the service answers: status
+//! codes (as [`Error::Service`](crate::Error::Service)), ETags, ordering,
+//! paging and limits. Every piece of logic above that (keys, stamping,
+//! concurrency, batching) lives once, in `Store<T>`, so the in-memory
+//! backend and Azure run the same code.
+
+pub mod counting;
+pub mod memory;
+
+#[cfg(feature = "azure")]
+pub mod azure {}
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::query::Filter;
+use crate::value::{DateTime, ETag, Row};
+
+/// The condition of an update or delete (`If-Match`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IfMatch {
+    /// `If-Match: *`: the row must exist, any version.
+    Any,
+    /// The row must still have this version.
+    ETag(ETag),
+}
+
+/// How an update combines the sent properties with the stored ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateMode {
+    /// Replace: properties not sent are removed.
+    Replace,
+    /// Merge: properties not sent are kept.
+    Merge,
+}
+
+/// One write, as a single request or as one operation of a transaction.
+#[derive(Debug, Clone)]
+pub enum WriteOp {
+    /// Insert; fails with 409 `EntityAlreadyExists` if the row exists.
+    Insert(Row),
+    /// Replace or merge an existing row on condition; 404 if missing, 412 on a stale ETag.
+    Update {
+        /// The new row.
+        row: Row,
+        /// Replace or merge.
+        mode: UpdateMode,
+        /// The condition.
+        condition: IfMatch,
+    },
+    /// Insert-or-replace / insert-or-merge, unconditional.
+    Upsert {
+        /// The new row.
+        row: Row,
+        /// Replace or merge when the row exists.
+        mode: UpdateMode,
+    },
+    /// Delete on condition; 404 if missing, 412 on a stale ETag.
+    Delete {
+        /// The partition key.
+        partition_key: String,
+        /// The row key.
+        row_key: String,
+        /// The condition.
+        condition: IfMatch,
+    },
+}
+
+impl WriteOp {
+    /// The keys the operation addresses.
+    pub fn keys(&self) -> (&str, &str) {
+        match self {
+            WriteOp::Insert(row) | WriteOp::Update { row, .. } | WriteOp::Upsert { row, .. } => {
+                (&row.partition_key, &row.row_key)
+            }
+            WriteOp::Delete {
+                partition_key, row_key, ..
+            } => (partition_key, row_key),
+        }
+    }
+
+    /// The row written, if the operation writes one.
+    pub fn row(&self) -> Option<&Row> {
+        match self {
+            WriteOp::Insert(row) | WriteOp::Update { row, .. } | WriteOp::Upsert { row, .. } => Some(row),
+            WriteOp::Delete { .. } => None,
+        }
+    }
+}
+
+/// What a successful write reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// The new version (absent for a delete).
+    pub etag: Option<ETag>,
+    /// The new service Timestamp, when the backend reports it.
+    pub timestamp: Option<DateTime>,
+}
+
+/// A query of one table: filter, projection and page size.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueryRequest {
+    /// `$filter`; `None` returns every row.
+    pub filter: Option<Filter>,
+    /// `$select`: the properties to return (keys, Timestamp and ETag always come back).
+    pub select: Option<Vec<String>>,
+    /// `$top`: the most rows one page may hold (at most 1000).
+    pub top: Option<u32>,
+}
+
+/// Where the next page of a query starts, as the service reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Continuation {
+    /// `x-ms-continuation-NextPartitionKey`.
+    pub next_partition_key: String,
+    /// `x-ms-continuation-NextRowKey`, which the service may omit.
+    pub next_row_key: Option<String>,
+}
+
+/// One page of query results. A page can be empty and still carry a
+/// continuation: only a missing continuation ends the query.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    /// The rows, in (PartitionKey, RowKey) order.
+    pub rows: Vec<Row>,
+    /// Where the next page starts, or `None` at the end.
+    pub continuation: Option<Continuation>,
+}
+
+/// Row-level table storage with the service's semantics.
+///
+/// Errors are [`Error::Service`](crate::Error::Service) with the service's
+/// status and code (e.g. 409 `EntityAlreadyExists`, 412
+/// `UpdateConditionNotSatisfied`, 404 `ResourceNotFound`), or
+/// [`Error::Transaction`](crate::Error::Transaction) wrapping one for the
+/// failing operation of a transaction.
+#[async_trait]
+pub trait Backend: Send + Sync + fmt::Debug + 'static {
+    /// Creates the table if it does not exist; succeeds if it does, also
+    /// when another caller creates it concurrently.
+    async fn create_table(&self, table: &str) -> Result<()>;
+
+    /// Deletes the table and all its rows; 404 `TableNotFound` if absent.
+    async fn delete_table(&self, table: &str) -> Result<()>;
+
+    /// Reads one row, or `None` if it does not exist.
+    async fn get(&self, table: &str, partition_key: &str, row_key: &str) -> Result<Option<Row>>;
+
+    /// Performs one write.
+    async fn execute(&self, table: &str, op: WriteOp) -> Result<WriteOutcome>;
+
+    /// Performs an entity-group transaction: at most 100 operations on one
+    /// partition, each row once, all or nothing. Outcomes come back in
+    /// operation order.
+    async fn transaction(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>>;
+
+    /// Reads one page of a query, starting at `continuation` if given.
+    async fn query(&self, table: &str, request: &QueryRequest, continuation: Option<&Continuation>) -> Result<Page>;
+}
+
+#[async_trait]
+impl<B: Backend + ?Sized> Backend for Arc<B> {
+    async fn create_table(&self, table: &str) -> Result<()> {
+        (**self).create_table(table).await
+    }
+    async fn delete_table(&self, table: &str) -> Result<()> {
+        (**self).delete_table(table).await
+    }
+    async fn get(&self, table: &str, partition_key: &str, row_key: &str) -> Result<Option<Row>> {
+        (**self).get(table, partition_key, row_key).await
+    }
+    async fn execute(&self, table: &str, op: WriteOp) -> Result<WriteOutcome> {
+        (**self).execute(table, op).await
+    }
+    async fn transaction(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
+        (**self).transaction(table, ops).await
+    }
+    async fn query(&self, table: &str, request: &QueryRequest, continuation: Option<&Continuation>) -> Result<Page> {
+        (**self).query(table, request, continuation).await
+    }
+}

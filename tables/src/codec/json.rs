@@ -1,0 +1,156 @@
+//! JSON cells: `{Col}__Json`, and `{Col}__GZip` (base64 of gzip over the
+//! UTF-8 JSON) when the JSON would not fit one cell.
+
+use std::io::{Read, Write};
+
+use base64::Engine as _;
+use flate2::{read::GzDecoder, write::GzEncoder, Compression};
+use serde::{de::DeserializeOwned, Serialize};
+
+use super::scalar::gunzip_cell;
+use super::{
+    EncodeOptions, OversizedCellPolicy, TableValue, ValueKind, GZIP_SUFFIX, JSON_SUFFIX, MAX_CELL_BYTES,
+    TRUNCATED_SUFFIX,
+};
+use crate::error::{Error, Result};
+use crate::value::{utf16_len, Row, Value};
+
+pub(crate) fn gzip_base64(bytes: &[u8]) -> String {
+    let mut enc = GzEncoder::new(Vec::with_capacity(bytes.len() / 3 + 32), Compression::default());
+    // Writing to a Vec cannot fail.
+    let _ = enc.write_all(bytes);
+    let packed = enc.finish().unwrap_or_default();
+    base64::engine::general_purpose::STANDARD.encode(packed)
+}
+
+pub(crate) fn gunzip_base64(text: &str) -> std::result::Result<Vec<u8>, String> {
+    let packed = base64::engine::general_purpose::STANDARD
+        .decode(text.as_bytes())
+        .map_err(|e| format!("not base64: {e}"))?;
+    let mut out = Vec::with_capacity(packed.len() * 4);
+    GzDecoder::new(packed.as_slice())
+        .read_to_end(&mut out)
+        .map_err(|e| format!("not gzip: {e}"))?;
+    Ok(out)
+}
+
+/// Writes `value` as one JSON cell under `column` (`{column}__Json`, or
+/// `{column}__GZip` when large), applying the oversized-cell policy.
+pub fn encode_json<T: Serialize + ?Sized>(
+    value: &T,
+    column: &str,
+    row: &mut Row,
+    options: &EncodeOptions,
+) -> Result<()> {
+    let json = serde_json::to_value(value).map_err(|e| Error::InvalidValue {
+        column: column.to_owned(),
+        reason: format!("cannot be written as JSON: {e}"),
+    })?;
+    if json.is_null() {
+        // Nulls are never stored.
+        return Ok(());
+    }
+    let text = json.to_string();
+    if utf16_len(&text) * 2 <= MAX_CELL_BYTES {
+        row.insert(format!("{column}{JSON_SUFFIX}"), Value::String(text));
+        return Ok(());
+    }
+    let packed = gzip_base64(text.as_bytes());
+    if packed.len() * 2 <= MAX_CELL_BYTES {
+        row.insert(format!("{column}{GZIP_SUFFIX}"), Value::String(packed));
+        return Ok(());
+    }
+    let marker = format!("{column}{TRUNCATED_SUFFIX}");
+    match (options.oversized, json) {
+        (OversizedCellPolicy::Refuse, _) => Err(Error::OversizedValue {
+            column: format!("{column}{GZIP_SUFFIX}"),
+            bytes: packed.len() * 2,
+            limit: MAX_CELL_BYTES,
+            reason: "the JSON does not fit one cell even compressed; mark the field #[table(split = \"gzip\")] to store it at any size, or choose OversizedCellPolicy::TrimWithMarker".into(),
+        }),
+        (policy, serde_json::Value::Array(items)) => {
+            let total = items.len();
+            let mut n = total / 2;
+            loop {
+                let candidate = gzip_base64(serde_json::Value::Array(items[..n].to_vec()).to_string().as_bytes());
+                if candidate.len() * 2 <= MAX_CELL_BYTES || n == 0 {
+                    row.insert(format!("{column}{GZIP_SUFFIX}"), Value::String(candidate));
+                    if policy == OversizedCellPolicy::TrimWithMarker {
+                        row.insert(marker, Value::String(format!("kept {n} of {total} items")));
+                    }
+                    return Ok(());
+                }
+                n /= 2;
+            }
+        }
+        (policy, _) => {
+            if policy == OversizedCellPolicy::TrimWithMarker {
+                row.insert(
+                    marker,
+                    Value::String("property dropped: compressed payload exceeds the 64 KB cell cap".into()),
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Reads a JSON cell written by [`encode_json`] (or by the .NET library).
+/// An absent column reads as JSON `null` if the type accepts it.
+pub fn decode_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Result<T> {
+    let json_col = format!("{column}{JSON_SUFFIX}");
+    let gzip_col = format!("{column}{GZIP_SUFFIX}");
+    let bad = |col: &str, e: serde_json::Error| Error::Decode {
+        column: col.to_owned(),
+        expected: format!("JSON for {}", std::any::type_name::<T>()),
+        found: e.to_string(),
+    };
+    if let Some(cell) = row.take(&json_col) {
+        return match cell {
+            Value::String(text) => serde_json::from_str(&text).map_err(|e| bad(&json_col, e)),
+            other => Err(super::type_mismatch(&json_col, "a JSON string", &other)),
+        };
+    }
+    if let Some(cell) = row.take(&gzip_col) {
+        let bytes = gunzip_cell(column, &cell)?;
+        return serde_json::from_slice(&bytes).map_err(|e| bad(&gzip_col, e));
+    }
+    if let Some(Value::String(text)) = row.take(column) {
+        return serde_json::from_str(&text).map_err(|e| bad(column, e));
+    }
+    serde_json::from_value(serde_json::Value::Null).map_err(|_| super::absent(&json_col, "a JSON cell"))
+}
+
+macro_rules! json_container {
+    ($( [$($gen:tt)*] $t:ty ),* $(,)?) => {$(
+        impl<$($gen)*> TableValue for $t
+        where
+            $t: Serialize + DeserializeOwned,
+        {
+            const KIND: ValueKind = ValueKind::Json;
+
+            fn encode(&self, column: &str, row: &mut Row, options: &EncodeOptions) -> Result<()> {
+                encode_json(self, column, row, options)
+            }
+
+            fn decode(row: &mut Row, column: &str) -> Result<Self> {
+                decode_json(row, column)
+            }
+        }
+    )*};
+}
+
+json_container!(
+    [T] Vec<T>,
+    [T] std::collections::VecDeque<T>,
+    [T] std::collections::BTreeSet<T>,
+    [T, S] std::collections::HashSet<T, S>,
+    [K, V] std::collections::BTreeMap<K, V>,
+    [K, V, S] std::collections::HashMap<K, V, S>,
+    [T, const N: usize] [T; N],
+    [A, B] (A, B),
+    [A, B, C] (A, B, C),
+    [A, B, C, D] (A, B, C, D),
+    [] serde_json::Value,
+    [] serde_json::Map<String, serde_json::Value>,
+);

@@ -1,0 +1,152 @@
+//! Cell codecs: how each field type becomes cells and comes back.
+//!
+//! The derive calls [`TableValue`] for every ordinary field, so the choice of
+//! cell format is made by the compiler, never by inspecting a value at run
+//! time. Scalars become native Edm cells; containers and other serde types
+//! become one JSON cell `{Col}__Json` (gzip-compressed into `{Col}__GZip`
+//! when it would not fit a cell).
+
+mod json;
+mod scalar;
+
+pub use json::{decode_json, encode_json};
+pub use scalar::{decode_binary, encode_binary};
+
+use crate::error::{Error, Result};
+use crate::value::{EdmType, Row, Value};
+
+/// Suffix of a JSON cell.
+pub const JSON_SUFFIX: &str = "__Json";
+/// Suffix of a gzip-compressed JSON cell.
+pub const GZIP_SUFFIX: &str = "__GZip";
+/// Suffix of the marker cell written when a value was trimmed.
+pub const TRUNCATED_SUFFIX: &str = "__Truncated";
+/// The most bytes one string or binary cell may hold (strings count 2 bytes per UTF-16 unit).
+pub const MAX_CELL_BYTES: usize = 65_535;
+
+/// What to do with a value too large for its cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OversizedCellPolicy {
+    /// Refuse the write with [`Error::OversizedValue`] (the default). Nothing is stored.
+    #[default]
+    Refuse,
+    /// Keep a prefix and write a `{Col}__Truncated` marker saying what was kept.
+    TrimWithMarker,
+    /// Keep a prefix, no marker.
+    TrimSilently,
+}
+
+/// Options that shape how an entity is encoded.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EncodeOptions {
+    /// What to do with a value too large for its cell.
+    pub oversized: OversizedCellPolicy,
+}
+
+/// How a type is stored, known at compile time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// One native cell of this type.
+    Cell(EdmType),
+    /// One JSON cell (`{Col}__Json`, or `{Col}__GZip` when large).
+    Json,
+}
+
+/// A type that can be stored in a table column.
+///
+/// Implemented for strings, `bool`, the integer types, `f32`/`f64`,
+/// [`DateTime`](crate::DateTime) (and `chrono`/`time` instants with their
+/// features), [`Guid`](crate::Guid) (and `uuid::Uuid`), `rust_decimal::Decimal`,
+/// `Option<T>`, standard containers of serde types (as JSON), and unit enums
+/// through `#[derive(TableEnum)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be stored in a table column",
+    label = "this field's type has no cell format",
+    note = "for a unit enum add `#[derive(TableEnum)]`; to store a serde type as one JSON cell mark the field `#[table(json)]`; for a nested struct add `#[derive(TableRecord)]` and mark the field `#[table(flatten)]`; or mark the field `#[table(skip)]`"
+)]
+pub trait TableValue: Sized {
+    /// How the type is stored.
+    const KIND: ValueKind;
+    /// Whether an absent column is an expected state (`Option<T>`).
+    const OPTIONAL: bool = false;
+
+    /// Writes the value's cell(s) for `column` into the row. Writes nothing
+    /// for an absent value.
+    fn encode(&self, column: &str, row: &mut Row, options: &EncodeOptions) -> Result<()>;
+
+    /// Takes the value of `column` out of the row. An absent column reads as
+    /// the type's default where it has one (as the .NET library does).
+    fn decode(row: &mut Row, column: &str) -> Result<Self>;
+}
+
+/// Which stored column a field reads from: the canonical name when any of
+/// its forms (plain, `__Json`, `__GZip`) is present, otherwise the first
+/// alias that has one, otherwise the canonical name.
+pub fn resolve_column<'a>(row: &Row, canonical: &'a str, aliases: &[&'a str]) -> &'a str {
+    if aliases.is_empty() || has_any_form(row, canonical) {
+        return canonical;
+    }
+    aliases
+        .iter()
+        .copied()
+        .find(|a| has_any_form(row, a))
+        .unwrap_or(canonical)
+}
+
+fn has_any_form(row: &Row, column: &str) -> bool {
+    row.get(column).is_some()
+        || row.get(&format!("{column}{JSON_SUFFIX}")).is_some()
+        || row.get(&format!("{column}{GZIP_SUFFIX}")).is_some()
+}
+
+/// The error for a cell of the wrong type.
+pub(crate) fn type_mismatch(column: &str, expected: &str, found: &Value) -> Error {
+    Error::Decode {
+        column: column.to_owned(),
+        expected: expected.to_owned(),
+        found: format!("{} cell {found:?}", found.edm_type()),
+    }
+}
+
+/// The error for a required column that is absent.
+pub(crate) fn absent(column: &str, expected: &str) -> Error {
+    Error::Decode {
+        column: column.to_owned(),
+        expected: expected.to_owned(),
+        found: "no such column (make the field an Option to allow it to be absent)".to_owned(),
+    }
+}
+
+impl<T: TableValue> TableValue for Option<T> {
+    const KIND: ValueKind = T::KIND;
+    const OPTIONAL: bool = true;
+
+    fn encode(&self, column: &str, row: &mut Row, options: &EncodeOptions) -> Result<()> {
+        match self {
+            Some(v) => v.encode(column, row, options),
+            None => Ok(()),
+        }
+    }
+
+    fn decode(row: &mut Row, column: &str) -> Result<Self> {
+        if has_any_form(row, column) {
+            T::decode(row, column).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+impl<T: TableValue> TableValue for Box<T> {
+    const KIND: ValueKind = T::KIND;
+    const OPTIONAL: bool = T::OPTIONAL;
+
+    fn encode(&self, column: &str, row: &mut Row, options: &EncodeOptions) -> Result<()> {
+        (**self).encode(column, row, options)
+    }
+
+    fn decode(row: &mut Row, column: &str) -> Result<Self> {
+        T::decode(row, column).map(Box::new)
+    }
+}

@@ -1,0 +1,335 @@
+//! The traits the derives implement, and the column metadata they generate.
+
+use crate::codec::{EncodeOptions, ValueKind};
+use crate::error::{Error, KeyKind, Result};
+use crate::value::{DateTime, ETag, Row};
+
+/// A struct stored as one row of a table. Implement it with
+/// `#[derive(TableEntity)]`; see the crate documentation for the attributes.
+///
+/// ```
+/// use unified_tables::{TableEntity, ETag};
+///
+/// #[derive(TableEntity, Debug, Clone, PartialEq)]
+/// struct Order {
+///     #[table(partition_key)]
+///     customer: String,
+///     #[table(row_key)]
+///     number: String,
+///     total: f64,
+///     lines: Vec<String>,
+///     #[table(etag)]
+///     etag: Option<ETag>,
+/// }
+///
+/// assert_eq!(Order::SCHEMA.table, "Order");
+/// let o = Order { customer: "c1".into(), number: "0001".into(), total: 9.5, lines: vec!["pen".into()], etag: None };
+/// let row = o.to_row(&Default::default()).unwrap();
+/// assert!(row.get("Total").is_some());
+/// assert!(row.get("Lines__Json").is_some());
+/// assert_eq!(Order::from_row(row).unwrap(), o);
+/// ```
+pub trait TableEntity: Sized + Send + Sync + 'static {
+    /// The table name and column metadata, generated at compile time.
+    const SCHEMA: &'static Schema;
+
+    /// The entity's keys as written (composite ids normalized per the schema).
+    fn key(&self) -> Key;
+
+    /// The row to store: keys and every stored column. System fields (ETag,
+    /// Timestamp) are not columns.
+    fn to_row(&self, options: &EncodeOptions) -> Result<Row>;
+
+    /// Rebuilds the entity from a stored row, including its ETag and Timestamp.
+    fn from_row(row: Row) -> Result<Self>;
+
+    /// The ETag the entity was read with, if it has an ETag field and one was set.
+    fn etag(&self) -> Option<&ETag>;
+
+    /// Records the version after a read or write (no-op without an ETag field).
+    fn set_etag(&mut self, etag: Option<ETag>);
+
+    /// Records the service Timestamp (no-op without a Timestamp field).
+    fn set_timestamp(&mut self, timestamp: Option<DateTime>);
+
+    /// The created stamp, if the entity has one and it is set.
+    fn created_at(&self) -> Option<DateTime>;
+
+    /// Sets the created stamp (no-op without one).
+    fn set_created_at(&mut self, at: DateTime);
+
+    /// Sets the updated stamp (no-op without one).
+    fn set_updated_at(&mut self, at: DateTime);
+}
+
+/// A nested struct whose fields are stored as `Parent_Child` columns of the
+/// entity that holds it. Implement it with `#[derive(TableRecord)]` and mark
+/// the field `#[table(flatten)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be flattened into columns",
+    label = "`#[table(flatten)]` needs a type with `#[derive(TableRecord)]`",
+    note = "add `#[derive(TableRecord)]` to `{Self}`, or drop `#[table(flatten)]` to store it as one JSON cell"
+)]
+pub trait TableRecord: Sized {
+    /// The record's own columns (names relative to the parent's prefix).
+    const COLUMNS: &'static [Column];
+
+    /// Writes the record's columns, each named `{prefix}{Column}`.
+    fn write_columns(&self, prefix: &str, row: &mut Row, options: &EncodeOptions) -> Result<()>;
+
+    /// Reads the record's columns back.
+    fn read_columns(row: &mut Row, prefix: &str) -> Result<Self>;
+
+    /// Whether the row holds any column of the record (used for `Option<Record>`).
+    fn present_in(row: &Row, prefix: &str) -> bool {
+        row.properties.keys().any(|k| k.starts_with(prefix))
+    }
+}
+
+/// How an entity's keys are formed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyMode {
+    /// `#[table(partition_key)]` and `#[table(row_key)]` fields.
+    Fields,
+    /// One composite id field, `{PartitionKey}|{RowKey}`, stored as the `Id` column.
+    CompositeId {
+        /// Whether ids are normalized (trim, spaces to `-`, lower-case) on write.
+        normalize: bool,
+    },
+}
+
+/// How a column's value is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// A native cell or a JSON cell, as the field's type decides.
+    Value(ValueKind),
+    /// A byte field stored as one `Edm.Binary` cell.
+    Binary,
+    /// A nested record flattened into `{Column}_{Child}` columns.
+    Flatten(&'static [Column]),
+    /// A large value stored at any size (split cells, continuation rows or a blob).
+    Large {
+        /// The cell encoding of split parts.
+        encoding: LargeEncoding,
+        /// Whether the blob tier may be used.
+        offload: bool,
+    },
+    /// A file stored as a blob, referenced by `{Column}__blob`.
+    Blob,
+}
+
+/// The encoding of a large value's parts (`__enc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LargeEncoding {
+    /// UTF-16-safe text chunks.
+    Text,
+    /// Base64 of gzip.
+    Gzip,
+    /// Raw bytes.
+    Binary,
+}
+
+impl LargeEncoding {
+    /// The `__enc` cell's value.
+    pub const fn name(self) -> &'static str {
+        match self {
+            LargeEncoding::Text => "text",
+            LargeEncoding::Gzip => "gzip",
+            LargeEncoding::Binary => "binary",
+        }
+    }
+}
+
+/// One stored column, as generated by the derive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Column {
+    /// The column name (for a flattened record: the prefix without `_`).
+    pub name: &'static str,
+    /// The Rust field it comes from.
+    pub field: &'static str,
+    /// How it is stored.
+    pub kind: ColumnKind,
+    /// Whether an absent column is expected (`Option` fields).
+    pub optional: bool,
+    /// Older names read when the column is absent (`#[alias("Old")]`).
+    pub aliases: &'static [&'static str],
+    /// Roles allowed to change the value (`#[protected("a,b")]`); empty when unprotected.
+    pub protected: &'static [&'static str],
+}
+
+/// What the derive knows about an entity type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Schema {
+    /// The table name.
+    pub table: &'static str,
+    /// How keys are formed.
+    pub keys: KeyMode,
+    /// The stored columns, in field order.
+    pub columns: &'static [Column],
+    /// The created-stamp column, if any.
+    pub created_column: Option<&'static str>,
+    /// The updated-stamp column, if any.
+    pub updated_column: Option<&'static str>,
+}
+
+impl Schema {
+    /// Every physical column name a row of this type may carry in its
+    /// ordinary form (nested records expanded to `Parent_Child`). JSON
+    /// fields are listed with their `__Json` suffix.
+    pub fn column_names(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        expand(self.columns, "", &mut out);
+        out
+    }
+
+    /// The columns whose values are protected.
+    pub fn protected_columns(&self) -> impl Iterator<Item = &'static Column> {
+        self.columns.iter().filter(|c| !c.protected.is_empty())
+    }
+
+    /// The large-value columns.
+    pub fn large_columns(&self) -> impl Iterator<Item = &'static Column> {
+        self.columns
+            .iter()
+            .filter(|c| matches!(c.kind, ColumnKind::Large { .. }))
+    }
+
+    /// The blob columns.
+    pub fn blob_columns(&self) -> impl Iterator<Item = &'static Column> {
+        self.columns.iter().filter(|c| matches!(c.kind, ColumnKind::Blob))
+    }
+}
+
+fn expand(columns: &'static [Column], prefix: &str, out: &mut Vec<String>) {
+    for c in columns {
+        match c.kind {
+            ColumnKind::Flatten(children) => expand(children, &format!("{prefix}{}_", c.name), out),
+            ColumnKind::Value(ValueKind::Json) => out.push(format!("{prefix}{}__Json", c.name)),
+            ColumnKind::Blob => out.push(format!("{prefix}{}__blob", c.name)),
+            _ => out.push(format!("{prefix}{}", c.name)),
+        }
+    }
+}
+
+/// The keys of one entity.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    /// The partition key.
+    pub partition_key: String,
+    /// The row key.
+    pub row_key: String,
+}
+
+impl Key {
+    /// A key from its two parts, as given.
+    pub fn new(partition_key: impl Into<String>, row_key: impl Into<String>) -> Key {
+        Key {
+            partition_key: partition_key.into(),
+            row_key: row_key.into(),
+        }
+    }
+
+    /// Splits a composite id on its first `|`; an id without one is used for both keys.
+    ///
+    /// ```
+    /// use unified_tables::Key;
+    /// assert_eq!(Key::from_id("a|b|c"), Key::new("a", "b|c"));
+    /// assert_eq!(Key::from_id("solo"), Key::new("solo", "solo"));
+    /// assert_eq!(Key::from_id("|row"), Key::new("", "row"));
+    /// ```
+    pub fn from_id(id: &str) -> Key {
+        match id.split_once('|') {
+            Some((pk, rk)) => Key::new(pk, rk),
+            None => Key::new(id, id),
+        }
+    }
+
+    /// The composite id: `pk|rk`, or just `pk` when both keys are equal.
+    pub fn to_id(&self) -> String {
+        if self.partition_key == self.row_key {
+            self.partition_key.clone()
+        } else {
+            format!("{}|{}", self.partition_key, self.row_key)
+        }
+    }
+
+    /// Checks both keys against the service's rules: at most 1024 UTF-16
+    /// units, none of `/ \ # ?`, no control characters (U+0000..U+001F,
+    /// U+007F..U+009F).
+    pub fn validate(&self) -> Result<()> {
+        validate_key(KeyKind::PartitionKey, &self.partition_key)?;
+        validate_key(KeyKind::RowKey, &self.row_key)
+    }
+}
+
+impl<A: Into<String>, B: Into<String>> From<(A, B)> for Key {
+    fn from((pk, rk): (A, B)) -> Key {
+        Key::new(pk, rk)
+    }
+}
+
+/// The longest key the service accepts, in UTF-16 units.
+pub const MAX_KEY_UNITS: usize = 1024;
+
+/// Checks one key against the service's rules.
+pub fn validate_key(which: KeyKind, key: &str) -> Result<()> {
+    let shown = || {
+        if key.len() > 64 {
+            let mut end = 64;
+            while !key.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!("{}…", &key[..end])
+        } else {
+            key.to_owned()
+        }
+    };
+    let units = crate::value::utf16_len(key);
+    if units > MAX_KEY_UNITS {
+        return Err(Error::InvalidKey {
+            which,
+            key: shown(),
+            reason: format!("it is {units} UTF-16 units long and the service allows at most {MAX_KEY_UNITS}"),
+        });
+    }
+    if let Some(c) = key.chars().find(|c| is_refused_key_char(*c)) {
+        return Err(Error::InvalidKey {
+            which,
+            key: shown(),
+            reason: format!(
+                "it contains {c:?}; keys may not contain '/', '\\', '#', '?' or control characters (encode them, e.g. replace '/' with another separator)"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Whether the service refuses this character in a key.
+pub fn is_refused_key_char(c: char) -> bool {
+    matches!(c, '/' | '\\' | '#' | '?') || matches!(c as u32, 0x00..=0x1F | 0x7F..=0x9F)
+}
+
+/// Normalizes a composite id as the .NET library does: trim Unicode
+/// whitespace at both ends, replace each space with `-`, lower-case.
+///
+/// ```
+/// assert_eq!(unified_tables::normalize_id("  Part | Row1 "), "part-|-row1");
+/// ```
+pub fn normalize_id(id: &str) -> String {
+    id.trim().replace(' ', "-").to_lowercase()
+}
+
+/// The composite id of a row read back: the stored `Id` when it splits into
+/// exactly the row's keys, otherwise rebuilt from the keys.
+pub fn restore_id(stored: Option<&str>, partition_key: &str, row_key: &str) -> String {
+    if partition_key.is_empty() && row_key.is_empty() {
+        return stored.unwrap_or_default().to_owned();
+    }
+    if let Some(id) = stored {
+        let k = Key::from_id(id);
+        if k.partition_key == partition_key && k.row_key == row_key {
+            return id.to_owned();
+        }
+    }
+    Key::new(partition_key, row_key).to_id()
+}

@@ -1,0 +1,92 @@
+//! # unified-tables
+//!
+//! A typed data layer for Azure Table Storage. Describe a row with
+//! `#[derive(TableEntity)]`; the derive generates the column list and the
+//! row codec at compile time, and [`Store<T>`] gives every operation with the
+//! service's concurrency rules. [`Tables::memory()`] is a faithful embedded
+//! backend for tests and local runs; [`Tables::connect`] talks to Azure or
+//! Azurite.
+//!
+//! ```
+//! use unified_tables::{TableEntity, Tables, ETag, Error};
+//!
+//! #[derive(TableEntity, Debug, Clone, PartialEq)]
+//! struct Customer {
+//!     #[table(partition_key)]
+//!     region: String,
+//!     #[table(row_key)]
+//!     email: String,
+//!     name: String,
+//!     visits: u32,
+//!     #[table(etag)]
+//!     etag: Option<ETag>,
+//! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let db = Tables::memory();
+//! let customers = db.store::<Customer>();
+//! let alice = Customer { region: "eu".into(), email: "alice@example.com".into(), name: "Alice".into(), visits: 0, etag: None };
+//! customers.create(&alice).await?;
+//! assert!(matches!(customers.create(&alice).await, Err(Error::AlreadyExists { .. })));
+//!
+//! let mut got = customers.get(("eu", "alice@example.com")).await?.expect("stored");
+//! got.visits += 1;
+//! customers.update(&mut got).await?;          // conditional on the ETag read
+//! # Ok::<(), Error>(())
+//! # }).unwrap();
+//! ```
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
+pub mod backend;
+pub mod codec;
+mod entity;
+mod error;
+pub mod large;
+pub mod query;
+mod stamp;
+pub mod store;
+mod tables;
+mod value;
+
+pub use backend::{Backend, IfMatch, UpdateMode, WriteOp, WriteOutcome};
+pub use codec::{EncodeOptions, OversizedCellPolicy, TableValue};
+pub use entity::{
+    is_refused_key_char, normalize_id, restore_id, validate_key, Column, ColumnKind, Key, KeyMode, LargeEncoding,
+    Schema, TableEntity, TableRecord, MAX_KEY_UNITS,
+};
+pub use error::{Error, KeyKind, Result};
+pub use large::BlobContent;
+pub use stamp::{KeyPart, Stamp};
+pub use store::{Concurrency, Lookup, QueryOptions, Store, StoreOptions};
+pub use tables::Tables;
+pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord};
+pub use value::wire;
+pub use value::{cmp_utf16, utf16_len, DateTime, ETag, EdmType, Guid, ParseGuidError, Row, Value};
+
+/// Items the derive's generated code refers to. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::codec::{
+        decode_binary, decode_json, encode_binary, encode_json, resolve_column, EncodeOptions, TableValue, ValueKind,
+    };
+    pub use crate::entity::{
+        normalize_id, restore_id, Column, ColumnKind, Key, KeyMode, LargeEncoding, Schema, TableEntity, TableRecord,
+    };
+    pub use crate::error::{Error, Result};
+    pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};
+    pub use crate::stamp::{KeyPart, Stamp};
+    pub use crate::value::{DateTime, ETag, Row, Value};
+    pub use core::default::Default;
+    pub use core::option::Option::{self, None, Some};
+    pub use core::result::Result::{Err, Ok};
+    pub use std::string::String;
+
+    /// Error for an enum cell that names no variant.
+    pub fn unknown_variant(column: &str, type_name: &str, found: &Value, variants: &[&str]) -> Error {
+        Error::Decode {
+            column: column.to_owned(),
+            expected: format!("a {type_name} variant name ({})", variants.join(", ")),
+            found: format!("{found:?}"),
+        }
+    }
+}

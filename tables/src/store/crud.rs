@@ -1,0 +1,206 @@
+//! Create, read, update, upsert, delete.
+
+use super::{now, Concurrency, Lookup, Store};
+use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
+use crate::entity::TableEntity;
+use crate::error::{Error, Result};
+use crate::value::{DateTime, ETag, Row, Value};
+
+impl<T: TableEntity> Store<T> {
+    /// Inserts a new entity. Fails with [`Error::AlreadyExists`] if one with
+    /// the same keys exists. Sets the entity's created and updated stamps to
+    /// now, and its ETag and Timestamp to the stored version.
+    ///
+    /// One round trip.
+    pub async fn create(&self, entity: &mut T) -> Result<ETag> {
+        let at = now();
+        let stamps = Stamps {
+            created: Some(at),
+            updated: Some(at),
+        };
+        let row = self.encode_stamped(entity, stamps)?;
+        let outcome = self.write(WriteOp::Insert(row.clone()), &row).await?;
+        Ok(commit(entity, stamps, outcome))
+    }
+
+    /// Reads one entity with its ETag, or `None` if it does not exist.
+    ///
+    /// One round trip.
+    pub async fn get(&self, key: impl Into<Lookup>) -> Result<Option<T>> {
+        let key = self.resolve(key)?;
+        self.ensure_created().await?;
+        match self
+            .tables
+            .backend
+            .get(&self.table, &key.partition_key, &key.row_key)
+            .await?
+        {
+            Some(row) => T::from_row(row).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether an entity with these keys exists.
+    pub async fn exists(&self, key: impl Into<Lookup>) -> Result<bool> {
+        let key = self.resolve(key)?;
+        self.ensure_created().await?;
+        Ok(self
+            .tables
+            .backend
+            .get(&self.table, &key.partition_key, &key.row_key)
+            .await?
+            .is_some())
+    }
+
+    /// Inserts or replaces the entity, unconditionally, in one round trip.
+    /// Keeps a created stamp the caller set (otherwise sets it to now) and
+    /// sets the updated stamp to now.
+    pub async fn upsert(&self, entity: &mut T) -> Result<ETag> {
+        let at = now();
+        let stamps = Stamps {
+            created: entity.created_at().is_none().then_some(at),
+            updated: Some(at),
+        };
+        let row = self.encode_stamped(entity, stamps)?;
+        let op = WriteOp::Upsert {
+            row: row.clone(),
+            mode: UpdateMode::Replace,
+        };
+        let outcome = self.write(op, &row).await?;
+        Ok(commit(entity, stamps, outcome))
+    }
+
+    /// Replaces the stored entity on condition of the ETag it was read with
+    /// ([`Concurrency::Auto`]). A stale ETag fails with [`Error::Conflict`];
+    /// an entity without an ETag is refused with [`Error::MissingETag`].
+    pub async fn update(&self, entity: &mut T) -> Result<ETag> {
+        self.update_with(entity, Concurrency::Auto).await
+    }
+
+    /// Replaces the stored entity under an explicit concurrency mode.
+    ///
+    /// | mode | without an ETag | with an ETag |
+    /// |---|---|---|
+    /// | `Auto` | refused (or `*` when `implicit_last_writer_wins`) | conditional |
+    /// | `Strict` | refused | conditional |
+    /// | `LastWriterWins` | `*` | `*` |
+    ///
+    /// `*` still requires the row to exist ([`Error::NotFound`] otherwise).
+    pub async fn update_with(&self, entity: &mut T, mode: Concurrency) -> Result<ETag> {
+        let condition = self.condition_for(entity, mode)?;
+        let stamps = Stamps {
+            created: None,
+            updated: Some(now()),
+        };
+        let row = self.encode_stamped(entity, stamps)?;
+        let op = WriteOp::Update {
+            row: row.clone(),
+            mode: UpdateMode::Replace,
+            condition,
+        };
+        let outcome = self.write(op, &row).await?;
+        Ok(commit(entity, stamps, outcome))
+    }
+
+    /// Deletes the entity with these keys, whatever its version. Returns
+    /// whether it existed; deleting a missing entity is not an error.
+    pub async fn delete(&self, key: impl Into<Lookup>) -> Result<bool> {
+        let key = self.resolve(key)?;
+        self.ensure_created().await?;
+        let op = WriteOp::Delete {
+            partition_key: key.partition_key.clone(),
+            row_key: key.row_key.clone(),
+            condition: IfMatch::Any,
+        };
+        match self.tables.backend.execute(&self.table, op).await {
+            Ok(_) => Ok(true),
+            Err(e) => match e.about_entity(&self.table, &key.partition_key, &key.row_key) {
+                Error::NotFound { .. } => Ok(false),
+                other => Err(other),
+            },
+        }
+    }
+
+    /// Deletes the entity on condition of its ETag: [`Error::Conflict`] if it
+    /// changed since it was read, [`Error::NotFound`] if it is gone.
+    pub async fn delete_entity(&self, entity: &T) -> Result<()> {
+        let key = entity.key();
+        key.validate()?;
+        let condition = self.condition_for(entity, Concurrency::Strict)?;
+        self.ensure_created().await?;
+        let op = WriteOp::Delete {
+            partition_key: key.partition_key.clone(),
+            row_key: key.row_key.clone(),
+            condition,
+        };
+        self.tables
+            .backend
+            .execute(&self.table, op)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.about_entity(&self.table, &key.partition_key, &key.row_key))
+    }
+
+    fn condition_for(&self, entity: &T, mode: Concurrency) -> Result<IfMatch> {
+        match (mode, entity.etag()) {
+            (Concurrency::LastWriterWins, _) => Ok(IfMatch::Any),
+            (_, Some(etag)) => Ok(IfMatch::ETag(etag.clone())),
+            (Concurrency::Auto, None) if self.tables.options.implicit_last_writer_wins => {
+                tracing::warn!(table = %self.table, "update without an ETag: overwriting (implicit_last_writer_wins)");
+                Ok(IfMatch::Any)
+            }
+            (_, None) => {
+                let key = entity.key();
+                Err(Error::MissingETag {
+                    table: self.table.clone(),
+                    partition_key: key.partition_key,
+                    row_key: key.row_key,
+                })
+            }
+        }
+    }
+
+    async fn write(&self, op: WriteOp, row: &Row) -> Result<WriteOutcome> {
+        self.ensure_created().await?;
+        self.tables
+            .backend
+            .execute(&self.table, op)
+            .await
+            .map_err(|e| e.about_entity(&self.table, &row.partition_key, &row.row_key))
+    }
+
+    /// Encodes the entity with the given stamps written into their columns
+    /// (the caller's value is stamped only once the write succeeds).
+    pub(crate) fn encode_stamped(&self, entity: &T, stamps: Stamps) -> Result<Row> {
+        let mut row = entity.to_row(&self.encode_options())?;
+        if let (Some(at), Some(col)) = (stamps.created, T::SCHEMA.created_column) {
+            row.insert(col, Value::DateTime(at));
+        }
+        if let (Some(at), Some(col)) = (stamps.updated, T::SCHEMA.updated_column) {
+            row.insert(col, Value::DateTime(at));
+        }
+        self.check(&row)?;
+        Ok(row)
+    }
+}
+
+/// Stamps a write sets.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stamps {
+    pub(crate) created: Option<DateTime>,
+    pub(crate) updated: Option<DateTime>,
+}
+
+/// Moves the written state into the caller's entity after a successful write.
+pub(crate) fn commit<T: TableEntity>(entity: &mut T, stamps: Stamps, outcome: WriteOutcome) -> ETag {
+    if let Some(at) = stamps.created {
+        entity.set_created_at(at);
+    }
+    if let Some(at) = stamps.updated {
+        entity.set_updated_at(at);
+    }
+    let etag = outcome.etag.unwrap_or_else(|| ETag::new(""));
+    entity.set_etag(Some(etag.clone()));
+    entity.set_timestamp(outcome.timestamp);
+    etag
+}

@@ -1,0 +1,222 @@
+//! `Store<T>`: every operation on one table, written once above the backend.
+
+mod crud;
+mod query;
+
+pub use query::{next_prefix, QueryOptions, MAX_PAGE_SIZE};
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use crate::backend::Backend;
+use crate::codec::{EncodeOptions, OversizedCellPolicy};
+use crate::entity::{Key, KeyMode, TableEntity};
+use crate::error::{Error, Result};
+use crate::tables::Tables;
+use crate::value::{DateTime, Row};
+
+/// How an update decides whether it may overwrite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Concurrency {
+    /// Use the entity's ETag; without one, refuse (or, when
+    /// [`StoreOptions::implicit_last_writer_wins`] is set, overwrite and log a warning).
+    #[default]
+    Auto,
+    /// Require the entity's ETag; without one, always refuse.
+    Strict,
+    /// Overwrite whatever version is stored (`If-Match: *`); the row must exist.
+    LastWriterWins,
+}
+
+/// Options shared by the stores of one [`Tables`].
+#[derive(Debug, Clone, Default)]
+pub struct StoreOptions {
+    /// What to do with a value too large for its cell (default: refuse).
+    pub oversized_cells: OversizedCellPolicy,
+    /// Let [`Concurrency::Auto`] overwrite an entity that has no ETag
+    /// (default `false`: refuse with [`Error::MissingETag`]).
+    pub implicit_last_writer_wins: bool,
+}
+
+/// How to find one entity: by its two keys, or by a composite id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// Both keys, as given.
+    Key(Key),
+    /// A composite id `{pk}|{rk}` (normalized when the schema says so).
+    Id(String),
+}
+
+impl<A: Into<String>, B: Into<String>> From<(A, B)> for Lookup {
+    fn from(k: (A, B)) -> Lookup {
+        Lookup::Key(Key::from(k))
+    }
+}
+
+impl From<Key> for Lookup {
+    fn from(k: Key) -> Lookup {
+        Lookup::Key(k)
+    }
+}
+
+impl From<&Key> for Lookup {
+    fn from(k: &Key) -> Lookup {
+        Lookup::Key(k.clone())
+    }
+}
+
+impl From<&str> for Lookup {
+    fn from(id: &str) -> Lookup {
+        Lookup::Id(id.to_owned())
+    }
+}
+
+impl From<String> for Lookup {
+    fn from(id: String) -> Lookup {
+        Lookup::Id(id)
+    }
+}
+
+/// Typed access to one table. Cheap to clone.
+///
+/// Every call validates its input first: a refused call (a bad key, an
+/// oversized value, a missing ETag) sends nothing and stores nothing.
+pub struct Store<T> {
+    tables: Tables,
+    table: String,
+    _entity: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Store<T> {
+    fn clone(&self) -> Self {
+        Store {
+            tables: self.tables.clone(),
+            table: self.table.clone(),
+            _entity: PhantomData,
+        }
+    }
+}
+
+impl<T> fmt::Debug for Store<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store").field("table", &self.table).finish()
+    }
+}
+
+impl<T: TableEntity> Store<T> {
+    pub(crate) fn new(tables: Tables, table: String) -> Store<T> {
+        Store {
+            tables,
+            table,
+            _entity: PhantomData,
+        }
+    }
+
+    /// The table name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The backend this store talks to.
+    pub fn backend(&self) -> &dyn Backend {
+        &*self.tables.backend
+    }
+
+    /// Creates the table if it does not exist yet. Stores do this on first
+    /// use; call it at start-up to fail fast on a bad connection.
+    pub async fn ensure_created(&self) -> Result<()> {
+        if self
+            .tables
+            .created
+            .lock()
+            .map(|s| s.contains(&self.table))
+            .unwrap_or(false)
+        {
+            return Ok(());
+        }
+        check_table_name(&self.table)?;
+        self.tables.backend.create_table(&self.table).await?;
+        if let Ok(mut set) = self.tables.created.lock() {
+            set.insert(self.table.clone());
+        }
+        Ok(())
+    }
+
+    fn encode_options(&self) -> EncodeOptions {
+        EncodeOptions {
+            oversized: self.tables.options.oversized_cells,
+        }
+    }
+
+    /// The keys a lookup addresses, validated.
+    pub fn resolve(&self, lookup: impl Into<Lookup>) -> Result<Key> {
+        let key = match lookup.into() {
+            Lookup::Key(k) => k,
+            Lookup::Id(id) => match T::SCHEMA.keys {
+                KeyMode::CompositeId { normalize: true } => Key::from_id(&crate::entity::normalize_id(&id)),
+                _ => Key::from_id(&id),
+            },
+        };
+        key.validate()?;
+        Ok(key)
+    }
+
+    /// Checks an encoded row against the service's key and size rules.
+    fn check(&self, row: &Row) -> Result<()> {
+        Key::new(row.partition_key.clone(), row.row_key.clone()).validate()?;
+        check_row_limits(row)
+    }
+}
+
+/// The most custom properties an entity may have.
+pub const MAX_PROPERTIES: usize = 252;
+/// The largest entity the service accepts, measured with its size formula.
+pub const MAX_ENTITY_BYTES: usize = 1_048_488;
+
+/// Refuses a row that breaks the property-count or entity-size limit.
+pub(crate) fn check_row_limits(row: &Row) -> Result<()> {
+    if row.properties.len() > MAX_PROPERTIES {
+        return Err(Error::LimitExceeded {
+            limit: "TooManyProperties",
+            detail: format!(
+                "the entity has {} properties and the service allows at most {MAX_PROPERTIES}; skip fields, or group some into one JSON field",
+                row.properties.len()
+            ),
+        });
+    }
+    let size = row.stored_size();
+    if size > MAX_ENTITY_BYTES {
+        let largest = row
+            .properties
+            .iter()
+            .max_by_key(|(_, v)| v.stored_size())
+            .map(|(k, v)| format!(" (largest column: `{k}`, {} bytes)", v.stored_size()))
+            .unwrap_or_default();
+        return Err(Error::LimitExceeded {
+            limit: "EntityTooLarge",
+            detail: format!(
+                "the entity is {size} bytes and the service allows at most {MAX_ENTITY_BYTES}{largest}; mark large fields #[table(split = ..)]"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Checks a table name: `^[A-Za-z][A-Za-z0-9]{2,62}$`, not `tables`.
+pub fn check_table_name(name: &str) -> Result<()> {
+    let ok = (3..=63).contains(&name.len())
+        && name.as_bytes()[0].is_ascii_alphabetic()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric())
+        && !name.eq_ignore_ascii_case("tables");
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Config(format!(
+            "`{name}` is not a valid table name: use 3 to 63 letters and digits, starting with a letter (and not `tables`)"
+        )))
+    }
+}
+
+pub(crate) fn now() -> DateTime {
+    DateTime::now()
+}

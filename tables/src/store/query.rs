@@ -1,0 +1,178 @@
+//! Reading many rows: partition or table scans, optionally filtered.
+
+use super::Store;
+use crate::backend::{Continuation, QueryRequest};
+use crate::entity::TableEntity;
+use crate::error::{Error, Result};
+use crate::query::{CmpOp, Filter};
+use crate::value::Value;
+
+/// The most rows the service returns in one page.
+pub const MAX_PAGE_SIZE: u32 = 1000;
+
+/// What a query reads: a partition (optionally a row-key prefix within it),
+/// a filter, a limit. Results come in (PartitionKey, RowKey) order.
+///
+/// ```
+/// use unified_tables::store::QueryOptions;
+/// let q = QueryOptions::partition("eu").row_key_prefix("2024-").take(50);
+/// # let _ = q;
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueryOptions {
+    pub(crate) partition: Option<String>,
+    pub(crate) prefix: Option<String>,
+    pub(crate) take: Option<usize>,
+    pub(crate) filter: Option<Filter>,
+}
+
+impl QueryOptions {
+    /// Every row of the table.
+    pub fn all() -> QueryOptions {
+        QueryOptions::default()
+    }
+
+    /// The rows of one partition.
+    pub fn partition(partition_key: impl Into<String>) -> QueryOptions {
+        QueryOptions {
+            partition: Some(partition_key.into()),
+            ..QueryOptions::default()
+        }
+    }
+
+    /// Only rows whose RowKey starts with `prefix` (needs a partition).
+    pub fn row_key_prefix(mut self, prefix: impl Into<String>) -> QueryOptions {
+        self.prefix = Some(prefix.into());
+        self
+    }
+
+    /// At most `n` rows in total.
+    pub fn take(mut self, n: usize) -> QueryOptions {
+        self.take = Some(n);
+        self
+    }
+
+    /// Only rows the filter matches (combined with the partition and prefix).
+    pub fn filter(mut self, filter: Filter) -> QueryOptions {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// The backend request for these options.
+    pub(crate) fn request(&self) -> Result<QueryRequest> {
+        let mut parts: Vec<Filter> = Vec::new();
+        if let Some(pk) = &self.partition {
+            crate::entity::validate_key(crate::error::KeyKind::PartitionKey, pk)?;
+            parts.push(Filter::eq("PartitionKey", Value::String(pk.clone())));
+        }
+        match (&self.prefix, &self.partition) {
+            (Some(_), None) => {
+                return Err(Error::Config(
+                    "a row-key prefix needs a partition: add QueryOptions::partition(..)".into(),
+                ))
+            }
+            (Some(prefix), Some(_)) if !prefix.is_empty() => {
+                parts.push(Filter::cmp("RowKey", CmpOp::Ge, Value::String(prefix.clone())));
+                if let Some(next) = next_prefix(prefix) {
+                    parts.push(Filter::cmp("RowKey", CmpOp::Lt, Value::String(next)));
+                }
+            }
+            _ => {}
+        }
+        if let Some(f) = &self.filter {
+            parts.push(f.clone());
+        }
+        let filter = parts.into_iter().reduce(Filter::and);
+        if let Some(f) = &filter {
+            f.check()?;
+        }
+        let top = self.take.map(|t| t.clamp(1, MAX_PAGE_SIZE as usize) as u32);
+        Ok(QueryRequest {
+            filter,
+            select: None,
+            top,
+        })
+    }
+}
+
+/// The smallest string greater than every string starting with `prefix`:
+/// drop trailing U+FFFF units and increment the last remaining UTF-16 unit.
+/// `None` when the prefix is all U+FFFF.
+pub fn next_prefix(prefix: &str) -> Option<String> {
+    let mut units: Vec<u16> = prefix.encode_utf16().collect();
+    while let Some(&last) = units.last() {
+        if last == 0xFFFF {
+            units.pop();
+            continue;
+        }
+        *units.last_mut()? = last + 1;
+        return Some(String::from_utf16_lossy(&units));
+    }
+    None
+}
+
+impl<T: TableEntity> Store<T> {
+    /// Reads every entity the options select, following continuations.
+    pub async fn query(&self, options: QueryOptions) -> Result<Vec<T>> {
+        let request = options.request()?;
+        self.ensure_created().await?;
+        let mut out = Vec::new();
+        let mut continuation: Option<Continuation> = None;
+        loop {
+            let page = self
+                .tables
+                .backend
+                .query(&self.table, &request, continuation.as_ref())
+                .await?;
+            for row in page.rows {
+                if options.take.is_some_and(|t| out.len() >= t) {
+                    return Ok(out);
+                }
+                out.push(T::from_row(row)?);
+            }
+            match page.continuation {
+                Some(c) if !options.take.is_some_and(|t| out.len() >= t) => continuation = Some(c),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// Counts the rows the options select, reading keys only.
+    pub async fn count(&self, options: QueryOptions) -> Result<u64> {
+        let mut request = options.request()?;
+        request.select = Some(vec!["RowKey".to_owned()]);
+        request.top = Some(MAX_PAGE_SIZE);
+        self.ensure_created().await?;
+        let mut n = 0u64;
+        let mut continuation: Option<Continuation> = None;
+        loop {
+            let page = self
+                .tables
+                .backend
+                .query(&self.table, &request, continuation.as_ref())
+                .await?;
+            n += page.rows.len() as u64;
+            if let Some(t) = options.take {
+                if n >= t as u64 {
+                    return Ok(t as u64);
+                }
+            }
+            match page.continuation {
+                Some(c) => continuation = Some(c),
+                None => return Ok(n),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_prefix_increments_the_last_unit() {
+        assert_eq!(next_prefix("abc").as_deref(), Some("abd"));
+        assert_eq!(next_prefix("a\u{FFFF}").as_deref(), Some("b"));
+        assert_eq!(next_prefix("\u{FFFF}"), None);
+    }
+}
