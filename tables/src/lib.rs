@@ -26,8 +26,10 @@
 //! let db = Tables::memory();
 //! let customers = db.store::<Customer>();
 //! let alice = Customer { region: "eu".into(), email: "alice@example.com".into(), name: "Alice".into(), visits: 0, etag: None };
-//! customers.create(&alice).await?;
-//! assert!(matches!(customers.create(&alice).await, Err(Error::AlreadyExists { .. })));
+//! let mut alice = alice;
+//! customers.create(&mut alice).await?;
+//! let mut again = alice.clone();
+//! assert!(matches!(customers.create(&mut again).await, Err(Error::AlreadyExists { .. })));
 //!
 //! let mut got = customers.get(("eu", "alice@example.com")).await?.expect("stored");
 //! got.visits += 1;
@@ -75,11 +77,21 @@ pub mod __private {
     pub use crate::error::{Error, Result};
     pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};
     pub use crate::stamp::{KeyPart, Stamp};
-    pub use crate::value::{DateTime, ETag, Row, Value};
+    pub use crate::value::{DateTime, ETag, EdmType, Row, Value};
     pub use core::default::Default;
     pub use core::option::Option::{self, None, Some};
     pub use core::result::Result::{Err, Ok};
     pub use std::string::String;
+
+    /// Error for a required column that is absent.
+    pub fn absent_column(column: &str, type_name: &str) -> Error {
+        crate::codec::absent(column, type_name)
+    }
+
+    /// The content of a required blob field, or an error naming its column.
+    pub fn require_blob(content: Option<BlobContent>, column: &str) -> Result<BlobContent> {
+        content.ok_or_else(|| crate::codec::absent(&format!("{column}__blob"), "a blob reference"))
+    }
 
     /// Error for an enum cell that names no variant.
     pub fn unknown_variant(column: &str, type_name: &str, found: &Value, variants: &[&str]) -> Error {

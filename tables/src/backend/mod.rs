@@ -11,7 +11,7 @@ pub mod counting;
 pub mod memory;
 
 #[cfg(feature = "azure")]
-pub mod azure {}
+pub mod azure;
 
 use std::fmt;
 use std::sync::Arc;

@@ -122,7 +122,7 @@ pub fn decode_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Result<T
 }
 
 macro_rules! json_container {
-    ($( [$($gen:tt)*] $t:ty ),* $(,)?) => {$(
+    ($( [$($gen:tt)*] $t:ty => $absent:expr ),* $(,)?) => {$(
         impl<$($gen)*> TableValue for $t
         where
             $t: Serialize + DeserializeOwned,
@@ -134,23 +134,32 @@ macro_rules! json_container {
             }
 
             fn decode(row: &mut Row, column: &str) -> Result<Self> {
+                if !super::has_any_form(row, column) {
+                    let absent: fn(&str) -> Result<Self> = $absent;
+                    return absent(column);
+                }
                 decode_json(row, column)
             }
         }
     )*};
 }
 
+fn absent_json<T>(column: &str) -> Result<T> {
+    Err(super::absent(&format!("{column}{JSON_SUFFIX}"), "a JSON cell"))
+}
+
+// An absent collection reads as empty, as the .NET library leaves it.
 json_container!(
-    [T] Vec<T>,
-    [T] std::collections::VecDeque<T>,
-    [T] std::collections::BTreeSet<T>,
-    [T, S] std::collections::HashSet<T, S>,
-    [K, V] std::collections::BTreeMap<K, V>,
-    [K, V, S] std::collections::HashMap<K, V, S>,
-    [T, const N: usize] [T; N],
-    [A, B] (A, B),
-    [A, B, C] (A, B, C),
-    [A, B, C, D] (A, B, C, D),
-    [] serde_json::Value,
-    [] serde_json::Map<String, serde_json::Value>,
+    [T] Vec<T> => |_| Ok(Vec::new()),
+    [T] std::collections::VecDeque<T> => |_| Ok(Default::default()),
+    [T] std::collections::BTreeSet<T> => |_| Ok(Default::default()),
+    [T, S: Default] std::collections::HashSet<T, S> => |_| Ok(Default::default()),
+    [K, V] std::collections::BTreeMap<K, V> => |_| Ok(Default::default()),
+    [K, V, S: Default] std::collections::HashMap<K, V, S> => |_| Ok(Default::default()),
+    [T, const N: usize] [T; N] => absent_json,
+    [A, B] (A, B) => absent_json,
+    [A, B, C] (A, B, C) => absent_json,
+    [A, B, C, D] (A, B, C, D) => absent_json,
+    [] serde_json::Value => |_| Ok(serde_json::Value::Null),
+    [] serde_json::Map<String, serde_json::Value> => |_| Ok(Default::default()),
 );

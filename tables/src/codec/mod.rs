@@ -94,7 +94,7 @@ pub fn resolve_column<'a>(row: &Row, canonical: &'a str, aliases: &[&'a str]) ->
         .unwrap_or(canonical)
 }
 
-fn has_any_form(row: &Row, column: &str) -> bool {
+pub(crate) fn has_any_form(row: &Row, column: &str) -> bool {
     row.get(column).is_some()
         || row.get(&format!("{column}{JSON_SUFFIX}")).is_some()
         || row.get(&format!("{column}{GZIP_SUFFIX}")).is_some()

@@ -1,0 +1,223 @@
+//! `impl TableEntity`.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use super::fields::{self, Naming};
+use super::{private, wrap};
+use crate::internals::ast::{Container, Storage};
+use crate::internals::attr::{IdMode, KeyRole, StampRole, SystemRole};
+
+pub(crate) fn expand(cont: &Container) -> TokenStream {
+    let p = private();
+    let ident = &cont.ident;
+    let table = cont.table_name();
+    let id_field = cont.field_with_key(KeyRole::Id);
+    let normalize = cont.id_mode() == IdMode::Normalized;
+
+    // Column metadata: the Id column first in composite-id mode, then every stored field.
+    let columns: Vec<TokenStream> = cont
+        .fields
+        .iter()
+        .filter(|f| f.is_column() || matches!(f.storage, Storage::Key(KeyRole::Id)))
+        .map(fields::column_meta)
+        .collect();
+    let key_mode = match id_field {
+        Some(_) => quote!(#p::KeyMode::CompositeId { normalize: #normalize }),
+        None => quote!(#p::KeyMode::Fields),
+    };
+    let stamp_col = |role| match cont.field_with_stamp(role) {
+        Some(f) => {
+            let c = &f.column;
+            quote!(#p::Some(#c))
+        }
+        None => quote!(#p::None),
+    };
+    let created_column = stamp_col(StampRole::Created);
+    let updated_column = stamp_col(StampRole::Updated);
+
+    // The composite id, normalized as the schema says.
+    let id_fn = id_field.map(|f| {
+        let fi = &f.ident;
+        let ty = &f.ty;
+        let text = quote_spanned!(ty.span()=> <#ty as #p::KeyPart>::key_text(&this.#fi));
+        let body = if normalize {
+            quote!(#p::normalize_id(&#text))
+        } else {
+            text
+        };
+        quote! {
+            fn __id_of(this: &#ident) -> #p::String { #body }
+        }
+    });
+
+    let key_body = match id_field {
+        Some(_) => quote!(#p::Key::from_id(&__id_of(self))),
+        None => {
+            let key_text = |role| {
+                cont.field_with_key(role).map(|f| {
+                    let fi = &f.ident;
+                    let ty = &f.ty;
+                    quote_spanned!(ty.span()=> <#ty as #p::KeyPart>::key_text(&self.#fi))
+                })
+            };
+            let pk = key_text(KeyRole::Partition).unwrap_or_else(|| quote!(#p::String::new()));
+            let rk = key_text(KeyRole::Row).unwrap_or_else(|| quote!(#p::String::new()));
+            quote!(#p::Key { partition_key: #pk, row_key: #rk })
+        }
+    };
+
+    // to_row
+    let id_cell = id_field.map(|f| {
+        let c = &f.column;
+        quote!(__row.insert(#c, #p::Value::String(__id));)
+    });
+    let row_start = match id_field {
+        Some(_) => quote! {
+            let __id = __id_of(self);
+            let __key = #p::Key::from_id(&__id);
+            let mut __row_v = #p::Row::new(__key.partition_key, __key.row_key);
+            let __row = &mut __row_v;
+            #id_cell
+        },
+        None => quote! {
+            let __key = <Self as #p::TableEntity>::key(self);
+            let mut __row_v = #p::Row::new(__key.partition_key, __key.row_key);
+            let __row = &mut __row_v;
+        },
+    };
+    let encodes: Vec<TokenStream> = cont.fields.iter().map(|f| fields::encode(f, Naming::Literal)).collect();
+
+    // from_row
+    let decodes: Vec<TokenStream> = cont
+        .fields
+        .iter()
+        .map(|f| {
+            let local = fields::local(f);
+            let ty = &f.ty;
+            let value = match &f.storage {
+                Storage::Key(KeyRole::Partition) => {
+                    quote_spanned!(ty.span()=> <#ty as #p::KeyPart>::from_key_text(__pk.clone()))
+                }
+                Storage::Key(KeyRole::Row) => {
+                    quote_spanned!(ty.span()=> <#ty as #p::KeyPart>::from_key_text(__rk.clone()))
+                }
+                Storage::Key(KeyRole::Id) => {
+                    let c = &f.column;
+                    quote_spanned! {ty.span()=>
+                        {
+                            let __stored = match __row.take(#c) {
+                                #p::Some(#p::Value::String(__s)) => #p::Some(__s),
+                                _ => #p::None,
+                            };
+                            <#ty as #p::KeyPart>::from_key_text(#p::restore_id(#p::Option::as_deref(&__stored), &__pk, &__rk))
+                        }
+                    }
+                }
+                Storage::System(SystemRole::ETag) => quote!(__etag.clone()),
+                Storage::System(SystemRole::Timestamp) => quote!(#p::Option::map(__ts, ::core::convert::From::from)),
+                _ => {
+                    // Rows written by older .NET versions name the stamps `Created` / `Modified`.
+                    let implicit = match (id_field.is_some(), f.stamp()) {
+                        (true, Some(StampRole::Created)) if f.column != "Created" => Some("Created"),
+                        (true, Some(StampRole::Updated)) if f.column != "Modified" => Some("Modified"),
+                        _ => None,
+                    };
+                    fields::decode(f, Naming::Literal, implicit)
+                }
+            };
+            quote!(let #local = #value;)
+        })
+        .collect();
+    let inits: Vec<TokenStream> = cont
+        .fields
+        .iter()
+        .map(|f| {
+            let fi = &f.ident;
+            let local = fields::local(f);
+            quote!(#fi: #local)
+        })
+        .collect();
+
+    let system = |role| cont.field_with_system(role).map(|f| f.ident.clone());
+    let etag_get = match system(SystemRole::ETag) {
+        Some(fi) => quote!(#p::Option::as_ref(&self.#fi)),
+        None => quote!(#p::None),
+    };
+    let etag_set = system(SystemRole::ETag).map(|fi| quote!(self.#fi = etag;));
+    let ts_set = system(SystemRole::Timestamp)
+        .map(|fi| quote!(self.#fi = #p::Option::map(timestamp, ::core::convert::From::from);));
+    let stamp_field = |role| cont.field_with_stamp(role).map(|f| (f.ident.clone(), f.ty.clone()));
+    let created_get = match stamp_field(StampRole::Created) {
+        Some((fi, ty)) => quote_spanned!(ty.span()=> <#ty as #p::Stamp>::stamp(&self.#fi)),
+        None => quote!(#p::None),
+    };
+    let created_set = stamp_field(StampRole::Created)
+        .map(|(fi, ty)| quote_spanned!(ty.span()=> <#ty as #p::Stamp>::set_stamp(&mut self.#fi, at);));
+    let updated_set = stamp_field(StampRole::Updated)
+        .map(|(fi, ty)| quote_spanned!(ty.span()=> <#ty as #p::Stamp>::set_stamp(&mut self.#fi, at);));
+
+    wrap(quote! {
+        #id_fn
+
+        #[automatically_derived]
+        impl #p::TableEntity for #ident {
+            const SCHEMA: &'static #p::Schema = &#p::Schema {
+                table: #table,
+                keys: #key_mode,
+                columns: &[#(#columns),*],
+                created_column: #created_column,
+                updated_column: #updated_column,
+            };
+
+            fn key(&self) -> #p::Key {
+                #key_body
+            }
+
+            fn to_row(&self, __opts: &#p::EncodeOptions) -> #p::Result<#p::Row> {
+                #row_start
+                #(#encodes)*
+                #p::Ok(__row_v)
+            }
+
+            #[allow(unused_mut, unused_variables, clippy::redundant_clone)]
+            fn from_row(mut __row: #p::Row) -> #p::Result<Self> {
+                let __pk = ::core::mem::take(&mut __row.partition_key);
+                let __rk = ::core::mem::take(&mut __row.row_key);
+                let __etag = __row.etag.take();
+                let __ts = __row.timestamp.take();
+                #(#decodes)*
+                #p::Ok(#ident { #(#inits),* })
+            }
+
+            fn etag(&self) -> #p::Option<&#p::ETag> {
+                #etag_get
+            }
+
+            #[allow(unused_variables)]
+            fn set_etag(&mut self, etag: #p::Option<#p::ETag>) {
+                #etag_set
+            }
+
+            #[allow(unused_variables)]
+            fn set_timestamp(&mut self, timestamp: #p::Option<#p::DateTime>) {
+                #ts_set
+            }
+
+            fn created_at(&self) -> #p::Option<#p::DateTime> {
+                #created_get
+            }
+
+            #[allow(unused_variables)]
+            fn set_created_at(&mut self, at: #p::DateTime) {
+                #created_set
+            }
+
+            #[allow(unused_variables)]
+            fn set_updated_at(&mut self, at: #p::DateTime) {
+                #updated_set
+            }
+        }
+    })
+}

@@ -1,0 +1,238 @@
+//! Per-field code shared by `TableEntity` and `TableRecord`: the column
+//! metadata, the encoder and the decoder of every stored field.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use super::private;
+use crate::internals::ast::{Field, LargeCodec, Storage};
+use crate::internals::attr::SplitEncoding;
+use crate::internals::ty;
+
+/// How the generated code names a column: a literal at the top level, or
+/// the record's run-time prefix plus the name inside a nested record.
+#[derive(Clone, Copy)]
+pub(crate) enum Naming {
+    Literal,
+    Prefixed,
+}
+
+impl Naming {
+    /// An expression of type `&str` for `name`.
+    pub(crate) fn column(self, name: &str) -> TokenStream {
+        match self {
+            Naming::Literal => quote!(#name),
+            Naming::Prefixed => quote!(&::std::format!("{}{}", __prefix, #name)),
+        }
+    }
+}
+
+/// The local a decoded field is bound to.
+pub(crate) fn local(f: &Field) -> syn::Ident {
+    format_ident!("__f_{}", f.ident.to_string().trim_start_matches("r#"))
+}
+
+/// `Column { .. }` metadata for a stored field.
+pub(crate) fn column_meta(f: &Field) -> TokenStream {
+    let p = private();
+    let ty = &f.ty;
+    let name = &f.column;
+    let field = f.ident.to_string();
+    let is_opt = ty::option_inner(ty).is_some();
+    let (kind, optional) = match &f.storage {
+        Storage::Value => (
+            quote_spanned!(ty.span()=> #p::ColumnKind::Value(<#ty as #p::TableValue>::KIND)),
+            quote_spanned!(ty.span()=> <#ty as #p::TableValue>::OPTIONAL),
+        ),
+        Storage::Binary { optional } => (quote!(#p::ColumnKind::Binary), quote!(#optional)),
+        Storage::Json => (quote!(#p::ColumnKind::Value(#p::ValueKind::Json)), quote!(#is_opt)),
+        Storage::Flatten { inner, optional } => (
+            quote_spanned!(inner.span()=> #p::ColumnKind::Flatten(<#inner as #p::TableRecord>::COLUMNS)),
+            quote!(#optional),
+        ),
+        Storage::Large { encoding, offload, .. } => {
+            let enc = match encoding {
+                SplitEncoding::Text => quote!(#p::LargeEncoding::Text),
+                SplitEncoding::Gzip => quote!(#p::LargeEncoding::Gzip),
+                SplitEncoding::Binary => quote!(#p::LargeEncoding::Binary),
+            };
+            (
+                quote!(#p::ColumnKind::Large { encoding: #enc, offload: #offload }),
+                quote!(#is_opt),
+            )
+        }
+        Storage::Blob { optional } => (quote!(#p::ColumnKind::Blob), quote!(#optional)),
+        Storage::Key(_) => (
+            quote!(#p::ColumnKind::Value(#p::ValueKind::Cell(#p::EdmType::String))),
+            quote!(false),
+        ),
+        Storage::System(_) | Storage::Skip => unreachable!("not a column"),
+    };
+    let aliases: Vec<&String> = f.attrs.alias.iter().map(|a| &a.value).collect();
+    let protected: Vec<&String> = f.attrs.protected.iter().flat_map(|p| p.value.iter()).collect();
+    quote! {
+        #p::Column {
+            name: #name,
+            field: #field,
+            kind: #kind,
+            optional: #optional,
+            aliases: &[#(#aliases),*],
+            protected: &[#(#protected),*],
+        }
+    }
+}
+
+/// Statements writing the field's cells into `__row`.
+pub(crate) fn encode(f: &Field, naming: Naming) -> TokenStream {
+    let p = private();
+    let ident = &f.ident;
+    let ty = &f.ty;
+    let col = naming.column(&f.column);
+    match &f.storage {
+        Storage::Value => quote_spanned! {ty.span()=>
+            <#ty as #p::TableValue>::encode(&self.#ident, #col, __row, __opts)?;
+        },
+        Storage::Binary { optional }
+        | Storage::Large {
+            codec: LargeCodec::Binary { optional },
+            ..
+        } => {
+            if *optional {
+                quote! {
+                    if let #p::Some(__v) = &self.#ident {
+                        #p::encode_binary(__v, #col, __row, __opts)?;
+                    }
+                }
+            } else {
+                quote!(#p::encode_binary(&self.#ident, #col, __row, __opts)?;)
+            }
+        }
+        Storage::Json
+        | Storage::Large {
+            codec: LargeCodec::Json,
+            ..
+        } => quote! {
+            #p::encode_json(&self.#ident, #col, __row, __opts)?;
+        },
+        Storage::Large {
+            codec: LargeCodec::Value,
+            ..
+        } => quote_spanned! {ty.span()=>
+            <#ty as #p::TableValue>::encode(&self.#ident, #col, __row, __opts)?;
+        },
+        Storage::Flatten { inner, optional } => {
+            let prefix = nested_prefix(&f.column, naming);
+            if *optional {
+                quote_spanned! {inner.span()=>
+                    if let #p::Some(__v) = &self.#ident {
+                        <#inner as #p::TableRecord>::write_columns(__v, #prefix, __row, __opts)?;
+                    }
+                }
+            } else {
+                quote_spanned! {inner.span()=>
+                    <#inner as #p::TableRecord>::write_columns(&self.#ident, #prefix, __row, __opts)?;
+                }
+            }
+        }
+        Storage::Blob { optional } => {
+            let value = if *optional {
+                quote!(#p::Option::as_ref(&self.#ident))
+            } else {
+                quote!(#p::Some(&self.#ident))
+            };
+            quote!(#p::encode_blob_ref(#value, #col, __row)?;)
+        }
+        Storage::Key(_) | Storage::System(_) | Storage::Skip => quote!(),
+    }
+}
+
+/// `Parent_` prefix of a nested record's columns.
+fn nested_prefix(column: &str, naming: Naming) -> TokenStream {
+    match naming {
+        Naming::Literal => {
+            let lit = format!("{column}_");
+            quote!(#lit)
+        }
+        Naming::Prefixed => quote!(&::std::format!("{}{}_", __prefix, #column)),
+    }
+}
+
+/// An expression decoding the field from `__row` (a `mut Row`).
+pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) -> TokenStream {
+    let p = private();
+    let ty = &f.ty;
+    let col = naming.column(&f.column);
+    let aliases: Vec<TokenStream> = f
+        .attrs
+        .alias
+        .iter()
+        .map(|a| a.value.as_str())
+        .chain(implicit_alias)
+        .map(|a| naming.column(a))
+        .collect();
+    // The column actually read: the canonical one, or an alias when only that exists.
+    let resolved = if aliases.is_empty() {
+        quote!(#col)
+    } else {
+        quote!(#p::resolve_column(&__row, #col, &[#(#aliases),*]))
+    };
+    match &f.storage {
+        Storage::Value
+        | Storage::Large {
+            codec: LargeCodec::Value,
+            ..
+        } => quote_spanned! {ty.span()=>
+            { let __c = #resolved; <#ty as #p::TableValue>::decode(&mut __row, __c)? }
+        },
+        Storage::Binary { optional }
+        | Storage::Large {
+            codec: LargeCodec::Binary { optional },
+            ..
+        } => {
+            if *optional {
+                quote! {{
+                    let __c = #resolved;
+                    if __row.get(__c).is_some() { #p::Some(#p::decode_binary(&mut __row, __c)?) } else { #p::None }
+                }}
+            } else {
+                quote!({ let __c = #resolved; #p::decode_binary(&mut __row, __c)? })
+            }
+        }
+        Storage::Json
+        | Storage::Large {
+            codec: LargeCodec::Json,
+            ..
+        } => quote! {
+            { let __c = #resolved; #p::decode_json::<#ty>(&mut __row, __c)? }
+        },
+        Storage::Flatten { inner, optional } => {
+            let prefix = nested_prefix(&f.column, naming);
+            if *optional {
+                quote_spanned! {inner.span()=>
+                    {
+                        let __pfx = #prefix;
+                        if <#inner as #p::TableRecord>::present_in(&__row, __pfx) {
+                            #p::Some(<#inner as #p::TableRecord>::read_columns(&mut __row, __pfx)?)
+                        } else {
+                            #p::None
+                        }
+                    }
+                }
+            } else {
+                quote_spanned! {inner.span()=>
+                    <#inner as #p::TableRecord>::read_columns(&mut __row, #prefix)?
+                }
+            }
+        }
+        Storage::Blob { optional } => {
+            if *optional {
+                quote!(#p::decode_blob_ref(&mut __row, #col)?)
+            } else {
+                quote!(#p::require_blob(#p::decode_blob_ref(&mut __row, #col)?, #col)?)
+            }
+        }
+        Storage::Skip => quote!(#p::Default::default()),
+        Storage::Key(_) | Storage::System(_) => unreachable!("keys and system fields are decoded by the entity"),
+    }
+}

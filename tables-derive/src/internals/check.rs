@@ -1,0 +1,366 @@
+//! Rules that span attributes and fields, checked in one place.
+
+use std::collections::HashMap;
+
+use proc_macro2::Span;
+
+use super::ast::{Container, Derive, Field, Storage};
+use super::attr::{KeyRole, SplitEncoding, SystemRole};
+use super::ctxt::Ctxt;
+use super::symbol::RESERVED_COLUMNS;
+use super::ty;
+
+pub(crate) fn check(cx: &Ctxt, cont: &Container) {
+    for field in &cont.fields {
+        check_field_attrs(cx, cont.derive, field);
+    }
+    if cont.derive == Derive::Entity {
+        check_keys(cx, cont);
+        check_single(cx, cont);
+    }
+    check_columns(cx, cont);
+}
+
+fn err(cx: &Ctxt, span: Span, msg: impl Into<String>) {
+    cx.syn_error(syn::Error::new(span, msg.into()));
+}
+
+fn check_field_attrs(cx: &Ctxt, derive: Derive, f: &Field) {
+    let a = &f.attrs;
+    // Every attribute present on the field, by name, for conflict messages.
+    let mut present: Vec<(&str, Span)> = Vec::new();
+    if let Some(k) = &a.key {
+        present.push((
+            match k.value {
+                KeyRole::Partition => "#[table(partition_key)]",
+                KeyRole::Row => "#[table(row_key)]",
+                KeyRole::Id => "#[table(id)]",
+            },
+            k.span,
+        ));
+    }
+    if let Some(s) = &a.system {
+        present.push((
+            match s.value {
+                SystemRole::ETag => "#[table(etag)]",
+                SystemRole::Timestamp => "#[table(timestamp)]",
+            },
+            s.span,
+        ));
+    }
+    if let Some(s) = &a.skip {
+        present.push(("#[table(skip)]", s.span));
+    }
+    if let Some(s) = &a.flatten {
+        present.push(("#[table(flatten)]", s.span));
+    }
+    if let Some(s) = &a.json {
+        present.push(("#[table(json)]", s.span));
+    }
+    if let Some(s) = &a.split {
+        present.push(("#[table(split)]", s.span));
+    }
+    if let Some(s) = &a.blob_content {
+        present.push(("#[blob_content]", s.span));
+    }
+    if let Some(s) = &a.stamp {
+        present.push(("#[table(created_at/updated_at)]", s.span));
+    }
+    // Storage-deciding attributes exclude each other.
+    if present.len() > 1 {
+        let (second, span) = present[1];
+        let first = present[0].0;
+        err(
+            cx,
+            span,
+            format!("{second} cannot be combined with {first} on the same field: keep the one that says how the field is stored"),
+        );
+        return;
+    }
+
+    if derive == Derive::Record {
+        if let Some(k) = &a.key {
+            err(
+                cx,
+                k.span,
+                "keys belong on the #[derive(TableEntity)] struct, not on a nested #[derive(TableRecord)]",
+            );
+        }
+        if let Some(s) = &a.system {
+            err(
+                cx,
+                s.span,
+                "ETag and Timestamp fields belong on the #[derive(TableEntity)] struct, not on a nested record",
+            );
+        }
+        if let Some(s) = &a.stamp {
+            err(
+                cx,
+                s.span,
+                "created/updated stamps belong on the #[derive(TableEntity)] struct, not on a nested record",
+            );
+        }
+        if let Some(s) = &a.blob_content {
+            err(
+                cx,
+                s.span,
+                "#[blob_content] belongs on a field of the #[derive(TableEntity)] struct, not on a nested record",
+            );
+        }
+        if let Some(s) = &a.split {
+            err(
+                cx,
+                s.span,
+                "#[table(split)] belongs on a field of the #[derive(TableEntity)] struct, not on a nested record",
+            );
+        }
+    }
+
+    let not_a_column = matches!(f.storage, Storage::Key(_) | Storage::System(_) | Storage::Skip);
+    if not_a_column {
+        let what = match f.storage {
+            Storage::Skip => "a skipped field is not stored",
+            Storage::System(_) => "a system field is not a column",
+            _ => "a key field is not a column",
+        };
+        if let Some(r) = &a.rename {
+            if !matches!(f.storage, Storage::Key(KeyRole::Id)) {
+                err(cx, r.span, format!("{what}: remove #[table(rename)]"));
+            }
+        }
+        if let Some(r) = &a.alias {
+            err(cx, r.span, format!("{what}: remove #[alias]"));
+        }
+        if let Some(r) = &a.protected {
+            err(cx, r.span, format!("{what}: remove #[protected]"));
+        }
+        if let Some(r) = &a.offload_never {
+            err(cx, r.span, format!("{what}: remove #[table(offload)]"));
+        }
+    }
+
+    if let (Storage::System(SystemRole::ETag), Some(s)) = (&f.storage, &a.system) {
+        if !ty::is_option_etag(&f.ty) {
+            err(cx, s.span, "the #[table(etag)] field must have type Option<ETag>");
+        }
+    }
+    if let (Storage::System(SystemRole::Timestamp), Some(s)) = (&f.storage, &a.system) {
+        if ty::option_inner(&f.ty).is_none() {
+            err(
+                cx,
+                s.span,
+                "the #[table(timestamp)] field must be an Option (e.g. Option<DateTime>): it is empty until the row is read",
+            );
+        }
+    }
+
+    if let Some(s) = &a.split {
+        let inner = ty::option_inner(&f.ty).unwrap_or(&f.ty);
+        let bytes = ty::is_bytes(inner);
+        if ty::is_known_scalar(inner) {
+            err(
+                cx,
+                s.span,
+                "#[table(split)] is for values that can outgrow a cell (String, Vec<u8> or a JSON-stored value); this scalar always fits one cell: remove #[table(split)]",
+            );
+        } else if s.value == SplitEncoding::Binary && !bytes {
+            err(
+                cx,
+                s.span,
+                "split = \"binary\" needs a Vec<u8> field; use split = \"text\" or \"gzip\" for text and JSON values",
+            );
+        } else if s.value != SplitEncoding::Binary && bytes {
+            err(cx, s.span, "bytes are split with split = \"binary\"");
+        }
+    }
+    if let (Some(o), None) = (&a.offload_never, &a.split) {
+        err(
+            cx,
+            o.span,
+            "#[table(offload = \"never\")] applies to #[table(split = ..)] fields only",
+        );
+    }
+    if let Some(b) = &a.blob_content {
+        if !ty::is_blob_content(&f.ty) {
+            err(
+                cx,
+                b.span,
+                "#[blob_content] needs a field of type BlobContent or Option<BlobContent>; for a large string or byte value use #[table(split = ..)]",
+            );
+        }
+    }
+    if let (Some(p), Some(_)) = (&a.protected, &a.flatten) {
+        err(
+            cx,
+            p.span,
+            "#[protected] cannot guard a flattened struct as a whole: protect its fields instead",
+        );
+    }
+    if let (Some(p), Some(_)) = (&a.alias, &a.flatten) {
+        err(
+            cx,
+            p.span,
+            "#[alias] cannot rename a flattened struct: alias its fields instead",
+        );
+    }
+}
+
+fn check_keys(cx: &Ctxt, cont: &Container) {
+    let mut seen: HashMap<&'static str, Span> = HashMap::new();
+    for f in &cont.fields {
+        if let (Storage::Key(role), Some(k)) = (&f.storage, &f.attrs.key) {
+            let name = match role {
+                KeyRole::Partition => "partition_key",
+                KeyRole::Row => "row_key",
+                KeyRole::Id => "id",
+            };
+            if seen.insert(name, k.span).is_some() {
+                err(
+                    cx,
+                    k.span,
+                    format!("a second #[table({name})] field: an entity has exactly one"),
+                );
+            }
+        }
+    }
+    let (pk, rk, id) = (seen.get("partition_key"), seen.get("row_key"), seen.get("id"));
+    match (pk, rk, id) {
+        (Some(_), Some(_), None) | (None, None, Some(_)) => {}
+        (_, _, Some(span)) if pk.is_some() || rk.is_some() => err(
+            cx,
+            *span,
+            "choose one key mode: either #[table(id)] (a composite `{PartitionKey}|{RowKey}` id) or #[table(partition_key)] with #[table(row_key)]",
+        ),
+        (Some(_), None, None) => cx.error_spanned_by(
+            &cont.ident,
+            "missing #[table(row_key)]: mark the String field that identifies the row within its partition",
+        ),
+        (None, Some(_), None) => cx.error_spanned_by(
+            &cont.ident,
+            "missing #[table(partition_key)]: mark the String field that groups rows into partitions",
+        ),
+        _ => cx.error_spanned_by(
+            &cont.ident,
+            "no key: mark a String field #[table(partition_key)] and one #[table(row_key)], or one #[table(id)] for a composite `{PartitionKey}|{RowKey}` id",
+        ),
+    }
+    if let (Some(ids), None) = (&cont.attrs.ids, id) {
+        err(
+            cx,
+            ids.span,
+            "#[table(ids = ..)] applies to entities keyed by a #[table(id)] field",
+        );
+    }
+}
+
+fn check_single(cx: &Ctxt, cont: &Container) {
+    let mut seen: HashMap<String, ()> = HashMap::new();
+    for f in &cont.fields {
+        let role = match (&f.attrs.system, &f.attrs.stamp) {
+            (Some(s), _) => (
+                match s.value {
+                    SystemRole::ETag => "etag",
+                    SystemRole::Timestamp => "timestamp",
+                },
+                s.span,
+            ),
+            (_, Some(s)) => (
+                match s.value {
+                    super::attr::StampRole::Created => "created_at",
+                    super::attr::StampRole::Updated => "updated_at",
+                },
+                s.span,
+            ),
+            _ => continue,
+        };
+        if seen.insert(role.0.to_owned(), ()).is_some() {
+            err(
+                cx,
+                role.1,
+                format!("a second #[table({})] field: an entity has at most one", role.0),
+            );
+        }
+    }
+}
+
+/// Why a column name cannot be used, if it cannot.
+fn column_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("a column name cannot be empty".into());
+    }
+    if name.starts_with('_') {
+        return Some(format!(
+            "column `{name}` starts with `_`, which is reserved for system columns (`_SplitParts`, ...): choose a name that starts with a letter"
+        ));
+    }
+    if name.contains('_') {
+        return Some(format!(
+            "column `{name}` contains `_`, the delimiter of flattened columns (`Address_City`) and of cell suffixes (`__Json`): choose a name without `_`, e.g. with #[table(rename = \"{}\")]",
+            name.replace('_', "")
+        ));
+    }
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic()) || !name.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Some(format!(
+            "column `{name}` must start with a letter and hold only ASCII letters and digits"
+        ));
+    }
+    if RESERVED_COLUMNS.contains(&name) {
+        return Some(format!(
+            "column `{name}` is reserved by the service: rename the field with #[table(rename = \"..\")]"
+        ));
+    }
+    if name.len() > 240 {
+        return Some(format!("column `{name}` is longer than 240 characters"));
+    }
+    None
+}
+
+fn check_columns(cx: &Ctxt, cont: &Container) {
+    // Column name -> the field that owns it.
+    let mut owners: HashMap<String, String> = HashMap::new();
+    for f in &cont.fields {
+        let is_id = matches!(f.storage, Storage::Key(KeyRole::Id));
+        if !f.is_column() && !is_id {
+            continue;
+        }
+        let span = f
+            .attrs
+            .rename
+            .as_ref()
+            .map(|r| r.span)
+            .unwrap_or_else(|| f.ident.span());
+        if let Some(problem) = column_name_problem(&f.column) {
+            err(cx, span, problem);
+            continue;
+        }
+        if let Some(other) = owners.insert(f.column.clone(), f.ident.to_string()) {
+            err(
+                cx,
+                span,
+                format!(
+                    "fields `{other}` and `{}` are both stored in column `{}`: rename one with #[table(rename = \"..\")]",
+                    f.ident, f.column
+                ),
+            );
+        }
+    }
+    for f in &cont.fields {
+        let Some(alias) = &f.attrs.alias else { continue };
+        if let Some(problem) = column_name_problem(&alias.value) {
+            err(cx, alias.span, problem);
+            continue;
+        }
+        if let Some(owner) = owners.get(&alias.value) {
+            err(
+                cx,
+                alias.span,
+                format!(
+                    "alias `{}` is the column of field `{owner}`: an alias names an old column that no field uses any more",
+                    alias.value
+                ),
+            );
+            continue;
+        }
+        owners.insert(alias.value.clone(), format!("{} (alias)", f.ident));
+    }
+}

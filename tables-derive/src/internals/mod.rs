@@ -1,0 +1,9 @@
+//! Parsing and checking, before any code is generated.
+
+pub(crate) mod ast;
+pub(crate) mod attr;
+pub(crate) mod case;
+pub(crate) mod check;
+pub(crate) mod ctxt;
+pub(crate) mod symbol;
+pub(crate) mod ty;

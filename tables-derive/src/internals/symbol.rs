@@ -1,0 +1,47 @@
+//! Attribute keywords, in one place.
+
+pub(crate) const TABLE: &str = "table";
+pub(crate) const ALIAS: &str = "alias";
+pub(crate) const PROTECTED: &str = "protected";
+pub(crate) const BLOB_CONTENT: &str = "blob_content";
+
+// Container: #[table(name = "...")], #[table(ids = "normalized" | "as_written")]
+pub(crate) const NAME: &str = "name";
+pub(crate) const IDS: &str = "ids";
+pub(crate) const CONTAINER_KEYS: &[&str] = &[NAME, IDS];
+
+// Field keys.
+pub(crate) const PARTITION_KEY: &str = "partition_key";
+pub(crate) const ROW_KEY: &str = "row_key";
+pub(crate) const ID: &str = "id";
+pub(crate) const RENAME: &str = "rename";
+pub(crate) const SKIP: &str = "skip";
+pub(crate) const FLATTEN: &str = "flatten";
+pub(crate) const JSON: &str = "json";
+pub(crate) const ETAG: &str = "etag";
+pub(crate) const TIMESTAMP: &str = "timestamp";
+pub(crate) const CREATED_AT: &str = "created_at";
+pub(crate) const UPDATED_AT: &str = "updated_at";
+pub(crate) const SPLIT: &str = "split";
+pub(crate) const OFFLOAD: &str = "offload";
+pub(crate) const FIELD_KEYS: &[&str] = &[
+    PARTITION_KEY,
+    ROW_KEY,
+    ID,
+    RENAME,
+    SKIP,
+    FLATTEN,
+    JSON,
+    ETAG,
+    TIMESTAMP,
+    CREATED_AT,
+    UPDATED_AT,
+    SPLIT,
+    OFFLOAD,
+];
+
+// Enum variants: #[table(rename = "...")]
+pub(crate) const VARIANT_KEYS: &[&str] = &[RENAME];
+
+/// Column names the service or this crate reserves.
+pub(crate) const RESERVED_COLUMNS: &[&str] = &["PartitionKey", "RowKey", "Timestamp", "ETag"];

@@ -1,0 +1,267 @@
+//! Storage connection strings, parsed by us.
+
+use std::fmt;
+
+use base64::Engine as _;
+
+use crate::error::{Error, Result};
+
+/// The account name of the storage emulator (Azurite).
+pub const EMULATOR_ACCOUNT: &str = "devstoreaccount1";
+/// The well-known, public account key of the storage emulator (Azurite).
+pub const EMULATOR_ACCOUNT_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+const EMULATOR_TABLE_ENDPOINT: &str = "http://127.0.0.1:10002/devstoreaccount1";
+const EMULATOR_BLOB_ENDPOINT: &str = "http://127.0.0.1:10000/devstoreaccount1";
+
+/// How requests are authorised.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Credentials {
+    /// Shared Key with the account key (base64).
+    AccountKey(String),
+    /// A shared access signature (the query string, without a leading `?`).
+    SharedAccessSignature(String),
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Credentials::AccountKey(_) => f.write_str("AccountKey(..)"),
+            Credentials::SharedAccessSignature(_) => f.write_str("SharedAccessSignature(..)"),
+        }
+    }
+}
+
+/// A parsed storage connection string: the account, its credentials and the
+/// table and blob endpoints.
+///
+/// Accepted forms:
+/// - `UseDevelopmentStorage=true` (Azurite on its default ports);
+/// - `DefaultEndpointsProtocol=https;AccountName=..;AccountKey=..;EndpointSuffix=core.windows.net`;
+/// - either of the above with explicit `TableEndpoint=` / `BlobEndpoint=` (for
+///   example an emulator at `http://127.0.0.1:PORT/devstoreaccount1`, with the
+///   account name in the path);
+/// - `SharedAccessSignature=..` instead of `AccountKey=..`.
+///
+/// Keys are matched without regard to case; unknown keys are refused.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ConnectionString {
+    /// The storage account name.
+    pub account_name: String,
+    /// How requests are authorised.
+    pub credentials: Credentials,
+    /// The table service endpoint, without a trailing `/` (e.g.
+    /// `https://acct.table.core.windows.net` or `http://127.0.0.1:10002/devstoreaccount1`).
+    pub table_endpoint: String,
+    /// The blob service endpoint, without a trailing `/`.
+    pub blob_endpoint: String,
+}
+
+impl fmt::Debug for ConnectionString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectionString")
+            .field("account_name", &self.account_name)
+            .field("credentials", &self.credentials)
+            .field("table_endpoint", &self.table_endpoint)
+            .field("blob_endpoint", &self.blob_endpoint)
+            .finish()
+    }
+}
+
+fn config(msg: impl Into<String>) -> Error {
+    Error::Config(msg.into())
+}
+
+/// Checks an endpoint URL and removes a trailing `/`.
+pub(crate) fn normalize_endpoint(part: &str, value: &str) -> Result<String> {
+    let url = azure_core::Url::parse(value.trim())
+        .map_err(|e| config(format!("connection string: {part} `{value}` is not a URL: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(config(format!(
+            "connection string: {part} `{value}` must be an http:// or https:// URL"
+        )));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(config(format!("connection string: {part} `{value}` has no host")));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(config(format!(
+            "connection string: {part} `{value}` must not carry a query or fragment"
+        )));
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
+}
+
+/// Checks that an account key is base64.
+pub(crate) fn check_account_key(key: &str) -> Result<()> {
+    if key.is_empty() {
+        return Err(config("connection string: AccountKey is empty"));
+    }
+    base64::engine::general_purpose::STANDARD
+        .decode(key)
+        .map(|_| ())
+        .map_err(|_| config("connection string: AccountKey is not valid base64"))
+}
+
+impl ConnectionString {
+    /// The connection string of the local emulator on its default ports.
+    pub fn development() -> ConnectionString {
+        ConnectionString {
+            account_name: EMULATOR_ACCOUNT.to_owned(),
+            credentials: Credentials::AccountKey(EMULATOR_ACCOUNT_KEY.to_owned()),
+            table_endpoint: EMULATOR_TABLE_ENDPOINT.to_owned(),
+            blob_endpoint: EMULATOR_BLOB_ENDPOINT.to_owned(),
+        }
+    }
+
+    /// Parses a connection string. Errors are [`Error::Config`] naming the bad part.
+    pub fn parse(text: &str) -> Result<ConnectionString> {
+        let mut dev = false;
+        let mut protocol: Option<String> = None;
+        let mut account: Option<String> = None;
+        let mut key: Option<String> = None;
+        let mut sas: Option<String> = None;
+        let mut suffix: Option<String> = None;
+        let mut table: Option<String> = None;
+        let mut blob: Option<String> = None;
+        let mut seen = Vec::new();
+
+        for segment in text.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            let Some((name, value)) = segment.split_once('=') else {
+                let shown: String = segment.chars().take(40).collect();
+                return Err(config(format!(
+                    "connection string: `{shown}` is not a `Name=value` pair"
+                )));
+            };
+            let name = name.trim();
+            let value = value.trim();
+            let lower = name.to_ascii_lowercase();
+            if seen.contains(&lower) {
+                return Err(config(format!("connection string: {name} is given twice")));
+            }
+            seen.push(lower.clone());
+            let slot = match lower.as_str() {
+                "usedevelopmentstorage" => {
+                    dev = match value.to_ascii_lowercase().as_str() {
+                        "true" => true,
+                        "false" => false,
+                        _ => {
+                            return Err(config(format!(
+                                "connection string: UseDevelopmentStorage must be true or false, not `{value}`"
+                            )))
+                        }
+                    };
+                    continue;
+                }
+                // Accepted for compatibility; the endpoints below decide where requests go.
+                "developmentstorageproxyuri" | "queueendpoint" | "fileendpoint" => continue,
+                "defaultendpointsprotocol" => &mut protocol,
+                "accountname" => &mut account,
+                "accountkey" => &mut key,
+                "sharedaccesssignature" => &mut sas,
+                "endpointsuffix" => &mut suffix,
+                "tableendpoint" => &mut table,
+                "blobendpoint" => &mut blob,
+                _ => return Err(config(format!("connection string: unknown setting `{name}`"))),
+            };
+            if value.is_empty() {
+                return Err(config(format!("connection string: {name} is empty")));
+            }
+            *slot = Some(value.to_owned());
+        }
+
+        if dev {
+            let mut cs = ConnectionString::development();
+            if let Some(t) = table {
+                cs.table_endpoint = normalize_endpoint("TableEndpoint", &t)?;
+            }
+            if let Some(b) = blob {
+                cs.blob_endpoint = normalize_endpoint("BlobEndpoint", &b)?;
+            }
+            if account.is_some() || key.is_some() || sas.is_some() {
+                return Err(config(
+                    "connection string: UseDevelopmentStorage=true cannot be combined with AccountName, AccountKey or SharedAccessSignature",
+                ));
+            }
+            return Ok(cs);
+        }
+
+        let credentials = match (key, sas) {
+            (Some(_), Some(_)) => {
+                return Err(config(
+                    "connection string: give either AccountKey or SharedAccessSignature, not both",
+                ))
+            }
+            (Some(k), None) => {
+                check_account_key(&k)?;
+                Credentials::AccountKey(k)
+            }
+            (None, Some(s)) => Credentials::SharedAccessSignature(s.trim_start_matches('?').to_owned()),
+            (None, None) => {
+                return Err(config(
+                    "connection string: AccountKey is missing (or use UseDevelopmentStorage=true for Azurite)",
+                ))
+            }
+        };
+
+        let protocol = match protocol.as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("https") => "https",
+            Some("http") => "http",
+            Some(other) => {
+                return Err(config(format!(
+                    "connection string: DefaultEndpointsProtocol must be http or https, not `{other}`"
+                )))
+            }
+        };
+        let suffix = suffix.unwrap_or_else(|| "core.windows.net".to_owned());
+        let suffix = suffix.trim_matches('.');
+
+        let table_endpoint = match (&table, &account) {
+            (Some(t), _) => normalize_endpoint("TableEndpoint", t)?,
+            (None, Some(a)) => normalize_endpoint("EndpointSuffix", &format!("{protocol}://{a}.table.{suffix}"))?,
+            (None, None) => return Err(config("connection string: AccountName (or TableEndpoint) is missing")),
+        };
+        let blob_endpoint = match (&blob, &account) {
+            (Some(b), _) => normalize_endpoint("BlobEndpoint", b)?,
+            (None, Some(a)) => normalize_endpoint("EndpointSuffix", &format!("{protocol}://{a}.blob.{suffix}"))?,
+            (None, None) => String::new(),
+        };
+
+        let account_name = match account {
+            Some(a) => a,
+            None => account_from_endpoint(&table_endpoint).ok_or_else(|| {
+                config("connection string: AccountName is missing and cannot be read from TableEndpoint")
+            })?,
+        };
+        if account_name.is_empty()
+            || !account_name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        {
+            return Err(config(format!(
+                "connection string: AccountName `{account_name}` must be lower-case letters and digits"
+            )));
+        }
+
+        Ok(ConnectionString {
+            account_name,
+            credentials,
+            table_endpoint,
+            blob_endpoint,
+        })
+    }
+}
+
+/// The account named by an endpoint: the first path segment of a path-style
+/// (emulator) URL, else the first label of the host.
+fn account_from_endpoint(endpoint: &str) -> Option<String> {
+    let url = azure_core::Url::parse(endpoint).ok()?;
+    if let Some(first) = url.path_segments().and_then(|mut s| s.next()).filter(|s| !s.is_empty()) {
+        return Some(first.to_owned());
+    }
+    let host = url.host_str()?;
+    if host.parse::<std::net::IpAddr>().is_ok() || host == "localhost" {
+        return None;
+    }
+    host.split('.').next().map(str::to_owned)
+}

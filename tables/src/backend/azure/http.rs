@@ -1,0 +1,263 @@
+//! The HTTP side: the reqwest client, our retry policy, the policy that turns
+//! the service's error answers into [`ServiceFailure`], and the mapping of
+//! `azure_core` errors to [`Error`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use azure_core::error::ErrorKind;
+use azure_core::headers::{Headers, ERROR_CODE};
+use azure_core::{ClientOptions, Context, Policy, PolicyResult, Request, RetryOptions, StatusCode, TransportOptions};
+use rand::Rng as _;
+
+use crate::error::Error;
+
+/// How long a TCP connect may take before the attempt counts as failed.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_millis(2500);
+/// How long one request may take in all (the service gives up on its side at 30 s).
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(35);
+/// Idle pooled connections are dropped before Azurite's 5 s keep-alive closes them.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The bounded retry policy for transient failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RetrySettings {
+    /// Retries after the first attempt.
+    pub(crate) max_retries: u32,
+    /// The delay before the first retry; doubled for each further one.
+    pub(crate) base_delay: Duration,
+    /// The most one delay may be.
+    pub(crate) max_delay: Duration,
+    /// No retry starts once this much time has passed since the first attempt.
+    pub(crate) budget: Duration,
+}
+
+impl Default for RetrySettings {
+    fn default() -> Self {
+        RetrySettings {
+            max_retries: 3,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_secs(1),
+            budget: Duration::from_secs(4),
+        }
+    }
+}
+
+impl RetrySettings {
+    /// The delay before retry number `retry` (1-based): exponential with "equal jitter",
+    /// i.e. uniformly between half and all of `base * 2^(retry-1)`, capped.
+    pub(crate) fn delay(&self, retry: u32) -> Duration {
+        let exp = self
+            .base_delay
+            .saturating_mul(1u32 << (retry.saturating_sub(1)).min(16))
+            .min(self.max_delay);
+        let half = exp / 2;
+        let jitter = rand::thread_rng().gen_range(0..=half.as_millis() as u64);
+        half + Duration::from_millis(jitter)
+    }
+}
+
+/// A non-success answer of the service, carried through `azure_core` as the
+/// inner error of an [`azure_core::Error`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServiceFailure {
+    pub(crate) status: u16,
+    pub(crate) code: String,
+    pub(crate) message: String,
+}
+
+impl fmt::Display for ServiceFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: {}", self.status, self.code, self.message)
+    }
+}
+
+impl std::error::Error for ServiceFailure {}
+
+impl ServiceFailure {
+    /// Reads the error code and message from the headers (`x-ms-error-code`)
+    /// and the body (`odata.error` JSON, a plain JSON error, or the XML form).
+    pub(crate) fn from_parts(status: u16, headers: Option<&Headers>, body: &[u8]) -> ServiceFailure {
+        let (body_code, message) = error_from_body(body);
+        let code = headers
+            .and_then(|h| h.get_optional_string(&ERROR_CODE))
+            .filter(|c| !c.is_empty())
+            .or(body_code)
+            .unwrap_or_default();
+        let message = message.unwrap_or_else(|| {
+            StatusCode::try_from(status)
+                .map(|s| s.canonical_reason().to_owned())
+                .unwrap_or_else(|_| format!("HTTP {status}"))
+        });
+        ServiceFailure { status, code, message }
+    }
+
+    /// Whether a retry may help: 408, 500, 502, 503 and 504.
+    fn is_transient(&self) -> bool {
+        matches!(self.status, 408 | 500 | 502 | 503 | 504)
+    }
+}
+
+impl From<ServiceFailure> for Error {
+    fn from(f: ServiceFailure) -> Error {
+        Error::Service {
+            status: f.status,
+            code: f.code,
+            message: f.message,
+        }
+    }
+}
+
+/// Extracts `(code, message)` from an error body in any of the service's forms.
+pub(crate) fn error_from_body(body: &[u8]) -> (Option<String>, Option<String>) {
+    if let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) {
+        let inner = json
+            .get("odata.error")
+            .or_else(|| json.get("error"))
+            .or_else(|| json.get("Error"))
+            .unwrap_or(&json);
+        let code = inner
+            .get("code")
+            .or_else(|| inner.get("Code"))
+            .and_then(|c| c.as_str())
+            .map(str::to_owned);
+        let message = inner.get("message").or_else(|| inner.get("Message")).and_then(|m| {
+            m.as_str()
+                .or_else(|| m.get("value").and_then(|v| v.as_str()))
+                .map(str::to_owned)
+        });
+        return (code, message);
+    }
+    let text = String::from_utf8_lossy(body);
+    let tag = |name: &str| {
+        let open = format!("<{name}>");
+        let close = format!("</{name}>");
+        let start = text.find(&open)? + open.len();
+        let end = text[start..].find(&close)? + start;
+        Some(text[start..end].trim().to_owned())
+    };
+    (tag("Code"), tag("Message"))
+}
+
+/// The last policy before the transport: a non-success response becomes an
+/// error that carries the service's status, code and message.
+#[derive(Debug)]
+struct CaptureServiceErrors;
+
+#[async_trait::async_trait]
+impl Policy for CaptureServiceErrors {
+    async fn send(&self, ctx: &Context, request: &mut Request, next: &[Arc<dyn Policy>]) -> PolicyResult {
+        let response = next[0].send(ctx, request, &next[1..]).await?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let (status, headers, body) = response.deconstruct();
+        let body = body.collect().await?;
+        let failure = ServiceFailure::from_parts(u16::from(status), Some(&headers), &body);
+        let kind = ErrorKind::http_response(status, Some(failure.code.clone()).filter(|c| !c.is_empty()));
+        let message = failure.to_string();
+        Err(azure_core::Error::full(kind, failure, message))
+    }
+}
+
+/// The first policy of the pipeline: retries transient failures (408, 5xx,
+/// transport errors including time-outs) a bounded number of times.
+#[derive(Debug)]
+struct BoundedRetry {
+    settings: RetrySettings,
+}
+
+#[async_trait::async_trait]
+impl Policy for BoundedRetry {
+    async fn send(&self, ctx: &Context, request: &mut Request, next: &[Arc<dyn Policy>]) -> PolicyResult {
+        let start = Instant::now();
+        let mut retry = 0;
+        loop {
+            let result = next[0].send(ctx, request, &next[1..]).await;
+            let error = match result {
+                Ok(response) => return Ok(response),
+                Err(error) => error,
+            };
+            let transient = match service_failure(&error) {
+                Some(failure) => failure.is_transient(),
+                None => matches!(error.kind(), ErrorKind::Io),
+            };
+            if !transient || retry >= self.settings.max_retries || start.elapsed() >= self.settings.budget {
+                return Err(error);
+            }
+            retry += 1;
+            let delay = self.settings.delay(retry);
+            tracing::debug!(retry, ?delay, %error, "retrying a transient storage failure");
+            tokio::time::sleep(delay).await;
+        }
+    }
+}
+
+/// The reqwest client: short connect timeout, no transparent decompression.
+pub(crate) fn http_client() -> Result<reqwest::Client, Error> {
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .timeout(REQUEST_TIMEOUT)
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .no_gzip()
+        .tcp_nodelay(true)
+        .build()
+        .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))
+}
+
+/// Client options: our transport, our retry policy, the crate's retry disabled,
+/// and our error capture right before the transport.
+pub(crate) fn client_options(client: reqwest::Client, retry: RetrySettings) -> ClientOptions {
+    let mut options = ClientOptions::new(TransportOptions::new(Arc::new(client))).retry(RetryOptions::none());
+    options
+        .per_call_policies_mut()
+        .push(Arc::new(BoundedRetry { settings: retry }));
+    options.per_retry_policies_mut().push(Arc::new(CaptureServiceErrors));
+    options
+}
+
+/// The [`ServiceFailure`] inside an `azure_core` error, searching through
+/// wrapped errors and their sources.
+pub(crate) fn service_failure(error: &azure_core::Error) -> Option<&ServiceFailure> {
+    let mut current: &(dyn std::error::Error + 'static) = error.get_ref()?;
+    loop {
+        if let Some(f) = current.downcast_ref::<ServiceFailure>() {
+            return Some(f);
+        }
+        if let Some(inner) = current.downcast_ref::<azure_core::Error>() {
+            if let Some(next) = inner.get_ref() {
+                current = next;
+                continue;
+            }
+        }
+        current = current.source()?;
+    }
+}
+
+/// Maps an `azure_core` error to ours: a service answer to [`Error::Service`],
+/// anything else (connection, time-out, unreadable answer) to [`Error::Transport`].
+pub(crate) fn map_error(error: azure_core::Error) -> Error {
+    if let Some(f) = service_failure(&error) {
+        return f.clone().into();
+    }
+    if let ErrorKind::HttpResponse { status, error_code } = error.kind() {
+        return Error::Service {
+            status: u16::from(*status),
+            code: error_code.clone().unwrap_or_default(),
+            message: error.to_string(),
+        };
+    }
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    Error::Transport(text)
+}

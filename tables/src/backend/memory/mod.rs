@@ -1,0 +1,552 @@
+//! The embedded in-memory backend.
+//!
+//! [`MemoryBackend`] keeps every table in memory and answers as the service
+//! does: the same status codes and error codes, the same limits, ETags in the
+//! service's format, (PartitionKey, RowKey) order in UTF-16 code units, pages
+//! of at most 1000 rows with continuations, and all-or-nothing transactions.
+
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::sync::{Mutex, MutexGuard};
+
+use async_trait::async_trait;
+
+use super::{Backend, Continuation, IfMatch, Page, QueryRequest, UpdateMode, WriteOp, WriteOutcome};
+use crate::error::{Error, Result};
+use crate::query::Filter;
+use crate::value::{cmp_utf16, wire, DateTime, ETag, Row};
+
+/// The most operations one transaction may hold.
+pub const MAX_TRANSACTION_OPS: usize = 100;
+/// The largest request body the service accepts (4 MiB).
+pub const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
+/// The bytes a transaction's multipart envelope is counted at, per operation.
+const ENVELOPE_BYTES_PER_OP: usize = 200;
+/// The most rows one query page holds.
+const MAX_PAGE_ROWS: usize = 1000;
+
+/// An embedded backend that answers as the service does.
+///
+/// ```
+/// use unified_tables::backend::{memory::MemoryBackend, Backend, WriteOp};
+/// use unified_tables::{Row, Value};
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let backend = MemoryBackend::new();
+/// backend.create_table("Customers").await?;
+/// let row = Row::new("eu", "alice").with("Visits", Value::Int32(1));
+/// let outcome = backend.execute("customers", WriteOp::Insert(row)).await?;
+/// let stored = backend.get("Customers", "eu", "alice").await?.expect("stored");
+/// assert_eq!(stored.etag, outcome.etag);
+/// # Ok::<(), unified_tables::Error>(())
+/// # }).unwrap();
+/// ```
+pub struct MemoryBackend {
+    state: Mutex<State>,
+    /// Every `quirk_every`-th query page comes back empty (0: never).
+    quirk_every: usize,
+}
+
+impl Default for MemoryBackend {
+    fn default() -> Self {
+        MemoryBackend {
+            state: Mutex::new(State::default()),
+            quirk_every: 0,
+        }
+    }
+}
+
+impl MemoryBackend {
+    /// An empty backend.
+    pub fn new() -> MemoryBackend {
+        MemoryBackend::default()
+    }
+
+    /// An empty backend whose every `every`-th query page (counted over all
+    /// queries of the backend) comes back empty, with a continuation pointing
+    /// where that page would have started, as the service may answer.
+    /// Use it to test that clients follow continuations rather than stopping
+    /// at an empty page.
+    ///
+    /// `0` turns the quirk off; `1` is taken as `2`, so queries still progress.
+    pub fn with_page_quirks(every: usize) -> MemoryBackend {
+        MemoryBackend::new().page_quirks(every)
+    }
+
+    /// Builder form of [`MemoryBackend::with_page_quirks`].
+    pub fn page_quirks(mut self, every: usize) -> MemoryBackend {
+        self.quirk_every = if every == 1 { 2 } else { every };
+        self
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // No code panics while holding the lock, but never let one poison the backend.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl fmt::Debug for MemoryBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.lock();
+        let mut tables: Vec<(&str, usize)> = state.tables.values().map(|t| (t.name.as_str(), t.rows.len())).collect();
+        tables.sort_unstable();
+        f.debug_struct("MemoryBackend")
+            .field("tables", &tables)
+            .field("page_quirk_every", &self.quirk_every)
+            .finish()
+    }
+}
+
+/// Everything the backend stores.
+#[derive(Default)]
+struct State {
+    /// Tables by lower-cased name.
+    tables: HashMap<String, Table>,
+    /// The backend-wide clock of write timestamps.
+    clock: Clock,
+    /// Query pages served so far (for the page quirk).
+    pages: u64,
+}
+
+impl State {
+    fn table(&self, name: &str) -> Result<&Table> {
+        self.tables.get(&table_id(name)).ok_or_else(|| table_not_found(name))
+    }
+}
+
+/// One table: its name as first created and its rows in key order.
+struct Table {
+    name: String,
+    rows: BTreeMap<RowId, Row>,
+}
+
+/// The keys of a row, ordered as the service orders them: PartitionKey then
+/// RowKey, each in UTF-16 code-unit order.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct RowId {
+    partition_key: String,
+    row_key: String,
+}
+
+impl RowId {
+    fn new(partition_key: &str, row_key: &str) -> RowId {
+        RowId {
+            partition_key: partition_key.to_owned(),
+            row_key: row_key.to_owned(),
+        }
+    }
+
+    fn of(row: &Row) -> RowId {
+        RowId::new(&row.partition_key, &row.row_key)
+    }
+
+    fn continuation(&self) -> Continuation {
+        Continuation {
+            next_partition_key: self.partition_key.clone(),
+            next_row_key: Some(self.row_key.clone()),
+        }
+    }
+}
+
+impl Ord for RowId {
+    fn cmp(&self, other: &Self) -> Ordering {
+        cmp_utf16(&self.partition_key, &other.partition_key).then_with(|| cmp_utf16(&self.row_key, &other.row_key))
+    }
+}
+
+impl PartialOrd for RowId {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// A strictly rising source of write timestamps.
+#[derive(Debug, Clone, Copy, Default)]
+struct Clock {
+    last_ticks: i64,
+}
+
+impl Clock {
+    /// `max(now, last + 1 tick)`.
+    fn next(&mut self) -> DateTime {
+        let ticks = DateTime::now().ticks().max(self.last_ticks + 1);
+        let at = DateTime::from_ticks(ticks).unwrap_or(DateTime::MAX);
+        self.last_ticks = at.ticks();
+        at
+    }
+}
+
+/// What a planned write does to its row.
+enum Change {
+    Put(Row),
+    Remove,
+}
+
+/// The lookup key of a table name (names are case-insensitive).
+fn table_id(name: &str) -> String {
+    name.to_lowercase()
+}
+
+fn table_not_found(name: &str) -> Error {
+    Error::service(
+        404,
+        "TableNotFound",
+        format!("The table specified does not exist: `{name}`."),
+    )
+}
+
+fn resource_not_found(id: &RowId) -> Error {
+    Error::service(
+        404,
+        "ResourceNotFound",
+        format!(
+            "The specified resource does not exist: PartitionKey `{}`, RowKey `{}`.",
+            id.partition_key, id.row_key
+        ),
+    )
+}
+
+fn condition_failed(id: &RowId) -> Error {
+    Error::service(
+        412,
+        "UpdateConditionNotSatisfied",
+        format!(
+            "The update condition specified in the request was not satisfied: PartitionKey `{}`, RowKey `{}`.",
+            id.partition_key, id.row_key
+        ),
+    )
+}
+
+fn invalid_input(message: impl Into<String>) -> Error {
+    Error::service(400, "InvalidInput", message)
+}
+
+fn check_condition(id: &RowId, existing: &Row, condition: &IfMatch) -> Result<()> {
+    match condition {
+        IfMatch::Any => Ok(()),
+        IfMatch::ETag(etag) if existing.etag.as_ref() == Some(etag) => Ok(()),
+        IfMatch::ETag(_) => Err(condition_failed(id)),
+    }
+}
+
+/// The row as stored: its keys and properties, stamped with a new version.
+fn stamped(mut row: Row, clock: &mut Clock) -> Row {
+    let at = clock.next();
+    row.timestamp = Some(at);
+    row.etag = Some(ETag::from_timestamp(at));
+    row
+}
+
+fn combine(existing: &Row, mut row: Row, mode: UpdateMode) -> Result<Row> {
+    if mode == UpdateMode::Merge {
+        let mut properties = existing.properties.clone();
+        properties.append(&mut row.properties);
+        row.properties = properties;
+        // Merging can push the stored entity over the count or size limit.
+        validate::check_limits(&row)?;
+    }
+    Ok(row)
+}
+
+/// Works out what `op` does to `rows` without changing them. The operation's
+/// row must already have passed validation.
+fn plan(rows: &BTreeMap<RowId, Row>, op: WriteOp, clock: &mut Clock) -> Result<(RowId, Change)> {
+    match op {
+        WriteOp::Insert(row) => {
+            let id = RowId::of(&row);
+            if rows.contains_key(&id) {
+                return Err(Error::service(
+                    409,
+                    "EntityAlreadyExists",
+                    format!(
+                        "The specified entity already exists: PartitionKey `{}`, RowKey `{}`.",
+                        id.partition_key, id.row_key
+                    ),
+                ));
+            }
+            Ok((id, Change::Put(stamped(row, clock))))
+        }
+        WriteOp::Update { row, mode, condition } => {
+            let id = RowId::of(&row);
+            let existing = rows.get(&id).ok_or_else(|| resource_not_found(&id))?;
+            check_condition(&id, existing, &condition)?;
+            let row = combine(existing, row, mode)?;
+            Ok((id, Change::Put(stamped(row, clock))))
+        }
+        WriteOp::Upsert { row, mode } => {
+            let id = RowId::of(&row);
+            let row = match rows.get(&id) {
+                Some(existing) => combine(existing, row, mode)?,
+                None => row,
+            };
+            Ok((id, Change::Put(stamped(row, clock))))
+        }
+        WriteOp::Delete {
+            partition_key,
+            row_key,
+            condition,
+        } => {
+            let id = RowId { partition_key, row_key };
+            let existing = rows.get(&id).ok_or_else(|| resource_not_found(&id))?;
+            check_condition(&id, existing, &condition)?;
+            Ok((id, Change::Remove))
+        }
+    }
+}
+
+/// Applies a planned change and reports it.
+fn apply(rows: &mut BTreeMap<RowId, Row>, id: RowId, change: Change) -> WriteOutcome {
+    match change {
+        Change::Put(row) => {
+            let outcome = WriteOutcome {
+                etag: row.etag.clone(),
+                timestamp: row.timestamp,
+            };
+            rows.insert(id, row);
+            outcome
+        }
+        Change::Remove => {
+            rows.remove(&id);
+            WriteOutcome {
+                etag: None,
+                timestamp: None,
+            }
+        }
+    }
+}
+
+/// Checks the row an operation writes, and its keys for a delete.
+fn check_op(op: &WriteOp) -> Result<()> {
+    match op.row() {
+        Some(row) => validate::check_row(row),
+        None => {
+            let (partition_key, row_key) = op.keys();
+            validate::check_key("PartitionKey", partition_key)?;
+            validate::check_key("RowKey", row_key)
+        }
+    }
+}
+
+/// The bytes an operation adds to a transaction's request body.
+fn request_bytes(op: &WriteOp) -> usize {
+    let (partition_key, row_key) = op.keys();
+    let body = op.row().map_or(0, wire::wire_size);
+    ENVELOPE_BYTES_PER_OP + partition_key.len() + row_key.len() + body
+}
+
+fn failed_at(index: usize, source: Error) -> Error {
+    Error::Transaction {
+        index,
+        source: Box::new(source),
+    }
+}
+
+/// The checks the service makes while reading a transaction, before running
+/// any of it: operation count, body size, one partition, each row once, and
+/// every row valid.
+fn check_transaction(ops: &[WriteOp]) -> Result<()> {
+    if ops.is_empty() {
+        return Err(failed_at(0, invalid_input("The batch request contains no operations.")));
+    }
+    let bytes: usize = ops.iter().map(request_bytes).sum();
+    if bytes > MAX_REQUEST_BYTES {
+        return Err(Error::service(
+            413,
+            "RequestBodyTooLarge",
+            format!("The request body is too large ({bytes} bytes) and exceeds the maximum permissible limit ({MAX_REQUEST_BYTES} bytes)."),
+        ));
+    }
+    if ops.len() > MAX_TRANSACTION_OPS {
+        return Err(failed_at(
+            MAX_TRANSACTION_OPS - 1,
+            invalid_input(format!(
+                "The batch request operation holds {} changes and exceeds the maximum {MAX_TRANSACTION_OPS} changes per change set.",
+                ops.len()
+            )),
+        ));
+    }
+    let partition = ops[0].keys().0;
+    let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(ops.len());
+    for (index, op) in ops.iter().enumerate() {
+        let (partition_key, row_key) = op.keys();
+        if partition_key != partition {
+            return Err(failed_at(
+                index,
+                Error::service(
+                    400,
+                    "CommandsInBatchActOnDifferentPartitions",
+                    format!("All commands in a batch must operate on same entity group: PartitionKey `{partition_key}` differs from `{partition}`."),
+                ),
+            ));
+        }
+        if !seen.insert((partition_key, row_key)) {
+            return Err(failed_at(
+                index,
+                Error::service(
+                    400,
+                    "InvalidDuplicateRow",
+                    format!("The batch request contains multiple changes with same row key `{row_key}`. An entity can appear only once in a batch request."),
+                ),
+            ));
+        }
+        check_op(op).map_err(|e| failed_at(index, e))?;
+    }
+    Ok(())
+}
+
+/// The first raw (unevaluable) part of a filter.
+fn find_raw(filter: &Filter) -> Option<&Filter> {
+    match filter {
+        Filter::Raw(_) => Some(filter),
+        Filter::And(a, b) | Filter::Or(a, b) => find_raw(a).or_else(|| find_raw(b)),
+        Filter::Not(a) => find_raw(a),
+        Filter::Compare { .. } | Filter::Column(_) => None,
+    }
+}
+
+/// The row as a query returns it: only the selected properties (keys, ETag
+/// and Timestamp always). An empty selection selects everything.
+fn project(row: &Row, select: Option<&[String]>) -> Row {
+    match select {
+        Some(names) if !names.is_empty() => Row {
+            partition_key: row.partition_key.clone(),
+            row_key: row.row_key.clone(),
+            properties: row
+                .properties
+                .iter()
+                .filter(|(name, _)| names.iter().any(|n| n == *name))
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect(),
+            etag: row.etag.clone(),
+            timestamp: row.timestamp,
+        },
+        _ => row.clone(),
+    }
+}
+
+#[async_trait]
+impl Backend for MemoryBackend {
+    async fn create_table(&self, table: &str) -> Result<()> {
+        let mut state = self.lock();
+        state.tables.entry(table_id(table)).or_insert_with(|| Table {
+            name: table.to_owned(),
+            rows: BTreeMap::new(),
+        });
+        Ok(())
+    }
+
+    async fn delete_table(&self, table: &str) -> Result<()> {
+        let mut state = self.lock();
+        match state.tables.remove(&table_id(table)) {
+            Some(_) => Ok(()),
+            None => Err(table_not_found(table)),
+        }
+    }
+
+    async fn get(&self, table: &str, partition_key: &str, row_key: &str) -> Result<Option<Row>> {
+        let state = self.lock();
+        let rows = &state.table(table)?.rows;
+        Ok(rows.get(&RowId::new(partition_key, row_key)).cloned())
+    }
+
+    async fn execute(&self, table: &str, op: WriteOp) -> Result<WriteOutcome> {
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let rows = &mut state
+            .tables
+            .get_mut(&table_id(table))
+            .ok_or_else(|| table_not_found(table))?
+            .rows;
+        check_op(&op)?;
+        let (id, change) = plan(rows, op, &mut state.clock)?;
+        Ok(apply(rows, id, change))
+    }
+
+    async fn transaction(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
+        check_transaction(&ops)?;
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let rows = &mut state
+            .tables
+            .get_mut(&table_id(table))
+            .ok_or_else(|| failed_at(0, table_not_found(table)))?
+            .rows;
+        // Each row appears once, so every operation can be planned against the
+        // rows as they are; nothing changes until all of them have succeeded.
+        let mut clock = state.clock;
+        let mut changes = Vec::with_capacity(ops.len());
+        for (index, op) in ops.into_iter().enumerate() {
+            changes.push(plan(rows, op, &mut clock).map_err(|e| failed_at(index, e))?);
+        }
+        state.clock = clock;
+        Ok(changes
+            .into_iter()
+            .map(|(id, change)| apply(rows, id, change))
+            .collect())
+    }
+
+    async fn query(&self, table: &str, request: &QueryRequest, continuation: Option<&Continuation>) -> Result<Page> {
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let rows = &state
+            .tables
+            .get(&table_id(table))
+            .ok_or_else(|| table_not_found(table))?
+            .rows;
+        if request.top == Some(0) {
+            return Err(invalid_input("The value of $top must be between 1 and 1000."));
+        }
+        if let Some(raw) = request.filter.as_ref().and_then(find_raw) {
+            // Evaluating a raw filter always fails; return the error it gives.
+            raw.matches(&Row::default())?;
+        }
+        let page_size = request
+            .top
+            .map_or(MAX_PAGE_ROWS, |top| (top as usize).min(MAX_PAGE_ROWS));
+        state.pages += 1;
+        let quirk = self.quirk_every > 0 && state.pages % self.quirk_every as u64 == 0;
+
+        let start = continuation.map(|c| RowId {
+            partition_key: c.next_partition_key.clone(),
+            row_key: c.next_row_key.clone().unwrap_or_default(),
+        });
+        let mut remaining = match &start {
+            Some(start) => rows.range(start.clone()..),
+            None => rows.range(..),
+        };
+
+        if quirk {
+            if let Some((first, _)) = remaining.next() {
+                let continuation = continuation.cloned().unwrap_or_else(|| first.continuation());
+                return Ok(Page {
+                    rows: Vec::new(),
+                    continuation: Some(continuation),
+                });
+            }
+            return Ok(Page::default());
+        }
+
+        let select = request.select.as_deref();
+        let mut page = Page::default();
+        for (id, row) in remaining {
+            let matched = match &request.filter {
+                Some(filter) => filter.matches(row)?,
+                None => true,
+            };
+            if !matched {
+                continue;
+            }
+            if page.rows.len() == page_size {
+                page.continuation = Some(id.continuation());
+                break;
+            }
+            page.rows.push(project(row, select));
+        }
+        Ok(page)
+    }
+}

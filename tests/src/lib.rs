@@ -1,0 +1,157 @@
+//! The storage conformance suite: every scenario is one `async fn` taking an
+//! [`Env`], run on the in-memory backend and on Azure (Azurite in CI) by
+//! `tests/conformance.rs`.
+//!
+//! Azure scenarios run when `UNIFIED_TABLES_TEST_CONNECTION` holds a
+//! connection string (`scripts/test.sh` starts Azurite and sets it). When it
+//! is missing or the service is unreachable they are skipped with one line,
+//! unless `CI=true` or `UNIFIED_TABLES_REQUIRE_AZURE=1`, in which case they fail.
+
+pub mod model;
+pub mod scenarios;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use unified_tables::backend::azure::AzureBackend;
+use unified_tables::backend::counting::{CountingBackend, Counts};
+use unified_tables::backend::memory::MemoryBackend;
+use unified_tables::{Backend, StoreOptions, Tables};
+
+/// The environment variable holding the Azure / Azurite connection string.
+pub const CONNECTION_VAR: &str = "UNIFIED_TABLES_TEST_CONNECTION";
+/// Set to `1` to make a missing or unreachable Azure endpoint a failure.
+pub const REQUIRE_VAR: &str = "UNIFIED_TABLES_REQUIRE_AZURE";
+
+/// Which backend a scenario runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The embedded in-memory backend.
+    Memory,
+    /// Azure Table Storage or Azurite.
+    Azure,
+}
+
+/// One scenario's world: a backend wrapped in a request counter, and a
+/// table name no other test uses.
+#[derive(Debug, Clone)]
+pub struct Env {
+    /// Which backend.
+    pub kind: Kind,
+    /// Tables over the counting backend.
+    pub tables: Tables,
+    /// The counting decorator (shares its counts with `tables`).
+    pub counter: CountingBackend<Arc<dyn Backend>>,
+    /// A fresh table name for this scenario.
+    pub table: String,
+}
+
+impl Env {
+    /// Request counts since the last [`Env::reset_counts`].
+    pub fn counts(&self) -> Counts {
+        self.counter.counts()
+    }
+
+    /// Sets the counts back to zero.
+    pub fn reset_counts(&self) {
+        self.counter.reset();
+    }
+
+    /// The raw backend (counted).
+    pub fn backend(&self) -> &CountingBackend<Arc<dyn Backend>> {
+        &self.counter
+    }
+
+    /// Tables with other options over the same backend.
+    pub fn with_options(&self, options: StoreOptions) -> Tables {
+        self.tables.clone().with_options(options)
+    }
+
+    /// Whether this is the emulator (whose known differences some scenarios assert).
+    pub fn is_azure(&self) -> bool {
+        self.kind == Kind::Azure
+    }
+
+    /// Another fresh table name.
+    pub fn another_table(&self) -> String {
+        unique_table("x")
+    }
+}
+
+/// A table name unique to this process and run: letters and digits only.
+pub fn unique_table(hint: &str) -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    static RUN: OnceLock<u32> = OnceLock::new();
+    let run = *RUN.get_or_init(rand::random::<u32>);
+    let n = SEQ.fetch_add(1, Ordering::Relaxed);
+    let clean: String = hint.chars().filter(|c| c.is_ascii_alphanumeric()).take(30).collect();
+    format!("t{clean}{run:08x}{n}")
+}
+
+fn env_over(kind: Kind, backend: Arc<dyn Backend>, hint: &str) -> Env {
+    let counter = CountingBackend::new(backend);
+    Env {
+        kind,
+        tables: Tables::with_backend(counter.clone()),
+        counter,
+        table: unique_table(hint),
+    }
+}
+
+/// An environment on a fresh in-memory backend.
+pub fn memory_env(hint: &str) -> Env {
+    env_over(Kind::Memory, Arc::new(MemoryBackend::new()), hint)
+}
+
+fn required() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+        || std::env::var(REQUIRE_VAR).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+}
+
+fn skip(reason: &str) -> Option<Env> {
+    if required() {
+        panic!("the Azure scenarios are required here (CI=true or {REQUIRE_VAR}=1) but {reason}; run scripts/test.sh, which starts Azurite");
+    }
+    static SAID: OnceLock<()> = OnceLock::new();
+    SAID.get_or_init(|| {
+        eprintln!("skipping Azure scenarios: {reason} (scripts/test.sh starts Azurite and sets {CONNECTION_VAR})")
+    });
+    None
+}
+
+/// An environment on Azure / Azurite, or `None` (with one line on stderr)
+/// when none is configured and none is required.
+pub async fn azure_env(hint: &str) -> Option<Env> {
+    let Ok(connection) = std::env::var(CONNECTION_VAR) else {
+        return skip(&format!("{CONNECTION_VAR} is not set"));
+    };
+    let backend = match AzureBackend::from_connection_string(&connection) {
+        Ok(b) => b,
+        Err(e) => return skip(&format!("the connection string is not usable: {e}")),
+    };
+    let env = env_over(Kind::Azure, Arc::new(backend), hint);
+    // Probe once per process so an unreachable emulator is reported clearly.
+    static PROBE: tokio::sync::OnceCell<Result<(), String>> = tokio::sync::OnceCell::const_new();
+    let probe = PROBE
+        .get_or_init(|| async {
+            let probe_table = unique_table("probe");
+            env.counter
+                .create_table(&probe_table)
+                .await
+                .map_err(|e| e.to_string())?;
+            env.counter.delete_table(&probe_table).await.map_err(|e| e.to_string())
+        })
+        .await;
+    if let Err(e) = probe {
+        return skip(&format!("the service at {CONNECTION_VAR} is unreachable: {e}"));
+    }
+    env.reset_counts();
+    Some(env)
+}
+
+/// `len` characters of incompressible printable text, the same for the same seed.
+pub fn noise(len: usize, seed: u64) -> String {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..len).map(|_| char::from(rng.gen_range(b'!'..=b'~'))).collect()
+}

@@ -1,0 +1,54 @@
+//! The scenarios, by area. Each is `pub async fn(&Env)` and panics on failure.
+
+pub mod crud;
+pub mod keys;
+pub mod limits;
+pub mod query;
+pub mod transactions;
+pub mod values;
+
+/// Every scenario's name, for the runner macro.
+#[macro_export]
+macro_rules! for_each_scenario {
+    ($m:ident) => {
+        $m! {
+            crud::create_then_get_returns_the_entity_with_its_etag,
+            crud::create_of_an_existing_key_is_already_exists,
+            crud::update_is_conditional_on_the_etag_read,
+            crud::update_without_an_etag_is_refused_before_sending,
+            crud::update_modes_spell_out_last_writer_wins,
+            crud::update_of_a_missing_entity_is_not_found,
+            crud::upsert_keeps_a_caller_created_stamp,
+            crud::delete_is_idempotent_and_delete_entity_is_conditional,
+            crud::every_write_changes_the_etag_and_raises_the_timestamp,
+            crud::composite_ids_are_normalized_and_restored,
+            crud::aliases_are_read_when_the_canonical_column_is_absent,
+            crud::tables_are_created_on_first_use_and_tolerate_racing_creators,
+            crud::request_counts_are_at_their_minimum,
+            keys::keys_with_quotes_and_unicode_address_the_right_row,
+            keys::refused_key_characters_are_refused_before_sending,
+            keys::the_service_refuses_bad_keys_sent_raw,
+            limits::an_oversized_cell_is_refused_and_nothing_is_stored,
+            limits::the_service_refuses_an_oversized_property_sent_raw,
+            limits::an_entity_over_one_mebibyte_is_refused,
+            limits::too_many_properties_are_refused,
+            limits::an_out_of_range_value_is_refused_before_sending,
+            query::rows_come_back_in_key_order,
+            query::a_partition_query_reads_only_that_partition,
+            query::paging_follows_continuations_across_1000_row_pages,
+            query::select_returns_only_the_named_properties,
+            query::count_reads_keys_only,
+            query::row_key_prefix_reads_the_canonical_range,
+            transactions::a_transaction_applies_all_operations,
+            transactions::a_failing_operation_rolls_back_the_whole_transaction,
+            transactions::a_duplicate_row_in_a_transaction_is_refused,
+            transactions::a_stale_etag_fails_the_transaction,
+            transactions::more_than_100_operations_are_refused,
+            transactions::operations_on_two_partitions,
+            transactions::keys_with_quotes_work_in_transactions,
+            values::every_value_type_round_trips,
+            values::int64_and_double_keep_their_type,
+            values::large_json_goes_to_a_gzip_cell_and_back,
+        }
+    };
+}
