@@ -158,6 +158,19 @@ pub enum Error {
         /// What happened to it.
         source: Box<Error>,
     },
+    /// A batch write failed part way. Every transaction before the failing one
+    /// stayed committed; the failing transaction applied nothing.
+    #[error("batch write failed at the entity with PartitionKey `{partition_key}` and RowKey `{row_key}` ({committed} entities were committed before it): {source}")]
+    BatchFailed {
+        /// Entities written by the transactions that committed.
+        committed: usize,
+        /// The partition key of the entity that failed.
+        partition_key: String,
+        /// The row key of the entity that failed.
+        row_key: String,
+        /// What happened to it.
+        source: Box<Error>,
+    },
     /// The service refused a request for a reason not covered above.
     #[error("the service answered {status} {code}: {message}")]
     Service {
@@ -190,7 +203,7 @@ impl Error {
     pub fn service_code(&self) -> Option<(u16, &str)> {
         match self {
             Error::Service { status, code, .. } => Some((*status, code)),
-            Error::Transaction { source, .. } => source.service_code(),
+            Error::Transaction { source, .. } | Error::BatchFailed { source, .. } => source.service_code(),
             _ => None,
         }
     }

@@ -59,7 +59,7 @@ pub use entity::{
 pub use error::{Error, KeyKind, Result};
 pub use large::BlobContent;
 pub use stamp::{KeyPart, Stamp};
-pub use store::{Concurrency, Lookup, QueryOptions, Store, StoreOptions};
+pub use store::{Concurrency, Lookup, Outcome, QueryOptions, Store, StoreOptions};
 pub use tables::Tables;
 pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord};
 pub use value::wire;

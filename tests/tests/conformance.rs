@@ -9,7 +9,7 @@ macro_rules! memory_tests {
         mod memory {
             use super::*;
             $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
                     let env = memory_env(stringify!($name));
                     $module::$name(&env).await;
@@ -24,7 +24,7 @@ macro_rules! azure_tests {
         mod azure {
             use super::*;
             $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
                     let Some(env) = azure_env(stringify!($name)).await else { return };
                     $module::$name(&env).await;

@@ -8,6 +8,7 @@
 //! backend and Azure run the same code.
 
 pub mod counting;
+pub mod faulty;
 pub mod memory;
 
 #[cfg(feature = "azure")]

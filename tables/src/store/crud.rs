@@ -40,6 +40,24 @@ impl<T: TableEntity> Store<T> {
         }
     }
 
+    /// Reads one row as an entity together with its version (which entities
+    /// without an ETag field cannot carry).
+    pub(crate) async fn read(&self, key: &crate::entity::Key) -> Result<Option<(T, ETag)>> {
+        self.ensure_created().await?;
+        match self
+            .tables
+            .backend
+            .get(&self.table, &key.partition_key, &key.row_key)
+            .await?
+        {
+            Some(row) => {
+                let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
+                Ok(Some((T::from_row(row)?, etag)))
+            }
+            None => Ok(None),
+        }
+    }
+
     /// Whether an entity with these keys exists.
     pub async fn exists(&self, key: impl Into<Lookup>) -> Result<bool> {
         let key = self.resolve(key)?;
@@ -88,6 +106,11 @@ impl<T: TableEntity> Store<T> {
     /// `*` still requires the row to exist ([`Error::NotFound`] otherwise).
     pub async fn update_with(&self, entity: &mut T, mode: Concurrency) -> Result<ETag> {
         let condition = self.condition_for(entity, mode)?;
+        self.replace_if(entity, condition).await
+    }
+
+    /// Replaces the stored row under an explicit condition.
+    pub(crate) async fn replace_if(&self, entity: &mut T, condition: IfMatch) -> Result<ETag> {
         let stamps = Stamps {
             created: None,
             updated: Some(now()),

@@ -1,7 +1,12 @@
 //! `Store<T>`: every operation on one table, written once above the backend.
 
+mod batch;
+mod concurrency;
 mod crud;
 mod query;
+
+pub use batch::{MAX_TRANSACTION_OPS, TRANSACTION_BODY_BUDGET};
+pub use concurrency::Outcome;
 
 pub use query::{next_prefix, QueryOptions, MAX_PAGE_SIZE};
 
@@ -29,13 +34,26 @@ pub enum Concurrency {
 }
 
 /// Options shared by the stores of one [`Tables`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct StoreOptions {
     /// What to do with a value too large for its cell (default: refuse).
     pub oversized_cells: OversizedCellPolicy,
     /// Let [`Concurrency::Auto`] overwrite an entity that has no ETag
     /// (default `false`: refuse with [`Error::MissingETag`]).
     pub implicit_last_writer_wins: bool,
+    /// Attempts of [`Store::mutate`] and the other compare-and-swap verbs
+    /// before they report a conflict (default 3).
+    pub mutate_attempts: u32,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            oversized_cells: OversizedCellPolicy::Refuse,
+            implicit_last_writer_wins: false,
+            mutate_attempts: 3,
+        }
+    }
 }
 
 /// How to find one entity: by its two keys, or by a composite id.

@@ -1,5 +1,7 @@
 //! The scenarios, by area. Each is `pub async fn(&Env)` and panics on failure.
 
+pub mod batch;
+pub mod concurrency;
 pub mod crud;
 pub mod keys;
 pub mod limits;
@@ -49,6 +51,19 @@ macro_rules! for_each_scenario {
             values::every_value_type_round_trips,
             values::int64_and_double_keep_their_type,
             values::large_json_goes_to_a_gzip_cell_and_back,
+            concurrency::concurrent_mutates_lose_no_update,
+            concurrency::a_forced_race_re_applies_the_intent_to_the_fresh_version,
+            concurrency::racing_transitions_have_one_winner,
+            concurrency::try_mutate_reports_expected_branches_as_values,
+            concurrency::get_or_create_converges_on_the_winner,
+            concurrency::mutate_or_create_applies_the_delta_on_insert_and_update,
+            concurrency::a_rejected_write_is_classified_by_re_reading,
+            concurrency::composite_ids_work_with_the_outcome_verbs,
+            batch::create_batch_packs_transactions_of_100,
+            batch::create_batch_refuses_a_repeated_key_before_writing,
+            batch::a_failed_transaction_keeps_earlier_ones_and_names_the_entity,
+            batch::upsert_batch_replaces_and_inserts,
+            batch::delete_partition_deletes_in_transactions,
         }
     };
 }

@@ -129,13 +129,26 @@ pub(crate) fn error_from_body(body: &[u8]) -> (Option<String>, Option<String>) {
         });
         return (code, message);
     }
+    // XML: `<Error><Code>..</Code><Message>..</Message></Error>` (storage) or
+    // `<error><code>..</code><message xml:lang="en-US">..</message></error>` (OData).
     let text = String::from_utf8_lossy(body);
-    let tag = |name: &str| {
-        let open = format!("<{name}>");
-        let close = format!("</{name}>");
-        let start = text.find(&open)? + open.len();
-        let end = text[start..].find(&close)? + start;
-        Some(text[start..end].trim().to_owned())
+    let tag = |name: &str| -> Option<String> {
+        let lower = name.to_ascii_lowercase();
+        [name, lower.as_str()].iter().find_map(|n| {
+            let mut from = 0;
+            while let Some(at) = text[from..].find(&format!("<{n}")) {
+                let after = from + at + 1 + n.len();
+                match text[after..].chars().next() {
+                    Some('>') | Some(' ') => {
+                        let start = after + text[after..].find('>')? + 1;
+                        let end = start + text[start..].find(&format!("</{n}>"))?;
+                        return Some(text[start..end].trim().to_owned());
+                    }
+                    _ => from = after,
+                }
+            }
+            None
+        })
     };
     (tag("Code"), tag("Message"))
 }

@@ -22,6 +22,10 @@ fn live() -> Option<AzureBackend> {
             Some(AzureBackend::from_connection_string(&cs).expect("valid test connection"))
         }
         _ => {
+            assert!(
+                std::env::var_os("UNIFIED_TABLES_REQUIRE_AZURE").is_none(),
+                "UNIFIED_TABLES_REQUIRE_AZURE is set but {ENV} is not"
+            );
             println!("skipped: {ENV} is not set (scripts/test.sh starts Azurite and sets it)");
             None
         }
@@ -161,6 +165,39 @@ fn etag_timestamps_are_read() {
         Some("2017-01-05T03:25:25.9422152Z")
     );
     assert_eq!(timestamp_from_etag(&ETag::new("\"0x8D72069A295B958\"")), None);
+}
+
+#[test]
+fn error_bodies_are_read_in_every_form() {
+    use super::http::error_from_body;
+    let json = br#"{"odata.error":{"code":"EntityAlreadyExists","message":{"lang":"en-US","value":"The specified entity already exists."}}}"#;
+    assert_eq!(
+        error_from_body(json),
+        (
+            Some("EntityAlreadyExists".into()),
+            Some("The specified entity already exists.".into())
+        )
+    );
+    let storage_xml = b"<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>AuthorizationFailure</Code><Message>Server failed to authenticate the request.</Message></Error>";
+    assert_eq!(
+        error_from_body(storage_xml),
+        (
+            Some("AuthorizationFailure".into()),
+            Some("Server failed to authenticate the request.".into())
+        )
+    );
+    let odata_xml = b"<?xml version=\"1.0\"?><error xmlns=\"http://schemas.microsoft.com/ado/2007/08/dataservices/metadata\"><code>ResourceNotFound</code><message xml:lang=\"en-US\">The specified resource does not exist.</message></error>";
+    assert_eq!(
+        error_from_body(odata_xml),
+        (
+            Some("ResourceNotFound".into()),
+            Some("The specified resource does not exist.".into())
+        )
+    );
+    assert_eq!(error_from_body(b""), (None, None));
+    // Without a body the code falls back to nothing and the message to the reason phrase.
+    let failure = super::http::ServiceFailure::from_parts(404, None, b"");
+    assert_eq!((failure.code.as_str(), failure.message.as_str()), ("", "Not Found"));
 }
 
 // ---------------------------------------------------------------------------
@@ -487,6 +524,7 @@ const AWKWARD: &[&str] = &[
     "(x,y)",
     "$@!*;:,",
     "~tilde.dot-dash_",
+    "[a]|b^c{d}\"<>`=",
 ];
 
 #[tokio::test]

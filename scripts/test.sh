@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Runs the whole test suite against a private Azurite on free loopback ports.
+#
+#   scripts/test.sh [extra args for the first `cargo test`]
+#
+# 1. Installs Azurite from package-lock.json (npm ci) when it is missing or the
+#    lockfile changed since the last install.
+# 2. Starts Azurite (blob, queue, table) on free 127.0.0.1 ports with its data
+#    and log in a temporary directory, removed on exit (also on failure or ^C).
+# 3. Exports UNIFIED_TABLES_TEST_CONNECTION (a connection string for it) and
+#    UNIFIED_TABLES_REQUIRE_AZURE=1, then runs
+#    `cargo test --workspace --all-targets "$@"` and `cargo test --workspace --doc`.
+#    The exit code is the first failing one, or 0.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+log() { printf 'test.sh: %s\n' "$*" >&2; }
+
+# --- 1. Azurite ---------------------------------------------------------------
+lock_hash="$(sha256sum package-lock.json | cut -d' ' -f1)"
+stamp="node_modules/.unified-tables-lock-hash"
+if [[ ! -x node_modules/.bin/azurite || ! -f "$stamp" || "$(cat "$stamp")" != "$lock_hash" ]]; then
+    log "installing Azurite (npm ci)"
+    started=$SECONDS
+    npm ci --no-audit --no-fund --loglevel=error
+    printf '%s\n' "$lock_hash" > "$stamp"
+    log "npm ci took $((SECONDS - started)) s"
+fi
+
+# --- 2. Free ports, start, wait -------------------------------------------------
+free_ports() {
+    # Three distinct free ports, held open together so they differ.
+    if python3 -c 'pass' 2>/dev/null; then
+        python3 - <<'EOF'
+import socket
+socks = []
+for _ in range(3):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+for s in socks:
+    s.close()
+EOF
+    else
+        local ports=() p
+        while ((${#ports[@]} < 3)); do
+            p=$((20000 + RANDOM % 40000))
+            [[ " ${ports[*]} " == *" $p "* ]] && continue
+            if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+                ports+=("$p")
+            fi
+        done
+        echo "${ports[*]}"
+    fi
+}
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/unified-tables-azurite.XXXXXX")"
+azurite_pid=""
+cleanup() {
+    local status=$?
+    if [[ -n "$azurite_pid" ]] && kill -0 "$azurite_pid" 2>/dev/null; then
+        kill "$azurite_pid" 2>/dev/null || true
+        for _ in $(seq 50); do
+            kill -0 "$azurite_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -9 "$azurite_pid" 2>/dev/null || true
+        wait "$azurite_pid" 2>/dev/null || true
+    fi
+    rm -rf "$tmp"
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+read -r blob_port table_port queue_port < <(free_ports)
+log "starting Azurite: blob $blob_port, table $table_port, queue $queue_port (data in $tmp)"
+node_modules/.bin/azurite \
+    --blobHost 127.0.0.1 --blobPort "$blob_port" \
+    --tableHost 127.0.0.1 --tablePort "$table_port" \
+    --queueHost 127.0.0.1 --queuePort "$queue_port" \
+    --loose --skipApiVersionCheck --disableTelemetry \
+    -l "$tmp/data" >"$tmp/azurite.log" 2>&1 &
+azurite_pid=$!
+
+deadline=$((SECONDS + 30))
+until (exec 3<>"/dev/tcp/127.0.0.1/$table_port") 2>/dev/null; do
+    if ! kill -0 "$azurite_pid" 2>/dev/null; then
+        log "Azurite exited before it was ready; its log:"
+        cat "$tmp/azurite.log" >&2
+        exit 1
+    fi
+    if ((SECONDS >= deadline)); then
+        log "Azurite's table port $table_port did not answer within 30 s; its log:"
+        cat "$tmp/azurite.log" >&2
+        exit 1
+    fi
+    sleep 0.2
+done
+log "Azurite is ready"
+
+# --- 3. Tests ---------------------------------------------------------------------
+key="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+export UNIFIED_TABLES_TEST_CONNECTION="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=$key;TableEndpoint=http://127.0.0.1:$table_port/devstoreaccount1;BlobEndpoint=http://127.0.0.1:$blob_port/devstoreaccount1;"
+export UNIFIED_TABLES_REQUIRE_AZURE=1
+
+status=0
+cargo test --workspace --all-targets "$@" || status=$?
+doc_status=0
+cargo test --workspace --doc || doc_status=$?
+if ((status == 0)); then
+    status=$doc_status
+fi
+exit "$status"

@@ -1,0 +1,309 @@
+//! Read-modify-write: the compare-and-swap loop and the outcome verbs built on it.
+//!
+//! Every helper here follows one lifecycle: read the entity with its ETag,
+//! apply the caller's intent to that version, write on condition of it. When
+//! the write is rejected, the entity is read again and the rejection is
+//! classified:
+//!
+//! - the re-read itself failed: [`Error::Conflict`], with the cause logged
+//!   through `tracing` (the attempt could not be classified);
+//! - the version did not move: the write's own error (no retry can fix it);
+//! - the version moved (or the row vanished): the intent is applied again to
+//!   the fresh version after a jittered pause, for a bounded number of
+//!   attempts, then [`Error::Conflict`] (or [`Outcome::Conflicted`]).
+//!
+//! The closure re-applies the intent; a body computed from a stale version is
+//! never written.
+
+use std::time::Duration;
+
+use rand::Rng;
+
+use super::{Lookup, Store};
+use crate::backend::IfMatch;
+use crate::entity::{Key, TableEntity};
+use crate::error::{Error, Result};
+
+/// What an outcome verb did. Expected branches of a concurrent program are
+/// values, not errors.
+#[derive(Debug, Clone, PartialEq)]
+#[must_use]
+pub enum Outcome<T> {
+    /// The write landed; the entity as stored, with its new ETag.
+    Updated(T),
+    /// No entity has this key.
+    NotFound,
+    /// The precondition of [`Store::try_transition`] did not hold; carries the
+    /// current row (typically the winner of a race to the same transition).
+    PreconditionFailed(T),
+    /// Other writers kept changing the row for every attempt.
+    Conflicted,
+}
+
+impl<T> Outcome<T> {
+    /// The updated entity, if the write landed.
+    pub fn updated(self) -> Option<T> {
+        match self {
+            Outcome::Updated(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// The next step of a compare-and-swap attempt, decided from the current row.
+enum Plan<T> {
+    /// Insert this new entity.
+    Insert(T),
+    /// Replace the row on condition of the ETag the entity carries.
+    Update(T),
+    /// Stop with this outcome.
+    Done(Outcome<T>),
+}
+
+/// The pause before attempt `attempt + 1`: `attempt × 20 ms` plus 0–19 ms of jitter.
+fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis(u64::from(attempt) * 20 + rand::thread_rng().gen_range(0..20))
+}
+
+impl<T: TableEntity> Store<T> {
+    /// Read, apply `intent`, write on condition of the version read; on a lost
+    /// race re-read and re-apply (at most [`StoreOptions::mutate_attempts`](super::StoreOptions::mutate_attempts)
+    /// attempts, with jittered backoff). Returns the entity as stored.
+    ///
+    /// Fails with [`Error::NotFound`] when the row does not exist (or is
+    /// deleted under the write) and [`Error::Conflict`] when every attempt
+    /// lost its race.
+    ///
+    /// A lost *response* can apply the intent twice: if the service applied
+    /// the write but the answer never arrived, the retried write finds a new
+    /// version and the intent runs again on it. Make such intents idempotent,
+    /// e.g. record an operation id on the entity and skip it if present:
+    ///
+    /// ```
+    /// # use unified_tables::{TableEntity, Tables, ETag};
+    /// #[derive(TableEntity, Debug)]
+    /// struct Counter {
+    ///     #[table(partition_key)] pk: String,
+    ///     #[table(row_key)] rk: String,
+    ///     count: i64,
+    ///     applied: Vec<String>,
+    ///     #[table(etag)] etag: Option<ETag>,
+    /// }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let store = Tables::memory().store::<Counter>();
+    /// # store.create(&mut Counter { pk: "p".into(), rk: "c".into(), count: 0, applied: vec![], etag: None }).await?;
+    /// let op_id = "request-42";
+    /// let c = store
+    ///     .mutate(("p", "c"), |c| {
+    ///         if c.applied.iter().any(|id| id == op_id) {
+    ///             return; // already applied by an attempt whose answer was lost
+    ///         }
+    ///         c.applied.push(op_id.to_owned());
+    ///         c.count += 1;
+    ///     })
+    ///     .await?;
+    /// assert_eq!(c.count, 1);
+    /// # Ok::<(), unified_tables::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn mutate(&self, key: impl Into<Lookup>, mut intent: impl FnMut(&mut T)) -> Result<T> {
+        let key = self.resolve(key)?;
+        let outcome = self
+            .cas(&key, |current| match current {
+                None => Plan::Done(Outcome::NotFound),
+                Some(mut e) => {
+                    intent(&mut e);
+                    Plan::Update(e)
+                }
+            })
+            .await?;
+        self.expect_updated(&key, outcome)
+    }
+
+    /// Like [`Store::mutate`], but the expected branches are values:
+    /// `Updated`, `NotFound` or `Conflicted`. Only unexpected failures are errors.
+    pub async fn try_mutate(&self, key: impl Into<Lookup>, mut intent: impl FnMut(&mut T)) -> Result<Outcome<T>> {
+        let key = self.resolve(key)?;
+        self.cas(&key, |current| match current {
+            None => Plan::Done(Outcome::NotFound),
+            Some(mut e) => {
+                intent(&mut e);
+                Plan::Update(e)
+            }
+        })
+        .await
+    }
+
+    /// An exactly-once transition: apply `apply` only if `when` holds for the
+    /// current row. The loser of a race to the same transition gets
+    /// [`Outcome::PreconditionFailed`] carrying the winner's row;
+    /// [`Outcome::Conflicted`] is left for a row whose precondition still held
+    /// on every attempt while other writers kept changing it.
+    pub async fn try_transition(
+        &self,
+        key: impl Into<Lookup>,
+        when: impl Fn(&T) -> bool,
+        mut apply: impl FnMut(&mut T),
+    ) -> Result<Outcome<T>> {
+        let key = self.resolve(key)?;
+        self.cas(&key, |current| match current {
+            None => Plan::Done(Outcome::NotFound),
+            Some(e) if !when(&e) => Plan::Done(Outcome::PreconditionFailed(e)),
+            Some(mut e) => {
+                apply(&mut e);
+                Plan::Update(e)
+            }
+        })
+        .await
+    }
+
+    /// Reads the entity, or creates it from `factory` if it does not exist.
+    /// A lost create race converges on the winner's row instead of failing.
+    ///
+    /// The factory's entity must have the looked-up key.
+    pub async fn get_or_create(&self, key: impl Into<Lookup>, factory: impl FnOnce() -> T) -> Result<T> {
+        let key = self.resolve(key)?;
+        if let Some(existing) = self.get(key.clone()).await? {
+            return Ok(existing);
+        }
+        let mut fresh = factory();
+        self.check_same_key(&key, &fresh)?;
+        match self.create(&mut fresh).await {
+            Ok(_) => Ok(fresh),
+            Err(Error::AlreadyExists { .. }) => match self.get(key.clone()).await? {
+                Some(winner) => Ok(winner),
+                // Created and deleted again between our two calls.
+                None => Err(self.conflict(&key)),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Insert-or-mutate: when the row is missing, `create` builds it and
+    /// `mutate` is applied to it before the insert; otherwise `mutate` is
+    /// applied to the stored row. The delta applies the same way on the first
+    /// insert and on every later call. A lost race (a concurrent insert or
+    /// update) retries as [`Store::mutate`] does.
+    pub async fn mutate_or_create(
+        &self,
+        key: impl Into<Lookup>,
+        mut create: impl FnMut() -> T,
+        mut mutate: impl FnMut(&mut T),
+    ) -> Result<T> {
+        let key = self.resolve(key)?;
+        let mut wrong_key = None;
+        let outcome = self
+            .cas(&key, |current| match current {
+                None => {
+                    let mut e = create();
+                    if let Err(err) = self.check_same_key(&key, &e) {
+                        wrong_key = Some(err);
+                        return Plan::Done(Outcome::NotFound);
+                    }
+                    mutate(&mut e);
+                    Plan::Insert(e)
+                }
+                Some(mut e) => {
+                    mutate(&mut e);
+                    Plan::Update(e)
+                }
+            })
+            .await?;
+        if let Some(err) = wrong_key {
+            return Err(err);
+        }
+        self.expect_updated(&key, outcome)
+    }
+
+    fn expect_updated(&self, key: &Key, outcome: Outcome<T>) -> Result<T> {
+        match outcome {
+            Outcome::Updated(e) => Ok(e),
+            Outcome::NotFound => Err(Error::NotFound {
+                table: self.table.clone(),
+                partition_key: key.partition_key.clone(),
+                row_key: key.row_key.clone(),
+            }),
+            Outcome::PreconditionFailed(_) | Outcome::Conflicted => Err(self.conflict(key)),
+        }
+    }
+
+    fn conflict(&self, key: &Key) -> Error {
+        Error::Conflict {
+            table: self.table.clone(),
+            partition_key: key.partition_key.clone(),
+            row_key: key.row_key.clone(),
+        }
+    }
+
+    fn check_same_key(&self, key: &Key, entity: &T) -> Result<()> {
+        let actual = entity.key();
+        if &actual == key {
+            Ok(())
+        } else {
+            Err(Error::InvalidValue {
+                column: "PartitionKey/RowKey".into(),
+                reason: format!(
+                    "the factory built an entity with keys ({}, {}) for the lookup ({}, {}): give it the looked-up keys",
+                    actual.partition_key, actual.row_key, key.partition_key, key.row_key
+                ),
+            })
+        }
+    }
+
+    /// The compare-and-swap loop shared by every verb above.
+    async fn cas(&self, key: &Key, mut plan: impl FnMut(Option<T>) -> Plan<T>) -> Result<Outcome<T>> {
+        let attempts = self.tables.options.mutate_attempts.max(1);
+        let mut current = self.read(key).await?;
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let read_version = current.as_ref().map(|(_, etag)| etag.clone());
+            let (mut entity, insert) = match plan(current.take().map(|(e, _)| e)) {
+                Plan::Done(outcome) => return Ok(outcome),
+                // The last re-read only decides NotFound / PreconditionFailed.
+                _ if attempt > attempts => return Ok(Outcome::Conflicted),
+                Plan::Insert(e) => (e, true),
+                Plan::Update(e) => (e, false),
+            };
+            let written = match (&read_version, insert) {
+                (_, true) => self.create(&mut entity).await,
+                (Some(version), false) => self.replace_if(&mut entity, IfMatch::ETag(version.clone())).await,
+                // A plan never updates a row it did not read.
+                (None, false) => return Ok(Outcome::NotFound),
+            };
+            let write_error = match written {
+                Ok(_) => return Ok(Outcome::Updated(entity)),
+                Err(e @ (Error::InvalidKey { .. } | Error::InvalidValue { .. } | Error::OversizedValue { .. })) => {
+                    // Refused before sending: nothing to classify.
+                    return Err(e);
+                }
+                Err(e) => e,
+            };
+            // Classify the rejection by reading again.
+            let fresh = match self.read(key).await {
+                Ok(fresh) => fresh,
+                Err(read_error) => {
+                    tracing::warn!(
+                        table = %self.table,
+                        partition_key = %key.partition_key,
+                        row_key = %key.row_key,
+                        write_error = %write_error,
+                        read_error = %read_error,
+                        "a conditional write was rejected and the re-read failed; reporting a conflict"
+                    );
+                    return Err(self.conflict(key));
+                }
+            };
+            let fresh_version = fresh.as_ref().map(|(_, etag)| etag.clone());
+            if fresh_version == read_version {
+                // The version did not move: the write failed for a reason a retry cannot fix.
+                return Err(write_error);
+            }
+            tracing::debug!(table = %self.table, attempt, "lost an optimistic race; re-applying to the fresh version");
+            if attempt < attempts {
+                tokio::time::sleep(backoff(attempt)).await;
+            }
+            current = fresh;
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! Read-modify-write under real overlap: no update is lost.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+
+use unified_tables::backend::faulty::{FaultTarget, FaultTiming, FaultyBackend};
+use unified_tables::{Error, Outcome, StoreOptions, Tables};
+
+use crate::model::{Customer, Note};
+use crate::Env;
+
+/// Blocks this writer until `n` writers are all between their read and their write.
+fn hold(barrier: &Barrier) {
+    tokio::task::block_in_place(|| {
+        barrier.wait();
+    });
+}
+
+pub async fn concurrent_mutates_lose_no_update(env: &Env) {
+    let tables = env.with_options(StoreOptions {
+        mutate_attempts: 200,
+        ..StoreOptions::default()
+    });
+    let store = tables.store_in::<Customer>(&env.table);
+    store.create(&mut Customer::new("p", "counter", "c")).await.unwrap();
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for _ in 0..50 {
+                    store
+                        .mutate(("p", "counter"), |c| c.visits += 1)
+                        .await
+                        .expect("every increment lands");
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(store.get(("p", "counter")).await.unwrap().unwrap().visits, 400);
+}
+
+pub async fn a_forced_race_re_applies_the_intent_to_the_fresh_version(env: &Env) {
+    let store = env.tables.store_in::<Customer>(&env.table);
+    store.create(&mut Customer::new("p", "c", "x")).await.unwrap();
+    let barrier = Arc::new(Barrier::new(2));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let (store, barrier, calls, seen) = (store.clone(), barrier.clone(), calls.clone(), seen.clone());
+            tokio::spawn(async move {
+                let mut first = true;
+                store
+                    .mutate(("p", "c"), |c| {
+                        calls.fetch_add(1, Ordering::SeqCst);
+                        seen.lock().unwrap().push(c.visits);
+                        if std::mem::take(&mut first) {
+                            hold(&barrier); // both writers have read version 0 here
+                        }
+                        c.visits += 1;
+                    })
+                    .await
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await.unwrap().expect("both writers succeed");
+    }
+    assert_eq!(
+        store.get(("p", "c")).await.unwrap().unwrap().visits,
+        2,
+        "no update was lost"
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        3,
+        "exactly one writer re-applied its intent"
+    );
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![0, 0, 1],
+        "the retry saw the winner's version, not its own stale body"
+    );
+}
+
+pub async fn racing_transitions_have_one_winner(env: &Env) {
+    let store = env.tables.store_in::<Customer>(&env.table);
+    store.create(&mut Customer::new("p", "gate", "open")).await.unwrap();
+    let barrier = Arc::new(Barrier::new(2));
+    let racers: Vec<_> = ["alice", "bob"]
+        .into_iter()
+        .map(|who| {
+            let (store, barrier) = (store.clone(), barrier.clone());
+            tokio::spawn(async move {
+                let mut first = true;
+                store
+                    .try_transition(
+                        ("p", "gate"),
+                        |g| g.name == "open",
+                        |g| {
+                            if std::mem::take(&mut first) {
+                                hold(&barrier);
+                            }
+                            g.name = format!("resolved by {who}");
+                        },
+                    )
+                    .await
+                    .expect("no error for expected branches")
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for r in racers {
+        outcomes.push(r.await.unwrap());
+    }
+    let winners: Vec<&Customer> = outcomes
+        .iter()
+        .filter_map(|o| if let Outcome::Updated(c) = o { Some(c) } else { None })
+        .collect();
+    let losers: Vec<&Customer> = outcomes
+        .iter()
+        .filter_map(|o| {
+            if let Outcome::PreconditionFailed(c) = o {
+                Some(c)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!((winners.len(), losers.len()), (1, 1), "{outcomes:?}");
+    assert_eq!(losers[0].name, winners[0].name, "the loser sees the winner's row");
+    assert_eq!(store.get(("p", "gate")).await.unwrap().unwrap().name, winners[0].name);
+
+    let again = store
+        .try_transition(("p", "gate"), |g| g.name == "open", |g| g.name = "x".into())
+        .await
+        .unwrap();
+    assert!(matches!(again, Outcome::PreconditionFailed(_)));
+    let missing = store
+        .try_transition(("p", "none"), |_| true, |g| g.name = "x".into())
+        .await
+        .unwrap();
+    assert_eq!(missing, Outcome::NotFound);
+}
+
+pub async fn try_mutate_reports_expected_branches_as_values(env: &Env) {
+    let store = env.tables.store_in::<Customer>(&env.table);
+    assert_eq!(
+        store.try_mutate(("p", "none"), |c| c.visits += 1).await.unwrap(),
+        Outcome::NotFound
+    );
+    let err = store.mutate(("p", "none"), |c| c.visits += 1).await.unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    store.create(&mut Customer::new("p", "c", "x")).await.unwrap();
+    let out = store.try_mutate(("p", "c"), |c| c.visits += 5).await.unwrap();
+    assert_eq!(out.updated().map(|c| c.visits), Some(5));
+
+    // A row that changes on every attempt: Conflicted, nothing thrown.
+    let hot = env
+        .with_options(StoreOptions {
+            mutate_attempts: 2,
+            ..StoreOptions::default()
+        })
+        .store_in::<Customer>(&env.table);
+    let meddler = store.clone();
+    let out = hot
+        .try_mutate(("p", "c"), |c| {
+            c.visits += 1;
+            // Another writer commits between this attempt's read and its write.
+            let meddler = meddler.clone();
+            tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current().block_on(async {
+                    meddler.mutate(("p", "c"), |m| m.balance += 1.0).await.unwrap();
+                })
+            });
+        })
+        .await
+        .unwrap();
+    assert_eq!(out, Outcome::Conflicted);
+    let stored = store.get(("p", "c")).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.visits, stored.balance),
+        (5, 3.0),
+        "the hot writer stored nothing; the meddler's 3 writes landed"
+    );
+}
+
+pub async fn get_or_create_converges_on_the_winner(env: &Env) {
+    let store = env.tables.store_in::<Customer>(&env.table);
+    let barrier = Arc::new(Barrier::new(2));
+    let racers: Vec<_> = ["first", "second"]
+        .into_iter()
+        .map(|name| {
+            let (store, barrier) = (store.clone(), barrier.clone());
+            tokio::spawn(async move {
+                store
+                    .get_or_create(("p", "member"), || {
+                        hold(&barrier); // both saw "absent" and build their own entity
+                        Customer::new("p", "member", name)
+                    })
+                    .await
+                    .expect("both callers get the row")
+            })
+        })
+        .collect();
+    let mut got = Vec::new();
+    for r in racers {
+        got.push(r.await.unwrap());
+    }
+    assert_eq!(got[0].name, got[1].name, "both converge on the one stored row");
+    assert_eq!(store.get(("p", "member")).await.unwrap().unwrap().name, got[0].name);
+    let existing = store
+        .get_or_create(("p", "member"), || panic!("not called for an existing row"))
+        .await
+        .unwrap();
+    assert_eq!(existing.name, got[0].name);
+    let err = store
+        .get_or_create(("p", "other"), || Customer::new("p", "wrong", "x"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidValue { .. }), "{err}");
+}
+
+pub async fn mutate_or_create_applies_the_delta_on_insert_and_update(env: &Env) {
+    let tables = env.with_options(StoreOptions {
+        mutate_attempts: 100,
+        ..StoreOptions::default()
+    });
+    let store = tables.store_in::<Customer>(&env.table);
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for _ in 0..10 {
+                    store
+                        .mutate_or_create(
+                            ("p", "feedback"),
+                            || Customer::new("p", "feedback", "f"),
+                            |c| c.visits += 1,
+                        )
+                        .await
+                        .expect("insert-or-mutate");
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(
+        store.get(("p", "feedback")).await.unwrap().unwrap().visits,
+        40,
+        "the first insert counted too"
+    );
+}
+
+pub async fn a_rejected_write_is_classified_by_re_reading(env: &Env) {
+    let faulty = FaultyBackend::new(env.backend().clone());
+    let tables = Tables::with_backend(faulty.clone());
+    let store = tables.store_in::<Customer>(&env.table);
+    store.create(&mut Customer::new("p", "c", "x")).await.unwrap();
+
+    // The version did not move: the write's own error comes back, no retry.
+    faulty.fail_next(FaultTarget::Write, FaultTiming::Before, || {
+        Error::service(400, "InvalidInput", "bad request")
+    });
+    let err = store.mutate(("p", "c"), |c| c.visits += 1).await.unwrap_err();
+    assert_eq!(err.service_code(), Some((400, "InvalidInput")), "{err}");
+
+    // The write was rejected and the re-read failed: Conflict (the cause is logged).
+    faulty.fail_next(FaultTarget::Write, FaultTiming::Before, || {
+        Error::service(503, "ServerBusy", "busy")
+    });
+    faulty.fail_after(FaultTarget::Get, 1, FaultTiming::Before, || {
+        Error::Transport("connection reset".into())
+    });
+    let err = store.mutate(("p", "c"), |c| c.visits += 1).await.unwrap_err();
+    assert!(matches!(err, Error::Conflict { .. }), "{err}");
+    assert_eq!(faulty.pending(), 0);
+    // A failed first read is reported as it is.
+    faulty.fail_next(FaultTarget::Get, FaultTiming::Before, || {
+        Error::Transport("connection reset".into())
+    });
+    let err = store.mutate(("p", "c"), |c| c.visits += 1).await.unwrap_err();
+    assert!(matches!(err, Error::Transport(_)), "{err}");
+    assert_eq!(
+        store.get(("p", "c")).await.unwrap().unwrap().visits,
+        0,
+        "no failed attempt stored anything"
+    );
+
+    // A lost response applies the intent twice (documented): the write took effect,
+    // its answer was lost, the re-read sees a new version and the intent runs again.
+    faulty.fail_next(FaultTarget::Write, FaultTiming::After, || {
+        Error::Transport("response lost".into())
+    });
+    let before = store.get(("p", "c")).await.unwrap().unwrap().visits;
+    store.mutate(("p", "c"), |c| c.visits += 1).await.unwrap();
+    assert_eq!(store.get(("p", "c")).await.unwrap().unwrap().visits, before + 2);
+
+    // The row deleted under the write: NotFound.
+    let deleter = store.clone();
+    let err = store
+        .mutate(("p", "c"), |c| {
+            c.visits += 1;
+            tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current().block_on(async { deleter.delete(("p", "c")).await.unwrap() })
+            });
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+}
+
+pub async fn composite_ids_work_with_the_outcome_verbs(env: &Env) {
+    let notes = env.tables.store_in::<Note>(&env.table);
+    let n = notes
+        .get_or_create("Team|Note 1", || Note {
+            id: "team|note-1".into(),
+            body: "b".into(),
+            created_at: None,
+            updated_at: None,
+            etag: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(n.id, "team|note-1");
+    let n = notes.mutate("TEAM|NOTE 1", |n| n.body.push('!')).await.unwrap();
+    assert_eq!(n.body, "b!");
+}

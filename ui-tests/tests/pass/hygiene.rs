@@ -1,0 +1,102 @@
+//! The generated code refers to everything by absolute path, so it compiles
+//! next to user types that shadow the prelude.
+
+#![allow(dead_code)]
+
+use unified_tables::{TableEntity, TableEnum, TableRecord};
+
+struct Result;
+struct Option;
+struct String;
+struct Box;
+struct Some;
+struct None;
+struct Ok;
+struct Err;
+struct Default;
+struct Vec;
+struct Value;
+struct Row;
+struct Key;
+struct Error;
+
+#[derive(TableEnum, Debug, Clone, Copy, PartialEq)]
+enum Status {
+    Open,
+    #[table(rename = "OnHold")]
+    Paused,
+}
+
+#[derive(TableRecord, Debug, Clone, PartialEq)]
+struct Address {
+    city: ::std::string::String,
+    zip: ::core::option::Option<::std::string::String>,
+}
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+struct Customer {
+    #[table(partition_key)]
+    region: ::std::string::String,
+    #[table(row_key)]
+    email: ::std::string::String,
+    name: ::std::string::String,
+    status: Status,
+    maybe_status: ::core::option::Option<Status>,
+    photo: ::std::vec::Vec<u8>,
+    tags: ::std::vec::Vec<::std::string::String>,
+    nested: ::std::boxed::Box<i64>,
+    #[table(flatten)]
+    address: Address,
+    #[table(flatten)]
+    billing: ::core::option::Option<Address>,
+    #[table(skip)]
+    scratch: u32,
+    #[table(etag)]
+    etag: ::core::option::Option<unified_tables::ETag>,
+    #[table(timestamp)]
+    timestamp: ::core::option::Option<unified_tables::DateTime>,
+    #[table(created_at)]
+    created_at: ::core::option::Option<unified_tables::DateTime>,
+    #[table(updated_at)]
+    updated_at: ::core::option::Option<unified_tables::DateTime>,
+}
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+struct Note {
+    #[table(id)]
+    id: ::std::string::String,
+    #[table(split = "gzip")]
+    body: ::std::string::String,
+}
+
+fn main() {
+    let customer = Customer {
+        region: "eu".into(),
+        email: "a@example.com".into(),
+        name: "Alice".into(),
+        status: Status::Paused,
+        maybe_status: ::core::option::Option::Some(Status::Open),
+        photo: ::std::vec![1, 2, 3],
+        tags: ::std::vec!["x".into()],
+        nested: ::std::boxed::Box::new(7),
+        address: Address {
+            city: "Lviv".into(),
+            zip: ::core::option::Option::None,
+        },
+        billing: ::core::option::Option::None,
+        scratch: 0,
+        etag: ::core::option::Option::None,
+        timestamp: ::core::option::Option::None,
+        created_at: ::core::option::Option::None,
+        updated_at: ::core::option::Option::None,
+    };
+    let row = customer.to_row(&::core::default::Default::default()).unwrap();
+    assert_eq!(Customer::from_row(row).unwrap(), customer);
+
+    let note = Note {
+        id: "folder|note".into(),
+        body: "hello".into(),
+    };
+    let row = note.to_row(&::core::default::Default::default()).unwrap();
+    assert_eq!(Note::from_row(row).unwrap(), note);
+}

@@ -1,0 +1,9 @@
+use unified_tables::TableEntity;
+
+#[derive(TableEntity)]
+enum Status {
+    Open,
+    Closed,
+}
+
+fn main() {}

@@ -1,0 +1,17 @@
+use unified_tables::TableEntity;
+
+struct Address {
+    city: String,
+    street: String,
+}
+
+#[derive(TableEntity)]
+struct Customer {
+    #[table(partition_key)]
+    region: String,
+    #[table(row_key)]
+    email: String,
+    address: Address,
+}
+
+fn main() {}
