@@ -9,7 +9,8 @@
 #    and log in a temporary directory, removed on exit (also on failure or ^C).
 # 3. Exports UNIFIED_TABLES_TEST_CONNECTION (a connection string for it) and
 #    UNIFIED_TABLES_REQUIRE_AZURE=1, then runs
-#    `cargo test --workspace --all-targets "$@"` and `cargo test --workspace --doc`.
+#    `cargo test --workspace --all-targets --no-fail-fast "$@"` and
+#    `cargo test --workspace --doc --no-fail-fast`.
 #    The exit code is the first failing one, or 0.
 set -euo pipefail
 
@@ -108,9 +109,9 @@ export UNIFIED_TABLES_TEST_CONNECTION="DefaultEndpointsProtocol=http;AccountName
 export UNIFIED_TABLES_REQUIRE_AZURE=1
 
 status=0
-cargo test --workspace --all-targets "$@" || status=$?
+cargo test --workspace --all-targets --no-fail-fast "$@" || status=$?
 doc_status=0
-cargo test --workspace --doc || doc_status=$?
+cargo test --workspace --doc --no-fail-fast || doc_status=$?
 if ((status == 0)); then
     status=$doc_status
 fi

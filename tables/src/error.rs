@@ -184,6 +184,9 @@ pub enum Error {
     /// The service could not be reached or did not answer in time.
     #[error("cannot reach the storage service: {0}")]
     Transport(String),
+    /// A page cursor is damaged, or belongs to another query.
+    #[error("invalid page cursor: {0}")]
+    InvalidCursor(String),
     /// A connection string or option is wrong.
     #[error("configuration: {0}")]
     Config(String),

@@ -43,6 +43,7 @@ pub mod backend;
 pub mod codec;
 mod entity;
 mod error;
+pub mod keys;
 pub mod large;
 pub mod query;
 mod stamp;
@@ -59,7 +60,7 @@ pub use entity::{
 pub use error::{Error, KeyKind, Result};
 pub use large::BlobContent;
 pub use stamp::{KeyPart, Stamp};
-pub use store::{Concurrency, Lookup, Outcome, QueryOptions, Store, StoreOptions};
+pub use store::{Concurrency, Count, Cursor, EntityPage, Lookup, Outcome, QueryOptions, Store, StoreOptions};
 pub use tables::Tables;
 pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord};
 pub use value::wire;

@@ -72,6 +72,15 @@ impl Env {
         self.kind == Kind::Azure
     }
 
+    /// Whether the Azure backend is the local emulator (Azurite), whose documented
+    /// differences from the service some scenarios assert.
+    pub fn is_emulator(&self) -> bool {
+        self.kind == Kind::Azure
+            && std::env::var(CONNECTION_VAR)
+                .map(|c| c.contains("devstoreaccount1") || c.contains("UseDevelopmentStorage") || c.contains("127.0.0.1"))
+                .unwrap_or(false)
+    }
+
     /// Another fresh table name.
     pub fn another_table(&self) -> String {
         unique_table("x")

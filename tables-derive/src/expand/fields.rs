@@ -112,8 +112,8 @@ pub(crate) fn encode(f: &Field, naming: Naming) -> TokenStream {
         | Storage::Large {
             codec: LargeCodec::Json,
             ..
-        } => quote! {
-            #p::encode_json(&self.#ident, #col, __row, __opts)?;
+        } => quote_spanned! {ty.span()=>
+            #p::encode_json::<#ty>(&self.#ident, #col, __row, __opts)?;
         },
         Storage::Large {
             codec: LargeCodec::Value,
@@ -171,11 +171,18 @@ pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) ->
         .chain(implicit_alias)
         .map(|a| naming.column(a))
         .collect();
-    // The column actually read: the canonical one, or an alias when only that exists.
+    // Binds `__c`, the column actually read: the canonical one, or an alias
+    // when only that exists. The names are bound first so that a nested
+    // record's formatted names outlive the call.
     let resolved = if aliases.is_empty() {
-        quote!(#col)
+        quote!(let __c = #col;)
     } else {
-        quote!(#p::resolve_column(&__row, #col, &[#(#aliases),*]))
+        let n = aliases.len();
+        quote! {
+            let __canonical: &str = #col;
+            let __aliases: [&str; #n] = [#(#aliases),*];
+            let __c = #p::resolve_column(&__row, __canonical, &__aliases);
+        }
     };
     match &f.storage {
         Storage::Value
@@ -183,7 +190,7 @@ pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) ->
             codec: LargeCodec::Value,
             ..
         } => quote_spanned! {ty.span()=>
-            { let __c = #resolved; <#ty as #p::TableValue>::decode(&mut __row, __c)? }
+            { #resolved <#ty as #p::TableValue>::decode(&mut __row, __c)? }
         },
         Storage::Binary { optional }
         | Storage::Large {
@@ -192,19 +199,19 @@ pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) ->
         } => {
             if *optional {
                 quote! {{
-                    let __c = #resolved;
+                    #resolved
                     if __row.get(__c).is_some() { #p::Some(#p::decode_binary(&mut __row, __c)?) } else { #p::None }
                 }}
             } else {
-                quote!({ let __c = #resolved; #p::decode_binary(&mut __row, __c)? })
+                quote!({ #resolved #p::decode_binary(&mut __row, __c)? })
             }
         }
         Storage::Json
         | Storage::Large {
             codec: LargeCodec::Json,
             ..
-        } => quote! {
-            { let __c = #resolved; #p::decode_json::<#ty>(&mut __row, __c)? }
+        } => quote_spanned! {ty.span()=>
+            { #resolved #p::decode_json::<#ty>(&mut __row, __c)? }
         },
         Storage::Flatten { inner, optional } => {
             let prefix = nested_prefix(&f.column, naming);
@@ -232,7 +239,7 @@ pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) ->
                 quote!(#p::require_blob(#p::decode_blob_ref(&mut __row, #col)?, #col)?)
             }
         }
-        Storage::Skip => quote!(#p::Default::default()),
+        Storage::Skip => quote_spanned!(ty.span()=> <#ty as #p::Default>::default()),
         Storage::Key(_) | Storage::System(_) => unreachable!("keys and system fields are decoded by the entity"),
     }
 }

@@ -38,7 +38,7 @@ pub(crate) enum Storage {
     /// Forced JSON (`#[table(json)]`).
     Json,
     /// A nested `TableRecord` flattened into `Parent_Child` columns.
-    Flatten { inner: Type, optional: bool },
+    Flatten { inner: Box<Type>, optional: bool },
     /// A large value (`#[table(split = ..)]`).
     Large {
         encoding: SplitEncoding,
@@ -164,7 +164,7 @@ impl Container {
             cx.error_spanned_by(
                 &input.generics,
                 format!(
-                    "#[derive({})] does not support generic parameters: the column list is fixed at compile time",
+                    "#[derive({})] does not support generic parameters: the column list is fixed at compile time; write concrete field types instead",
                     derive.name()
                 ),
             );
@@ -236,11 +236,11 @@ fn classify(attrs: &attr::Field, field_ty: &Type) -> Storage {
     if attrs.flatten.is_some() {
         return match optional_inner {
             Some(inner) => Storage::Flatten {
-                inner: inner.clone(),
+                inner: Box::new(inner.clone()),
                 optional: true,
             },
             None => Storage::Flatten {
-                inner: field_ty.clone(),
+                inner: Box::new(field_ty.clone()),
                 optional: false,
             },
         };
@@ -275,7 +275,7 @@ impl Enum {
         if !input.generics.params.is_empty() {
             cx.error_spanned_by(
                 &input.generics,
-                "#[derive(TableEnum)] does not support generic parameters",
+                "#[derive(TableEnum)] does not support generic parameters: a unit enum stored as its variant name needs none; remove them",
             );
             return None;
         }
@@ -284,7 +284,11 @@ impl Enum {
             if !matches!(v.fields, Fields::Unit) {
                 cx.error_spanned_by(
                     &v.ident,
-                    "#[derive(TableEnum)] stores unit variants only; a variant with data cannot be one string cell: store the enum as JSON with #[table(json)] on the field instead",
+                    format!(
+                        "#[derive(TableEnum)] stores unit variants only, as their name in one string cell, and `{}` holds data: \
+                         for an enum with data remove #[derive(TableEnum)], derive serde's Serialize and Deserialize, and mark the field #[table(json)]",
+                        v.ident
+                    ),
                 );
                 continue;
             }

@@ -15,31 +15,43 @@ pub(crate) struct Spanned_<T> {
     pub(crate) span: Span,
 }
 
-/// Tracks one optional attribute value and reports duplicates.
+/// Tracks one optional attribute value and reports duplicates and conflicts.
 struct Slot<'c, T> {
     cx: &'c Ctxt,
-    name: &'static str,
-    value: Option<Spanned_<T>>,
+    /// Why two different attributes of this slot exclude each other.
+    conflict: &'static str,
+    /// The value and the attribute it was written as, e.g. `#[table(row_key)]`.
+    value: Option<(Spanned_<T>, &'static str)>,
 }
 
 impl<'c, T> Slot<'c, T> {
-    fn new(cx: &'c Ctxt, name: &'static str) -> Self {
-        Slot { cx, name, value: None }
+    fn new(cx: &'c Ctxt, conflict: &'static str) -> Self {
+        Slot {
+            cx,
+            conflict,
+            value: None,
+        }
     }
 
-    fn set(&mut self, span: Span, value: T) {
-        if self.value.is_some() {
-            self.cx.syn_error(syn::Error::new(
-                span,
-                format!("duplicate attribute `{}`: write it once", self.name),
-            ));
-        } else {
-            self.value = Some(Spanned_ { value, span });
+    /// Records `value`, written as the attribute `shown`.
+    fn set(&mut self, span: Span, shown: &'static str, value: T) {
+        match &self.value {
+            Some((_, first)) if *first == shown => {
+                self.cx
+                    .syn_error(syn::Error::new(span, format!("duplicate {shown}: write it once")));
+            }
+            Some((_, first)) => {
+                self.cx.syn_error(syn::Error::new(
+                    span,
+                    format!("{shown} cannot be combined with {first}: {}", self.conflict),
+                ));
+            }
+            None => self.value = Some((Spanned_ { value, span }, shown)),
         }
     }
 
     fn get(self) -> Option<Spanned_<T>> {
-        self.value
+        self.value.map(|(v, _)| v)
     }
 }
 
@@ -58,26 +70,24 @@ pub(crate) struct Container {
 
 impl Container {
     pub(crate) fn from_ast(cx: &Ctxt, attrs: &[Attribute]) -> Container {
-        let mut name = Slot::new(cx, NAME);
-        let mut ids = Slot::new(cx, IDS);
+        let mut name = Slot::new(cx, "");
+        let mut ids = Slot::new(cx, "");
         for attr in attrs {
             if attr.path().is_ident(TABLE) {
                 let res = attr.parse_nested_meta(|meta| {
-                    let Some(key) = meta.path.get_ident().map(|i| i.to_string()) else {
-                        return Err(meta.error(unknown(CONTAINER_KEYS, "on a struct")));
-                    };
+                    let key = path_text(&meta.path);
                     match key.as_str() {
                         // #[table(name = "Customers")]
                         NAME => {
                             let lit: LitStr = meta.value()?.parse()?;
-                            name.set(meta.path.span(), lit.value());
+                            name.set(meta.path.span(), "#[table(name)]", lit.value());
                         }
                         // #[table(ids = "normalized" | "as_written")]
                         IDS => {
                             let lit: LitStr = meta.value()?.parse()?;
                             match lit.value().as_str() {
-                                "normalized" => ids.set(meta.path.span(), IdMode::Normalized),
-                                "as_written" => ids.set(meta.path.span(), IdMode::AsWritten),
+                                "normalized" => ids.set(meta.path.span(), "#[table(ids)]", IdMode::Normalized),
+                                "as_written" => ids.set(meta.path.span(), "#[table(ids)]", IdMode::AsWritten),
                                 other => cx.error_spanned_by(
                                     &lit,
                                     format!("unknown id mode `{other}`: write `ids = \"normalized\"` or `ids = \"as_written\"`"),
@@ -85,9 +95,11 @@ impl Container {
                             }
                         }
                         _ if FIELD_KEYS.contains(&key.as_str()) => {
-                            return Err(meta.error(format!("#[table({key})] belongs on a field, not on the struct")))
+                            return Err(meta.error(format!(
+                                "#[table({key})] belongs on a field, not on the struct: move it to the field it describes"
+                            )))
                         }
-                        _ => return Err(meta.error(unknown(CONTAINER_KEYS, "on a struct"))),
+                        _ => return Err(meta.error(unknown(&key, CONTAINER_KEYS, "on a struct"))),
                     }
                     Ok(())
                 });
@@ -98,7 +110,11 @@ impl Container {
                 || attr.path().is_ident(PROTECTED)
                 || attr.path().is_ident(BLOB_CONTENT)
             {
-                cx.error_spanned_by(attr, "this attribute belongs on a field, not on the struct");
+                let name = path_text(attr.path());
+                cx.error_spanned_by(
+                    attr,
+                    format!("#[{name}] belongs on a field, not on the struct: move it to the field it describes"),
+                );
             }
         }
         Container {
@@ -108,9 +124,59 @@ impl Container {
     }
 }
 
-fn unknown(valid: &[&str], place: &str) -> String {
+/// The attribute key as written, e.g. `rename` or `serde::rename`.
+fn path_text(path: &syn::Path) -> String {
+    path.segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
+/// "unknown #[table(renamed)] on a field: did you mean ..., valid keys are ...".
+fn unknown(key: &str, valid: &[&str], place: &str) -> String {
     let list = valid.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
-    format!("unknown table attribute {place}; expected one of {list}")
+    match closest(key, valid) {
+        Some(best) => {
+            format!("unknown #[table({key})] {place}: did you mean #[table({best})]? (expected one of {list})")
+        }
+        None => format!("unknown #[table({key})] {place}: expected one of {list}"),
+    }
+}
+
+/// The valid key a misspelt `key` most likely meant.
+fn closest<'a>(key: &str, valid: &[&'a str]) -> Option<&'a str> {
+    let key = key.to_ascii_lowercase();
+    valid
+        .iter()
+        .map(|v| (edit_distance(&key, v), *v))
+        .filter(|(d, v)| *d <= (v.len() / 3).max(1) || (v.len() >= 3 && (key.contains(v) || v.contains(key.as_str()))))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, v)| v)
+}
+
+/// Levenshtein distance.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb { prev } else { 1 + prev.min(cur).min(row[j]) };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// The argument of `#[alias(FullName)]` / `#[protected(admin, accountant)]`
+/// written without quotes, to show the quoted form.
+fn unquoted_arg(attr: &Attribute) -> Option<String> {
+    let list = attr.meta.require_list().ok()?;
+    let text = list.tokens.to_string().replace(' ', "");
+    (!text.is_empty() && !text.contains('"')).then_some(text)
 }
 
 /// The large-value encodings of `#[table(split = "...")]`.
@@ -161,66 +227,68 @@ pub(crate) struct Field {
 
 impl Field {
     pub(crate) fn from_ast(cx: &Ctxt, attrs: &[Attribute]) -> Field {
-        let mut key = Slot::new(cx, "key");
-        let mut rename = Slot::new(cx, RENAME);
-        let mut skip = Slot::new(cx, SKIP);
-        let mut flatten = Slot::new(cx, FLATTEN);
-        let mut json = Slot::new(cx, JSON);
-        let mut system = Slot::new(cx, "etag/timestamp");
-        let mut stamp = Slot::new(cx, "created_at/updated_at");
-        let mut split = Slot::new(cx, SPLIT);
-        let mut offload = Slot::new(cx, OFFLOAD);
-        let mut alias = Slot::new(cx, ALIAS);
-        let mut protected = Slot::new(cx, PROTECTED);
-        let mut blob = Slot::new(cx, BLOB_CONTENT);
+        let mut key = Slot::new(cx, "a field has one key role");
+        let mut rename = Slot::new(cx, "");
+        let mut skip = Slot::new(cx, "");
+        let mut flatten = Slot::new(cx, "");
+        let mut json = Slot::new(cx, "");
+        let mut system = Slot::new(cx, "a field holds either the ETag or the Timestamp");
+        let mut stamp = Slot::new(cx, "a field holds either the created or the updated stamp");
+        let mut split = Slot::new(cx, "");
+        let mut offload = Slot::new(cx, "");
+        let mut alias = Slot::new(cx, "");
+        let mut protected = Slot::new(cx, "");
+        let mut blob = Slot::new(cx, "");
 
         for attr in attrs {
             if attr.path().is_ident(TABLE) {
                 let res = attr.parse_nested_meta(|meta| {
-                    let Some(k) = meta.path.get_ident().map(|i| i.to_string()) else {
-                        return Err(meta.error(unknown(FIELD_KEYS, "on a field")));
-                    };
+                    let k = path_text(&meta.path);
                     let span = meta.path.span();
                     match k.as_str() {
                         // #[table(partition_key)] / #[table(row_key)] / #[table(id)]
-                        PARTITION_KEY => key.set(span, KeyRole::Partition),
-                        ROW_KEY => key.set(span, KeyRole::Row),
-                        ID => key.set(span, KeyRole::Id),
+                        PARTITION_KEY => key.set(span, "#[table(partition_key)]", KeyRole::Partition),
+                        ROW_KEY => key.set(span, "#[table(row_key)]", KeyRole::Row),
+                        ID => key.set(span, "#[table(id)]", KeyRole::Id),
                         // #[table(rename = "Column")]
                         RENAME => {
                             let lit: LitStr = meta.value()?.parse()?;
-                            rename.set(lit.span(), lit.value());
+                            rename.set(lit.span(), "#[table(rename)]", lit.value());
                         }
                         // #[table(skip)]
-                        SKIP => skip.set(span, ()),
+                        SKIP => skip.set(span, "#[table(skip)]", ()),
                         // #[table(flatten)]
-                        FLATTEN => flatten.set(span, ()),
+                        FLATTEN => flatten.set(span, "#[table(flatten)]", ()),
                         // #[table(json)]
-                        JSON => json.set(span, ()),
+                        JSON => json.set(span, "#[table(json)]", ()),
                         // #[table(etag)] / #[table(timestamp)]
-                        ETAG => system.set(span, SystemRole::ETag),
-                        TIMESTAMP => system.set(span, SystemRole::Timestamp),
+                        ETAG => system.set(span, "#[table(etag)]", SystemRole::ETag),
+                        TIMESTAMP => system.set(span, "#[table(timestamp)]", SystemRole::Timestamp),
                         // #[table(created_at)] / #[table(updated_at)]
-                        CREATED_AT => stamp.set(span, StampRole::Created),
-                        UPDATED_AT => stamp.set(span, StampRole::Updated),
+                        CREATED_AT => stamp.set(span, "#[table(created_at)]", StampRole::Created),
+                        UPDATED_AT => stamp.set(span, "#[table(updated_at)]", StampRole::Updated),
                         // #[table(split = "text" | "gzip" | "binary")]
                         SPLIT => {
                             let lit: LitStr = meta.value()?.parse()?;
-                            match lit.value().as_str() {
-                                "text" => split.set(span, SplitEncoding::Text),
-                                "gzip" => split.set(span, SplitEncoding::Gzip),
-                                "binary" => split.set(span, SplitEncoding::Binary),
-                                other => cx.error_spanned_by(
-                                    &lit,
-                                    format!("unknown split encoding `{other}`: write `split = \"text\"`, `\"gzip\"` or `\"binary\"`"),
-                                ),
-                            }
+                            let encoding = match lit.value().as_str() {
+                                "text" => SplitEncoding::Text,
+                                "gzip" => SplitEncoding::Gzip,
+                                "binary" => SplitEncoding::Binary,
+                                other => {
+                                    cx.error_spanned_by(
+                                        &lit,
+                                        format!("unknown split encoding `{other}`: write `split = \"text\"`, `\"gzip\"` or `\"binary\"`"),
+                                    );
+                                    return Ok(());
+                                }
+                            };
+                            split.set(span, "#[table(split)]", encoding);
                         }
                         // #[table(offload = "never")]
                         OFFLOAD => {
                             let lit: LitStr = meta.value()?.parse()?;
                             match lit.value().as_str() {
-                                "never" => offload.set(span, ()),
+                                "never" => offload.set(span, "#[table(offload)]", ()),
                                 "auto" => {}
                                 other => cx.error_spanned_by(
                                     &lit,
@@ -228,10 +296,18 @@ impl Field {
                                 ),
                             }
                         }
-                        _ if CONTAINER_KEYS.contains(&k.as_str()) => {
-                            return Err(meta.error(format!("#[table({k} = ..)] belongs on the struct, not on a field")))
+                        // #[table(name = "..")] names the table; on a field it is a misplaced rename.
+                        NAME => {
+                            return Err(meta.error(
+                                "#[table(name = ..)] names the table and belongs on the struct; to name this field's column write #[table(rename = \"..\")]",
+                            ))
                         }
-                        _ => return Err(meta.error(unknown(FIELD_KEYS, "on a field"))),
+                        _ if CONTAINER_KEYS.contains(&k.as_str()) => {
+                            return Err(meta.error(format!(
+                                "#[table({k} = ..)] belongs on the struct, not on a field: move it above `struct`"
+                            )))
+                        }
+                        _ => return Err(meta.error(unknown(&k, FIELD_KEYS, "on a field"))),
                     }
                     Ok(())
                 });
@@ -241,8 +317,14 @@ impl Field {
             } else if attr.path().is_ident(ALIAS) {
                 // #[alias("OldName")]
                 match attr.parse_args::<LitStr>() {
-                    Ok(lit) => alias.set(lit.span(), lit.value()),
-                    Err(_) => cx.error_spanned_by(attr, "write the old column name as a string: #[alias(\"OldName\")]"),
+                    Ok(lit) => alias.set(lit.span(), "#[alias]", lit.value()),
+                    Err(_) => cx.error_spanned_by(
+                        attr,
+                        format!(
+                            "write the old column name as a string: #[alias(\"{}\")]",
+                            unquoted_arg(attr).unwrap_or_else(|| "OldName".to_owned())
+                        ),
+                    ),
                 }
             } else if attr.path().is_ident(PROTECTED) {
                 // #[protected("admin,accountant")]
@@ -257,22 +339,28 @@ impl Field {
                         if roles.is_empty() {
                             cx.error_spanned_by(
                                 &lit,
-                                "#[protected] needs at least one role that may change the field, e.g. #[protected(\"admin\")]",
+                                "#[protected] needs at least one role that may change the field, e.g. #[protected(\"admin\")]; to leave the field unprotected remove #[protected]",
                             );
                         }
-                        protected.set(lit.span(), roles);
+                        protected.set(lit.span(), "#[protected]", roles);
                     }
                     Err(_) => cx.error_spanned_by(
                         attr,
-                        "#[protected] needs the roles that may change the field, e.g. #[protected(\"admin,accountant\")]",
+                        format!(
+                            "#[protected] takes the roles that may change the field as one string: #[protected(\"{}\")]",
+                            unquoted_arg(attr).unwrap_or_else(|| "admin,accountant".to_owned())
+                        ),
                     ),
                 }
             } else if attr.path().is_ident(BLOB_CONTENT) {
                 // #[blob_content]
                 if let Err(e) = attr.meta.require_path_only() {
-                    cx.syn_error(syn::Error::new(e.span(), "#[blob_content] takes no arguments"));
+                    cx.syn_error(syn::Error::new(
+                        e.span(),
+                        "#[blob_content] takes no arguments: write #[blob_content]",
+                    ));
                 }
-                blob.set(attr.span(), ());
+                blob.set(attr.path().span(), "#[blob_content]", ());
             }
         }
         Field {
@@ -299,15 +387,15 @@ pub(crate) struct Variant {
 
 impl Variant {
     pub(crate) fn from_ast(cx: &Ctxt, attrs: &[Attribute]) -> Variant {
-        let mut rename = Slot::new(cx, RENAME);
+        let mut rename = Slot::new(cx, "");
         for attr in attrs.iter().filter(|a| a.path().is_ident(TABLE)) {
             let res = attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident(RENAME) {
                     let lit: LitStr = meta.value()?.parse()?;
-                    rename.set(lit.span(), lit.value());
+                    rename.set(lit.span(), "#[table(rename)]", lit.value());
                     Ok(())
                 } else {
-                    Err(meta.error(unknown(VARIANT_KEYS, "on a variant")))
+                    Err(meta.error(unknown(&path_text(&meta.path), VARIANT_KEYS, "on a variant")))
                 }
             });
             if let Err(e) = res {

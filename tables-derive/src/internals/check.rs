@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use proc_macro2::Span;
 
 use super::ast::{Container, Derive, Field, Storage};
-use super::attr::{KeyRole, SplitEncoding, SystemRole};
+use super::attr::{KeyRole, SplitEncoding, StampRole, SystemRole};
 use super::ctxt::Ctxt;
 use super::symbol::RESERVED_COLUMNS;
 use super::ty;
@@ -64,17 +64,19 @@ fn check_field_attrs(cx: &Ctxt, derive: Derive, f: &Field) {
         present.push(("#[blob_content]", s.span));
     }
     if let Some(s) = &a.stamp {
-        present.push(("#[table(created_at/updated_at)]", s.span));
+        present.push((
+            match s.value {
+                StampRole::Created => "#[table(created_at)]",
+                StampRole::Updated => "#[table(updated_at)]",
+            },
+            s.span,
+        ));
     }
     // Storage-deciding attributes exclude each other.
     if present.len() > 1 {
+        let (first, _) = present[0];
         let (second, span) = present[1];
-        let first = present[0].0;
-        err(
-            cx,
-            span,
-            format!("{second} cannot be combined with {first} on the same field: keep the one that says how the field is stored"),
-        );
+        err(cx, span, storage_conflict(first, second));
         return;
     }
 
@@ -83,7 +85,7 @@ fn check_field_attrs(cx: &Ctxt, derive: Derive, f: &Field) {
             err(
                 cx,
                 k.span,
-                "keys belong on the #[derive(TableEntity)] struct, not on a nested #[derive(TableRecord)]",
+                "keys belong on the #[derive(TableEntity)] struct, not on a nested #[derive(TableRecord)]: move the key to the entity",
             );
         }
         if let Some(s) = &a.system {
@@ -120,8 +122,14 @@ fn check_field_attrs(cx: &Ctxt, derive: Derive, f: &Field) {
     if not_a_column {
         let what = match f.storage {
             Storage::Skip => "a skipped field is not stored",
-            Storage::System(_) => "a system field is not a column",
-            _ => "a key field is not a column",
+            Storage::System(SystemRole::ETag) => "the ETag field is filled by the service, not stored in a column",
+            Storage::System(SystemRole::Timestamp) => {
+                "the Timestamp field is filled by the service, not stored in a column"
+            }
+            Storage::Key(KeyRole::Partition) => {
+                "a partition_key field is stored as the row's PartitionKey, not in a column"
+            }
+            _ => "a row_key field is stored as the row's RowKey, not in a column",
         };
         if let Some(r) = &a.rename {
             if !matches!(f.storage, Storage::Key(KeyRole::Id)) {
@@ -139,17 +147,19 @@ fn check_field_attrs(cx: &Ctxt, derive: Derive, f: &Field) {
         }
     }
 
-    if let (Storage::System(SystemRole::ETag), Some(s)) = (&f.storage, &a.system) {
+    if let Storage::System(SystemRole::ETag) = &f.storage {
         if !ty::is_option_etag(&f.ty) {
-            err(cx, s.span, "the #[table(etag)] field must have type Option<ETag>");
+            cx.error_spanned_by(
+                &f.ty,
+                "the #[table(etag)] field must have type Option<unified_tables::ETag>: it is None until the entity is read or written",
+            );
         }
     }
-    if let (Storage::System(SystemRole::Timestamp), Some(s)) = (&f.storage, &a.system) {
+    if let Storage::System(SystemRole::Timestamp) = &f.storage {
         if ty::option_inner(&f.ty).is_none() {
-            err(
-                cx,
-                s.span,
-                "the #[table(timestamp)] field must be an Option (e.g. Option<DateTime>): it is empty until the row is read",
+            cx.error_spanned_by(
+                &f.ty,
+                "the #[table(timestamp)] field must be an Option, e.g. Option<unified_tables::DateTime>: it is None until the row is read",
             );
         }
     }
@@ -170,14 +180,14 @@ fn check_field_attrs(cx: &Ctxt, derive: Derive, f: &Field) {
                 "split = \"binary\" needs a Vec<u8> field; use split = \"text\" or \"gzip\" for text and JSON values",
             );
         } else if s.value != SplitEncoding::Binary && bytes {
-            err(cx, s.span, "bytes are split with split = \"binary\"");
+            err(cx, s.span, "a Vec<u8> field is split with split = \"binary\"");
         }
     }
     if let (Some(o), None) = (&a.offload_never, &a.split) {
         err(
             cx,
             o.span,
-            "#[table(offload = \"never\")] applies to #[table(split = ..)] fields only",
+            "#[table(offload = \"never\")] applies to #[table(split = ..)] fields only, the only ones that may move to blob storage: remove it",
         );
     }
     if let Some(b) = &a.blob_content {
@@ -185,7 +195,7 @@ fn check_field_attrs(cx: &Ctxt, derive: Derive, f: &Field) {
             err(
                 cx,
                 b.span,
-                "#[blob_content] needs a field of type BlobContent or Option<BlobContent>; for a large string or byte value use #[table(split = ..)]",
+                "#[blob_content] needs a field of type BlobContent or Option<BlobContent>; for a large string or byte value use #[table(split = \"text\")] or #[table(split = \"binary\")] instead",
             );
         }
     }
@@ -205,8 +215,30 @@ fn check_field_attrs(cx: &Ctxt, derive: Derive, f: &Field) {
     }
 }
 
+/// Why two attributes that each decide how a field is stored cannot meet,
+/// and what to write instead.
+fn storage_conflict(first: &str, second: &str) -> String {
+    let has = |a: &str| first == a || second == a;
+    let why = if has("#[table(skip)]") {
+        "a skipped field is not stored at all; remove one of them".to_owned()
+    } else if has("#[table(split)]") && has("#[table(flatten)]") {
+        "a flattened struct is stored as one column per field and cannot be split; \
+         remove #[table(flatten)] to store it as one JSON value that may be split \
+         (it needs serde's Serialize and Deserialize), or remove #[table(split)]"
+            .to_owned()
+    } else if has("#[table(split)]") && has("#[table(json)]") {
+        "a split value that is not a String or Vec<u8> is already stored as JSON: remove #[table(json)]".to_owned()
+    } else if first.contains("_key") || first.contains("(id)") {
+        format!("a key field is stored as the row's key, not in a column: remove {second}")
+    } else {
+        format!("each says how the field is stored; keep either {first} or {second}")
+    };
+    format!("{second} cannot be combined with {first} on the same field: {why}")
+}
+
 fn check_keys(cx: &Ctxt, cont: &Container) {
     let mut seen: HashMap<&'static str, Span> = HashMap::new();
+    let mut owners: HashMap<&'static str, &Field> = HashMap::new();
     for f in &cont.fields {
         if let (Storage::Key(role), Some(k)) = (&f.storage, &f.attrs.key) {
             let name = match role {
@@ -214,12 +246,18 @@ fn check_keys(cx: &Ctxt, cont: &Container) {
                 KeyRole::Row => "row_key",
                 KeyRole::Id => "id",
             };
-            if seen.insert(name, k.span).is_some() {
+            if let Some(first) = owners.get(name) {
                 err(
                     cx,
                     k.span,
-                    format!("a second #[table({name})] field: an entity has exactly one"),
+                    format!(
+                        "`{}` is already the #[table({name})] field and an entity has exactly one: remove #[table({name})] from `{}`",
+                        first.ident, f.ident
+                    ),
                 );
+            } else {
+                owners.insert(name, f);
+                seen.insert(name, k.span);
             }
         }
     }
@@ -248,13 +286,13 @@ fn check_keys(cx: &Ctxt, cont: &Container) {
         err(
             cx,
             ids.span,
-            "#[table(ids = ..)] applies to entities keyed by a #[table(id)] field",
+            "#[table(ids = ..)] says how a #[table(id)] field is normalized, and this entity has none: remove it",
         );
     }
 }
 
 fn check_single(cx: &Ctxt, cont: &Container) {
-    let mut seen: HashMap<String, ()> = HashMap::new();
+    let mut seen: HashMap<&'static str, &Field> = HashMap::new();
     for f in &cont.fields {
         let role = match (&f.attrs.system, &f.attrs.stamp) {
             (Some(s), _) => (
@@ -266,19 +304,26 @@ fn check_single(cx: &Ctxt, cont: &Container) {
             ),
             (_, Some(s)) => (
                 match s.value {
-                    super::attr::StampRole::Created => "created_at",
-                    super::attr::StampRole::Updated => "updated_at",
+                    StampRole::Created => "created_at",
+                    StampRole::Updated => "updated_at",
                 },
                 s.span,
             ),
             _ => continue,
         };
-        if seen.insert(role.0.to_owned(), ()).is_some() {
+        if let Some(first) = seen.get(role.0) {
             err(
                 cx,
                 role.1,
-                format!("a second #[table({})] field: an entity has at most one", role.0),
+                format!(
+                    "`{}` is already the #[table({name})] field and an entity has at most one: remove #[table({name})] from `{}`",
+                    first.ident,
+                    f.ident,
+                    name = role.0
+                ),
             );
+        } else {
+            seen.insert(role.0, f);
         }
     }
 }
@@ -290,7 +335,8 @@ fn column_name_problem(name: &str) -> Option<String> {
     }
     if name.starts_with('_') {
         return Some(format!(
-            "column `{name}` starts with `_`, which is reserved for system columns (`_SplitParts`, ...): choose a name that starts with a letter"
+            "column `{name}` starts with `_`, which is reserved for system columns (`_SplitParts`, ...): choose a name that starts with a letter, e.g. #[table(rename = \"{}\")]",
+            name.replace('_', "")
         ));
     }
     if name.contains('_') {
@@ -305,8 +351,14 @@ fn column_name_problem(name: &str) -> Option<String> {
         ));
     }
     if RESERVED_COLUMNS.contains(&name) {
+        let system = match name {
+            "PartitionKey" => "#[table(partition_key)]",
+            "RowKey" => "#[table(row_key)]",
+            "Timestamp" => "#[table(timestamp)]",
+            _ => "#[table(etag)]",
+        };
         return Some(format!(
-            "column `{name}` is reserved by the service: rename the field with #[table(rename = \"..\")]"
+            "column `{name}` is reserved by the service: choose another column name with #[table(rename = \"..\")], or mark the field {system} if it is meant to hold the row's {name}"
         ));
     }
     if name.len() > 240 {
@@ -344,6 +396,8 @@ fn check_columns(cx: &Ctxt, cont: &Container) {
             );
         }
     }
+    // Old column name -> the field that reads it.
+    let mut aliased: HashMap<String, String> = HashMap::new();
     for f in &cont.fields {
         let Some(alias) = &f.attrs.alias else { continue };
         if let Some(problem) = column_name_problem(&alias.value) {
@@ -355,12 +409,21 @@ fn check_columns(cx: &Ctxt, cont: &Container) {
                 cx,
                 alias.span,
                 format!(
-                    "alias `{}` is the column of field `{owner}`: an alias names an old column that no field uses any more",
-                    alias.value
+                    "alias `{}` is the column of field `{owner}`: an alias names an old column that no field uses any more; remove #[alias(\"{}\")] or rename `{owner}`",
+                    alias.value, alias.value
                 ),
             );
             continue;
         }
-        owners.insert(alias.value.clone(), format!("{} (alias)", f.ident));
+        if let Some(other) = aliased.insert(alias.value.clone(), f.ident.to_string()) {
+            err(
+                cx,
+                alias.span,
+                format!(
+                    "fields `{other}` and `{}` both read the old column `{}`: keep #[alias(\"{}\")] on one of them",
+                    f.ident, alias.value, alias.value
+                ),
+            );
+        }
     }
 }

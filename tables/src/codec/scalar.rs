@@ -131,7 +131,7 @@ impl TableValue for char {
                 }
             }
             Some(other) => Err(type_mismatch(column, "a one-character string", &other)),
-            None => Err(absent(column, "a one-character string")),
+            None => Ok('\0'),
         }
     }
 }

@@ -3,7 +3,10 @@
 mod batch;
 mod concurrency;
 mod crud;
+mod paging;
 mod query;
+
+pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 
 pub use batch::{MAX_TRANSACTION_OPS, TRANSACTION_BODY_BUDGET};
 pub use concurrency::Outcome;

@@ -24,6 +24,8 @@ pub struct QueryOptions {
     pub(crate) prefix: Option<String>,
     pub(crate) take: Option<usize>,
     pub(crate) filter: Option<Filter>,
+    pub(crate) select: Option<Vec<String>>,
+    pub(crate) cursor: Option<super::paging::Cursor>,
 }
 
 impl QueryOptions {
@@ -55,6 +57,19 @@ impl QueryOptions {
     /// Only rows the filter matches (combined with the partition and prefix).
     pub fn filter(mut self, filter: Filter) -> QueryOptions {
         self.filter = Some(filter);
+        self
+    }
+
+    /// Reads only these fields (by field or column name); the others come
+    /// back at their defaults. Keys, ETag and Timestamp always come back.
+    pub fn select(mut self, fields: &[&str]) -> QueryOptions {
+        self.select = Some(fields.iter().map(|f| (*f).to_owned()).collect());
+        self
+    }
+
+    /// For [`Store::page`]: continue after the page that returned `cursor`.
+    pub fn after(mut self, cursor: super::paging::Cursor) -> QueryOptions {
+        self.cursor = Some(cursor);
         self
     }
 
@@ -114,7 +129,7 @@ pub fn next_prefix(prefix: &str) -> Option<String> {
 impl<T: TableEntity> Store<T> {
     /// Reads every entity the options select, following continuations.
     pub async fn query(&self, options: QueryOptions) -> Result<Vec<T>> {
-        let request = options.request()?;
+        let request = self.request_for(&options)?;
         self.ensure_created().await?;
         let mut out = Vec::new();
         let mut continuation: Option<Continuation> = None;
@@ -139,7 +154,7 @@ impl<T: TableEntity> Store<T> {
 
     /// Counts the rows the options select, reading keys only.
     pub async fn count(&self, options: QueryOptions) -> Result<u64> {
-        let mut request = options.request()?;
+        let mut request = self.request_for(&options)?;
         request.select = Some(vec!["RowKey".to_owned()]);
         request.top = Some(MAX_PAGE_SIZE);
         self.ensure_created().await?;

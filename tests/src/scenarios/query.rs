@@ -183,3 +183,88 @@ pub async fn row_key_prefix_reads_the_canonical_range(env: &Env) {
     let err = store.query(QueryOptions::all().row_key_prefix("ab")).await.unwrap_err();
     assert!(err.to_string().contains("partition"), "{err}");
 }
+
+pub async fn pages_carry_a_cursor_bound_to_their_query(env: &Env) {
+    seed_items(env, "p", 250).await;
+    let store = env.tables.store_in::<Item>(&env.table);
+    let mut options = QueryOptions::partition("p").take(100);
+    let mut seen = Vec::new();
+    let mut pages = 0;
+    let mut second_cursor = None;
+    loop {
+        let page = store.page(options.clone()).await.unwrap();
+        pages += 1;
+        assert!(page.items.len() <= 100);
+        seen.extend(page.items.iter().map(|i| i.n));
+        match page.cursor {
+            Some(c) => {
+                if pages == 1 {
+                    second_cursor = Some(c.clone());
+                }
+                options = options.after(c);
+            }
+            None => break,
+        }
+    }
+    assert_eq!(seen, (0..250).collect::<Vec<i64>>());
+    assert!(pages >= 3);
+    let cursor = second_cursor.unwrap();
+    // Resuming from a saved cursor (as text, as a client would send it back).
+    let text = cursor.to_string();
+    let resumed = store.page(QueryOptions::partition("p").take(100).after(text.parse().unwrap())).await.unwrap();
+    assert_eq!(resumed.items.first().map(|i| i.n), Some(100));
+    // Another query, another page size, a damaged cursor: refused.
+    for other in [QueryOptions::partition("q").take(100), QueryOptions::partition("p").take(50)] {
+        let err = store.page(other.after(cursor.clone())).await.unwrap_err();
+        assert!(matches!(err, unified_tables::Error::InvalidCursor(_)), "{err}");
+    }
+    let mut damaged = text.clone();
+    damaged.replace_range(2..3, if &text[2..3] == "A" { "B" } else { "A" });
+    let err = store.page(QueryOptions::partition("p").take(100).after(damaged.parse().unwrap())).await.unwrap_err();
+    assert!(matches!(err, unified_tables::Error::InvalidCursor(_)), "{err}");
+}
+
+pub async fn streams_read_page_by_page(env: &Env) {
+    use futures::TryStreamExt;
+    seed_items(env, "p", 2_100).await;
+    let store = env.tables.store_in::<Item>(&env.table);
+    env.reset_counts();
+    let all: Vec<Item> = store.stream(QueryOptions::partition("p")).try_collect().await.unwrap();
+    assert_eq!(all.len(), 2_100);
+    assert!(all.windows(2).all(|w| w[0].n + 1 == w[1].n));
+    assert_eq!(env.counts().queries, 3);
+    let first: Vec<Item> = store.stream(QueryOptions::partition("p").take(5)).try_collect().await.unwrap();
+    assert_eq!(first.iter().map(|i| i.n).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
+}
+
+pub async fn bounded_counts_and_any(env: &Env) {
+    seed_items(env, "p", 1_234).await;
+    let store = env.tables.store_in::<Item>(&env.table);
+    let c = store.count_bounded(QueryOptions::partition("p"), 1_000).await.unwrap();
+    assert_eq!(c, unified_tables::Count::AtLeast(1_000));
+    assert_eq!(c.to_string(), "1000+");
+    let c = store.count_bounded(QueryOptions::partition("p"), 5_000).await.unwrap();
+    assert_eq!((c, c.to_string()), (unified_tables::Count::Exact(1_234), "1234".to_owned()));
+    assert!(store.any(QueryOptions::partition("p")).await.unwrap());
+    assert!(!store.any(QueryOptions::partition("nobody")).await.unwrap());
+}
+
+pub async fn select_reads_only_the_named_fields(env: &Env) {
+    let store = env.tables.store_in::<crate::model::Everything>(&env.table);
+    let mut e = crate::model::Everything::sample("p", "r");
+    store.create(&mut e).await.unwrap();
+    let got = store
+        .query(QueryOptions::partition("p").select(&["text", "Big", "tags", "address", "status", "extra"]))
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!((got.text.as_str(), got.big, &got.tags), (e.text.as_str(), e.big, &e.tags));
+    assert_eq!(got.address, e.address, "a flattened field selects all its columns");
+    assert_eq!((got.small, got.flag, got.double), (0, false, 0.0), "unselected fields are at their defaults");
+    assert!(got.etag.is_some());
+    // A required field with no default (a JSON-stored struct) must be selected, and the error says so.
+    let err = store.query(QueryOptions::partition("p").select(&["text", "status"])).await.unwrap_err();
+    assert!(matches!(&err, unified_tables::Error::Decode { column, .. } if column.starts_with("Extra")), "{err}");
+    let err = store.query(QueryOptions::partition("p").select(&["nope"])).await.unwrap_err();
+    assert!(err.to_string().contains("nope"), "{err}");
+}

@@ -1,0 +1,326 @@
+//! Pages with resumable cursors, streams that hold one page at a time,
+//! bounded counts.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::str::FromStr;
+
+use base64::Engine as _;
+use futures::stream::{self, Stream};
+use sha2::{Digest, Sha256};
+
+use super::{QueryOptions, Store, MAX_PAGE_SIZE};
+use crate::backend::{Continuation, QueryRequest};
+use crate::entity::{ColumnKind, Column, TableEntity};
+use crate::codec::ValueKind;
+use crate::error::{Error, Result};
+
+/// The default page size of [`Store::page`].
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+/// An opaque position in a query, bound to that query (partition, prefix,
+/// page size and filter). Send it back with [`QueryOptions::after`].
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Cursor(String);
+
+impl fmt::Display for Cursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Cursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Cursor({})", self.0)
+    }
+}
+
+impl FromStr for Cursor {
+    type Err = Error;
+    /// Accepts a cursor's text as given to a client; it is checked when used.
+    fn from_str(s: &str) -> Result<Cursor> {
+        Ok(Cursor(s.to_owned()))
+    }
+}
+
+/// Length-prefixed text, so that no two different values join to the same fingerprint.
+fn lp(s: Option<&str>) -> String {
+    match s {
+        Some(s) => format!("{}:{s}", s.chars().count()),
+        None => "~".to_owned(),
+    }
+}
+
+fn fingerprint(options: &QueryOptions, page_size: usize) -> String {
+    let filter = options.filter.as_ref().map(|f| f.to_odata());
+    format!(
+        "{}|{}|{page_size}|{}",
+        lp(options.partition.as_deref()),
+        lp(options.prefix.as_deref()),
+        lp(filter.as_deref())
+    )
+}
+
+fn checksum(payload: &str) -> String {
+    let digest = Sha256::digest(payload.as_bytes());
+    digest[..12].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Cursor {
+    fn encode(fingerprint: &str, next: &Continuation) -> Cursor {
+        let payload = format!(
+            "{}\n{}\n{}",
+            lp(Some(fingerprint)),
+            lp(Some(&next.next_partition_key)),
+            lp(next.next_row_key.as_deref())
+        );
+        let text = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload.as_bytes());
+        Cursor(format!("{text}.{}", checksum(&payload)))
+    }
+
+    fn decode(&self, fingerprint: &str) -> Result<Continuation> {
+        let damaged = || Error::InvalidCursor("the cursor is damaged; start the query again without one".into());
+        let (text, sum) = self.0.rsplit_once('.').ok_or_else(damaged)?;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(text).map_err(|_| damaged())?;
+        let payload = String::from_utf8(bytes).map_err(|_| damaged())?;
+        if checksum(&payload) != sum {
+            return Err(damaged());
+        }
+        let mut rest = payload.as_str();
+        let mut next_field = || -> Result<Option<String>> {
+            if let Some(r) = rest.strip_prefix('~') {
+                rest = r.strip_prefix('\n').unwrap_or(r);
+                return Ok(None);
+            }
+            let (len, r) = rest.split_once(':').ok_or_else(damaged)?;
+            let len: usize = len.parse().map_err(|_| damaged())?;
+            let end = r.char_indices().nth(len).map(|(i, _)| i).unwrap_or(r.len());
+            let value = r[..end].to_owned();
+            rest = r[end..].strip_prefix('\n').unwrap_or(&r[end..]);
+            Ok(Some(value))
+        };
+        let bound = next_field()?.ok_or_else(damaged)?;
+        let next_partition_key = next_field()?.ok_or_else(damaged)?;
+        let next_row_key = next_field()?;
+        if bound != fingerprint {
+            return Err(Error::InvalidCursor(
+                "the cursor belongs to another query (partition, prefix, page size or filter differ); send it back with the query that returned it".into(),
+            ));
+        }
+        Ok(Continuation {
+            next_partition_key,
+            next_row_key,
+        })
+    }
+}
+
+/// One page of entities and the cursor of the next one.
+#[derive(Debug, Clone)]
+pub struct EntityPage<T> {
+    /// The entities, in key order. A page can be empty and still not be the last.
+    pub items: Vec<T>,
+    /// Where the next page starts; `None` only at the end. Loop on this, not on `items.len()`.
+    pub cursor: Option<Cursor>,
+}
+
+impl<T> EntityPage<T> {
+    /// Whether another page may follow.
+    pub fn has_more(&self) -> bool {
+        self.cursor.is_some()
+    }
+}
+
+/// A count that may have stopped at a bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    /// Exactly this many.
+    Exact(u64),
+    /// At least this many (the count stopped at its bound); shown as `n+`.
+    AtLeast(u64),
+}
+
+impl fmt::Display for Count {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Count::Exact(n) => write!(f, "{n}"),
+            Count::AtLeast(n) => write!(f, "{n}+"),
+        }
+    }
+}
+
+/// The physical columns a field (or column) name selects.
+fn physical_columns(columns: &'static [Column], prefix: &str, wanted: &str, out: &mut Vec<String>) -> bool {
+    let mut found = false;
+    for c in columns {
+        let name = format!("{prefix}{}", c.name);
+        let matches = wanted == c.field || wanted == c.name || wanted == name;
+        match c.kind {
+            ColumnKind::Flatten(children) => {
+                if matches {
+                    let mut all = Vec::new();
+                    for child in children {
+                        physical_columns(children, &format!("{name}_"), child.field, &mut all);
+                    }
+                    out.extend(all);
+                    found = true;
+                } else if let Some(rest) = wanted.strip_prefix(&format!("{}.", c.field)) {
+                    found |= physical_columns(children, &format!("{name}_"), rest, out);
+                }
+            }
+            _ if !matches => {}
+            ColumnKind::Value(ValueKind::Json) => {
+                out.extend([format!("{name}__Json"), format!("{name}__GZip")]);
+                out.extend(c.aliases.iter().flat_map(|a| [format!("{prefix}{a}__Json"), format!("{prefix}{a}__GZip")]));
+                found = true;
+            }
+            ColumnKind::Blob => {
+                out.push(format!("{name}__blob"));
+                found = true;
+            }
+            _ => {
+                out.extend([name.clone(), format!("{name}__GZip")]);
+                out.extend(c.aliases.iter().map(|a| format!("{prefix}{a}")));
+                found = true;
+            }
+        }
+    }
+    found
+}
+
+impl<T: TableEntity> Store<T> {
+    /// The backend request for `options`, with the projection resolved.
+    pub(crate) fn request_for(&self, options: &QueryOptions) -> Result<QueryRequest> {
+        let mut request = options.request()?;
+        if let Some(fields) = &options.select {
+            let mut columns = Vec::new();
+            for f in fields {
+                if !physical_columns(T::SCHEMA.columns, "", f, &mut columns) {
+                    return Err(Error::Config(format!(
+                        "`{f}` is not a stored field of {}; select fields by their Rust or column names",
+                        T::SCHEMA.table
+                    )));
+                }
+            }
+            columns.dedup();
+            request.select = Some(columns);
+        }
+        Ok(request)
+    }
+
+    /// Reads one page: at most `take` entities (default 100, at most 1000),
+    /// starting after the cursor in the options. The returned cursor is bound
+    /// to this query; replaying it against another query, or a damaged one,
+    /// is [`Error::InvalidCursor`].
+    ///
+    /// ```
+    /// # use unified_tables::{TableEntity, Tables, QueryOptions};
+    /// # #[derive(TableEntity)] struct Msg { #[table(partition_key)] pk: String, #[table(row_key)] rk: String }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let store = Tables::memory().store::<Msg>();
+    /// let mut options = QueryOptions::partition("room-1").take(50);
+    /// loop {
+    ///     let page = store.page(options.clone()).await?;
+    ///     for msg in &page.items { /* show it */ }
+    ///     match page.cursor {
+    ///         Some(next) => options = options.after(next),   // an empty page can still have more
+    ///         None => break,
+    ///     }
+    /// }
+    /// # Ok::<(), unified_tables::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn page(&self, options: QueryOptions) -> Result<EntityPage<T>> {
+        let page_size = options.take.unwrap_or(DEFAULT_PAGE_SIZE).clamp(1, MAX_PAGE_SIZE as usize);
+        let bound = fingerprint(&options, page_size);
+        let continuation = match &options.cursor {
+            Some(c) => Some(c.decode(&bound)?),
+            None => None,
+        };
+        let mut request = self.request_for(&options)?;
+        request.top = Some(page_size as u32);
+        self.ensure_created().await?;
+        let page = self.tables.backend.query(&self.table, &request, continuation.as_ref()).await?;
+        let items = page.rows.into_iter().map(T::from_row).collect::<Result<Vec<T>>>()?;
+        Ok(EntityPage {
+            items,
+            cursor: page.continuation.map(|c| Cursor::encode(&bound, &c)),
+        })
+    }
+
+    /// Streams the entities the options select, fetching page by page and
+    /// holding at most one page in memory.
+    pub fn stream(&self, options: QueryOptions) -> impl Stream<Item = Result<T>> + Send + 'static {
+        struct State<T> {
+            store: Store<T>,
+            request: Result<QueryRequest>,
+            continuation: Option<Continuation>,
+            buffer: VecDeque<crate::value::Row>,
+            started: bool,
+            left: Option<usize>,
+        }
+        let state = State {
+            store: self.clone(),
+            request: self.request_for(&options),
+            continuation: None,
+            buffer: VecDeque::new(),
+            started: false,
+            left: options.take,
+        };
+        stream::try_unfold(state, |mut st| async move {
+            loop {
+                if st.left == Some(0) {
+                    return Ok(None);
+                }
+                if let Some(row) = st.buffer.pop_front() {
+                    st.left = st.left.map(|n| n - 1);
+                    return Ok(Some((T::from_row(row)?, st)));
+                }
+                if st.started && st.continuation.is_none() {
+                    return Ok(None);
+                }
+                let request = match &st.request {
+                    Ok(r) => r.clone(),
+                    Err(e) => return Err(Error::Config(e.to_string())),
+                };
+                if !st.started {
+                    st.store.ensure_created().await?;
+                }
+                let page = st
+                    .store
+                    .tables
+                    .backend
+                    .query(&st.store.table, &request, st.continuation.as_ref())
+                    .await?;
+                st.started = true;
+                st.continuation = page.continuation;
+                st.buffer.extend(page.rows);
+            }
+        })
+    }
+
+    /// Counts the selected rows with a keys-only projection, stopping once
+    /// `bound` is reached: [`Count::AtLeast`] then, rendered `n+`.
+    pub async fn count_bounded(&self, options: QueryOptions, bound: u64) -> Result<Count> {
+        let n = self.count(options.take(bound.min(usize::MAX as u64) as usize)).await?;
+        Ok(if n >= bound { Count::AtLeast(bound) } else { Count::Exact(n) })
+    }
+
+    /// Whether any row matches: a query of one row.
+    pub async fn any(&self, options: QueryOptions) -> Result<bool> {
+        let mut request = self.request_for(&options)?;
+        request.select = Some(vec!["RowKey".to_owned()]);
+        request.top = Some(1);
+        self.ensure_created().await?;
+        let mut continuation: Option<Continuation> = None;
+        loop {
+            let page = self.tables.backend.query(&self.table, &request, continuation.as_ref()).await?;
+            if !page.rows.is_empty() {
+                return Ok(true);
+            }
+            match page.continuation {
+                Some(c) => continuation = Some(c),
+                None => return Ok(false),
+            }
+        }
+    }
+}
