@@ -18,50 +18,149 @@ use internals::ctxt::Ctxt;
 #[proc_macro_derive(TableEntity, attributes(table, alias, protected, blob_content))]
 pub fn derive_table_entity(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    entity(&input).unwrap_or_else(to_compile_errors).into()
+    entity(&input).into()
 }
 
 /// Implements `TableRecord`: a nested struct flattened into `Parent_Child` columns.
 #[proc_macro_derive(TableRecord, attributes(table, alias, protected, blob_content))]
 pub fn derive_table_record(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    record(&input).unwrap_or_else(to_compile_errors).into()
+    record(&input).into()
 }
 
 /// Implements `TableValue` for a unit enum: stored as its variant's name.
 #[proc_macro_derive(TableEnum, attributes(table))]
 pub fn derive_table_enum(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    table_enum(&input).unwrap_or_else(to_compile_errors).into()
+    table_enum(&input).into()
 }
 
-fn entity(input: &DeriveInput) -> syn::Result<TokenStream2> {
-    let cx = Ctxt::new();
-    let cont = Container::from_ast(&cx, input, Derive::Entity);
-    if let Some(cont) = &cont {
-        internals::check::check(&cx, cont);
-    }
-    cx.check()?;
-    Ok(expand::entity::expand(&cont.expect("checked")))
+// After an error each derive still emits a placeholder impl (`expand::fallback`),
+// so the user sees the error in the attributes and not also every use of the type.
+
+fn entity(input: &DeriveInput) -> TokenStream2 {
+    container(input, Derive::Entity).unwrap_or_else(|e| expand::fallback::expand(input, Some(Derive::Entity), e))
 }
 
-fn record(input: &DeriveInput) -> syn::Result<TokenStream2> {
-    let cx = Ctxt::new();
-    let cont = Container::from_ast(&cx, input, Derive::Record);
-    if let Some(cont) = &cont {
-        internals::check::check(&cx, cont);
-    }
-    cx.check()?;
-    Ok(expand::record::expand(&cont.expect("checked")))
+fn record(input: &DeriveInput) -> TokenStream2 {
+    container(input, Derive::Record).unwrap_or_else(|e| expand::fallback::expand(input, Some(Derive::Record), e))
 }
 
-fn table_enum(input: &DeriveInput) -> syn::Result<TokenStream2> {
+fn table_enum(input: &DeriveInput) -> TokenStream2 {
     let cx = Ctxt::new();
     let e = Enum::from_ast(&cx, input);
-    cx.check()?;
-    Ok(expand::enums::expand(&e.expect("checked")))
+    match cx.check() {
+        Ok(()) => expand::enums::expand(&e.expect("checked")),
+        Err(errors) => expand::fallback::expand(input, None, errors),
+    }
 }
 
-fn to_compile_errors(err: syn::Error) -> TokenStream2 {
-    err.to_compile_error()
+fn container(input: &DeriveInput, derive: Derive) -> syn::Result<TokenStream2> {
+    let cx = Ctxt::new();
+    let cont = Container::from_ast(&cx, input, derive);
+    if let Some(cont) = &cont {
+        internals::check::check(&cx, cont);
+    }
+    cx.check()?;
+    let cont = cont.expect("checked");
+    Ok(match derive {
+        Derive::Entity => expand::entity::expand(&cont),
+        Derive::Record => expand::record::expand(&cont),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    fn expand(f: fn(&syn::DeriveInput) -> proc_macro2::TokenStream, input: proc_macro2::TokenStream) -> String {
+        f(&syn::parse2(input).expect("valid item")).to_string()
+    }
+
+    #[test]
+    fn valid_entity_expands_to_an_impl_only() {
+        let out = expand(
+            super::entity,
+            quote! {
+                struct Customer {
+                    #[table(partition_key)]
+                    region: String,
+                    #[table(row_key)]
+                    email: String,
+                }
+            },
+        );
+        assert!(out.contains("TableEntity for Customer"), "{out}");
+        assert!(!out.contains("compile_error"), "{out}");
+    }
+
+    #[test]
+    fn an_error_still_emits_a_placeholder_impl() {
+        let out = expand(
+            super::entity,
+            quote!(
+                struct Customer {
+                    region: String,
+                }
+            ),
+        );
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(out.contains("no key"), "{out}");
+        assert!(out.contains("TableEntity for Customer"), "{out}");
+
+        let out = expand(
+            super::record,
+            quote!(
+                struct Address(String);
+            ),
+        );
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(out.contains("TableRecord for Address"), "{out}");
+
+        let out = expand(
+            super::table_enum,
+            quote!(
+                enum Payment {
+                    Card { last: String },
+                }
+            ),
+        );
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(out.contains("TableValue for Payment"), "{out}");
+    }
+
+    #[test]
+    fn a_generic_entity_gets_the_supertrait_bounds() {
+        let out = expand(
+            super::entity,
+            quote!(
+                struct Envelope<T> {
+                    payload: T,
+                }
+            ),
+        );
+        assert!(out.contains("generic parameters"), "{out}");
+        assert!(out.contains("Send"), "{out}");
+    }
+
+    #[test]
+    fn every_error_is_reported_at_once() {
+        let out = expand(
+            super::entity,
+            quote! {
+                struct Customer {
+                    #[table(partition_key)]
+                    region: String,
+                    #[table(row_key)]
+                    email: String,
+                    #[table(renamed = "A")]
+                    a: String,
+                    #[table(rename = "B_C")]
+                    b: String,
+                }
+            },
+        );
+        assert_eq!(out.matches("compile_error").count(), 2, "{out}");
+        assert!(out.contains("did you mean #[table(rename)]"), "{out}");
+    }
 }

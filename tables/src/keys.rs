@@ -117,9 +117,15 @@ mod tests {
         assert_eq!(reverse_ticked_at(u128::MAX), "000000000000000000000000000000");
         let n = 1_700_000_000_123_456_789u128;
         assert_eq!(decode_reverse_ticked(&reverse_ticked_at(n)), Some(n));
-        assert_eq!(reverse_ticked_at(decode_reverse_ticked(&reverse_ticked_at(n)).unwrap()), reverse_ticked_at(n));
+        assert_eq!(
+            reverse_ticked_at(decode_reverse_ticked(&reverse_ticked_at(n)).unwrap()),
+            reverse_ticked_at(n)
+        );
         let keys: Vec<String> = (0..10_000).map(|_| reverse_ticked_now()).collect();
-        assert!(keys.windows(2).all(|w| w[0] > w[1]), "later keys sort first and never repeat");
+        assert!(
+            keys.windows(2).all(|w| w[0] > w[1]),
+            "later keys sort first and never repeat"
+        );
         assert!(keys.iter().all(|k| k.len() == 30));
         assert!(decode_reverse_ticked("12a").is_none());
     }
@@ -131,6 +137,9 @@ mod tests {
         assert_eq!(from_inverted_ticks(&inverted_ticks(t)), Some(t));
         assert_eq!(version_from_key(&version_key(42).unwrap()), Some(42));
         assert!(version_key(MAX_VERSION + 1).is_err());
-        assert!(version_key(2).unwrap() < version_key(1).unwrap(), "newer versions sort first");
+        assert!(
+            version_key(2).unwrap() < version_key(1).unwrap(),
+            "newer versions sort first"
+        );
     }
 }

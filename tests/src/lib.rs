@@ -77,7 +77,9 @@ impl Env {
     pub fn is_emulator(&self) -> bool {
         self.kind == Kind::Azure
             && std::env::var(CONNECTION_VAR)
-                .map(|c| c.contains("devstoreaccount1") || c.contains("UseDevelopmentStorage") || c.contains("127.0.0.1"))
+                .map(|c| {
+                    c.contains("devstoreaccount1") || c.contains("UseDevelopmentStorage") || c.contains("127.0.0.1")
+                })
                 .unwrap_or(false)
     }
 

@@ -266,3 +266,33 @@ pub struct Renamed {
     #[alias("OldTags")]
     pub tags: Vec<String>,
 }
+
+/// An account whose credit limit and owner only some roles may change.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+pub struct Account {
+    #[table(partition_key)]
+    pub pk: String,
+    #[table(row_key)]
+    pub rk: String,
+    pub note: String,
+    #[protected("admin,accountant")]
+    pub credit_limit: i64,
+    #[protected("admin")]
+    pub owner: Option<String>,
+    #[table(etag)]
+    pub etag: Option<ETag>,
+}
+
+impl Account {
+    /// An account with a limit of 100, owned by `owner`.
+    pub fn new(rk: &str, owner: &str) -> Account {
+        Account {
+            pk: "acct".into(),
+            rk: rk.into(),
+            note: String::new(),
+            credit_limit: 100,
+            owner: Some(owner.into()),
+            etag: None,
+        }
+    }
+}

@@ -2,6 +2,7 @@
 
 pub(crate) mod entity;
 pub(crate) mod enums;
+pub(crate) mod fallback;
 pub(crate) mod fields;
 pub(crate) mod record;
 

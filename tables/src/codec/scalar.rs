@@ -2,8 +2,8 @@
 
 use super::json::{gunzip_base64, gzip_base64};
 use super::{
-    absent, type_mismatch, EncodeOptions, OversizedCellPolicy, TableValue, ValueKind, GZIP_SUFFIX, JSON_SUFFIX,
-    MAX_CELL_BYTES, TRUNCATED_SUFFIX,
+    type_mismatch, EncodeOptions, OversizedCellPolicy, TableValue, ValueKind, GZIP_SUFFIX, JSON_SUFFIX, MAX_CELL_BYTES,
+    TRUNCATED_SUFFIX,
 };
 use crate::error::{Error, Result};
 use crate::value::{utf16_len, DateTime, EdmType, Guid, Row, Value};

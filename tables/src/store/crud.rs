@@ -1,5 +1,10 @@
 //! Create, read, update, upsert, delete.
 
+use std::time::Duration;
+
+use rand::Rng;
+
+use super::protect::has_protected;
 use super::{now, Concurrency, Lookup, Store};
 use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
 use crate::entity::TableEntity;
@@ -80,12 +85,68 @@ impl<T: TableEntity> Store<T> {
             updated: Some(at),
         };
         let row = self.encode_stamped(entity, stamps)?;
+        if has_protected(T::SCHEMA.columns) {
+            let outcome = self.guarded_write(&row, None).await?;
+            return Ok(commit(entity, stamps, outcome));
+        }
         let op = WriteOp::Upsert {
             row: row.clone(),
             mode: UpdateMode::Replace,
         };
         let outcome = self.write(op, &row).await?;
         Ok(commit(entity, stamps, outcome))
+    }
+
+    /// A write of a type with protected fields: read the stored row, check
+    /// the protected values, and write on condition of the version read,
+    /// retrying lost races. `required` is the caller's condition for an
+    /// update (`None` for an upsert, which may insert).
+    async fn guarded_write(&self, row: &Row, required: Option<&IfMatch>) -> Result<WriteOutcome> {
+        self.ensure_created().await?;
+        let (pk, rk) = (&row.partition_key, &row.row_key);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let stored = self.tables.backend.get(&self.table, pk, rk).await?;
+            let version = stored.as_ref().and_then(|s| s.etag.clone());
+            match (required, &version) {
+                (Some(_), None) => {
+                    return Err(Error::NotFound {
+                        table: self.table.clone(),
+                        partition_key: pk.clone(),
+                        row_key: rk.clone(),
+                    })
+                }
+                (Some(IfMatch::ETag(wanted)), Some(v)) if wanted != v => {
+                    return Err(Error::Conflict {
+                        table: self.table.clone(),
+                        partition_key: pk.clone(),
+                        row_key: rk.clone(),
+                    })
+                }
+                _ => {}
+            }
+            self.check_protected(stored.as_ref(), row)?;
+            let op = match version {
+                None => WriteOp::Insert(row.clone()),
+                Some(v) => WriteOp::Update {
+                    row: row.clone(),
+                    mode: UpdateMode::Replace,
+                    condition: IfMatch::ETag(v),
+                },
+            };
+            match self.write(op, row).await {
+                Ok(outcome) => return Ok(outcome),
+                // Another writer got between the read and the write: read again,
+                // unless the caller's own condition already failed.
+                Err(Error::Conflict { .. } | Error::AlreadyExists { .. } | Error::NotFound { .. })
+                    if attempt < RACE_ATTEMPTS && !matches!(required, Some(IfMatch::ETag(_))) =>
+                {
+                    tokio::time::sleep(race_backoff(attempt)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Replaces the stored entity on condition of the ETag it was read with
@@ -116,6 +177,10 @@ impl<T: TableEntity> Store<T> {
             updated: Some(now()),
         };
         let row = self.encode_stamped(entity, stamps)?;
+        if has_protected(T::SCHEMA.columns) {
+            let outcome = self.guarded_write(&row, Some(&condition)).await?;
+            return Ok(commit(entity, stamps, outcome));
+        }
         let op = WriteOp::Update {
             row: row.clone(),
             mode: UpdateMode::Replace,
@@ -205,6 +270,15 @@ impl<T: TableEntity> Store<T> {
         self.check(&row)?;
         Ok(row)
     }
+}
+
+/// Attempts of a write that reads first and loses races to other writers.
+pub(crate) const RACE_ATTEMPTS: u32 = 5;
+
+/// The pause before retry `attempt`: 5–10 ms, doubling each time.
+pub(crate) fn race_backoff(attempt: u32) -> Duration {
+    let base = 5u64 << (attempt.saturating_sub(1)).min(4);
+    Duration::from_millis(base + rand::thread_rng().gen_range(0..=base))
 }
 
 /// Stamps a write sets.

@@ -4,7 +4,10 @@ mod batch;
 mod concurrency;
 mod crud;
 mod paging;
+mod protect;
 mod query;
+
+pub use protect::Authorizer;
 
 pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 
@@ -105,6 +108,7 @@ impl From<String> for Lookup {
 pub struct Store<T> {
     tables: Tables,
     table: String,
+    authorizer: Option<protect::SharedAuthorizer>,
     _entity: PhantomData<fn() -> T>,
 }
 
@@ -113,6 +117,7 @@ impl<T> Clone for Store<T> {
         Store {
             tables: self.tables.clone(),
             table: self.table.clone(),
+            authorizer: self.authorizer.clone(),
             _entity: PhantomData,
         }
     }
@@ -129,6 +134,7 @@ impl<T: TableEntity> Store<T> {
         Store {
             tables,
             table,
+            authorizer: None,
             _entity: PhantomData,
         }
     }

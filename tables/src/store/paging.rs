@@ -11,8 +11,8 @@ use sha2::{Digest, Sha256};
 
 use super::{QueryOptions, Store, MAX_PAGE_SIZE};
 use crate::backend::{Continuation, QueryRequest};
-use crate::entity::{ColumnKind, Column, TableEntity};
 use crate::codec::ValueKind;
+use crate::entity::{Column, ColumnKind, TableEntity};
 use crate::error::{Error, Result};
 
 /// The default page size of [`Store::page`].
@@ -81,7 +81,9 @@ impl Cursor {
     fn decode(&self, fingerprint: &str) -> Result<Continuation> {
         let damaged = || Error::InvalidCursor("the cursor is damaged; start the query again without one".into());
         let (text, sum) = self.0.rsplit_once('.').ok_or_else(damaged)?;
-        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(text).map_err(|_| damaged())?;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text)
+            .map_err(|_| damaged())?;
         let payload = String::from_utf8(bytes).map_err(|_| damaged())?;
         if checksum(&payload) != sum {
             return Err(damaged());
@@ -170,7 +172,11 @@ fn physical_columns(columns: &'static [Column], prefix: &str, wanted: &str, out:
             _ if !matches => {}
             ColumnKind::Value(ValueKind::Json) => {
                 out.extend([format!("{name}__Json"), format!("{name}__GZip")]);
-                out.extend(c.aliases.iter().flat_map(|a| [format!("{prefix}{a}__Json"), format!("{prefix}{a}__GZip")]));
+                out.extend(
+                    c.aliases
+                        .iter()
+                        .flat_map(|a| [format!("{prefix}{a}__Json"), format!("{prefix}{a}__GZip")]),
+                );
                 found = true;
             }
             ColumnKind::Blob => {
@@ -230,7 +236,10 @@ impl<T: TableEntity> Store<T> {
     /// # }).unwrap();
     /// ```
     pub async fn page(&self, options: QueryOptions) -> Result<EntityPage<T>> {
-        let page_size = options.take.unwrap_or(DEFAULT_PAGE_SIZE).clamp(1, MAX_PAGE_SIZE as usize);
+        let page_size = options
+            .take
+            .unwrap_or(DEFAULT_PAGE_SIZE)
+            .clamp(1, MAX_PAGE_SIZE as usize);
         let bound = fingerprint(&options, page_size);
         let continuation = match &options.cursor {
             Some(c) => Some(c.decode(&bound)?),
@@ -239,7 +248,11 @@ impl<T: TableEntity> Store<T> {
         let mut request = self.request_for(&options)?;
         request.top = Some(page_size as u32);
         self.ensure_created().await?;
-        let page = self.tables.backend.query(&self.table, &request, continuation.as_ref()).await?;
+        let page = self
+            .tables
+            .backend
+            .query(&self.table, &request, continuation.as_ref())
+            .await?;
         let items = page.rows.into_iter().map(T::from_row).collect::<Result<Vec<T>>>()?;
         Ok(EntityPage {
             items,
@@ -302,7 +315,11 @@ impl<T: TableEntity> Store<T> {
     /// `bound` is reached: [`Count::AtLeast`] then, rendered `n+`.
     pub async fn count_bounded(&self, options: QueryOptions, bound: u64) -> Result<Count> {
         let n = self.count(options.take(bound.min(usize::MAX as u64) as usize)).await?;
-        Ok(if n >= bound { Count::AtLeast(bound) } else { Count::Exact(n) })
+        Ok(if n >= bound {
+            Count::AtLeast(bound)
+        } else {
+            Count::Exact(n)
+        })
     }
 
     /// Whether any row matches: a query of one row.
@@ -313,7 +330,11 @@ impl<T: TableEntity> Store<T> {
         self.ensure_created().await?;
         let mut continuation: Option<Continuation> = None;
         loop {
-            let page = self.tables.backend.query(&self.table, &request, continuation.as_ref()).await?;
+            let page = self
+                .tables
+                .backend
+                .query(&self.table, &request, continuation.as_ref())
+                .await?;
             if !page.rows.is_empty() {
                 return Ok(true);
             }

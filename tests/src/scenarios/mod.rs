@@ -5,6 +5,7 @@ pub mod concurrency;
 pub mod crud;
 pub mod keys;
 pub mod limits;
+pub mod protect;
 pub mod query;
 pub mod transactions;
 pub mod values;
@@ -68,6 +69,7 @@ macro_rules! for_each_scenario {
             batch::a_failed_transaction_keeps_earlier_ones_and_names_the_entity,
             batch::upsert_batch_replaces_and_inserts,
             batch::delete_partition_deletes_in_transactions,
+            protect::protected_fields_refuse_unauthorised_changes,
         }
     };
 }

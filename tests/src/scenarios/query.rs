@@ -211,16 +211,25 @@ pub async fn pages_carry_a_cursor_bound_to_their_query(env: &Env) {
     let cursor = second_cursor.unwrap();
     // Resuming from a saved cursor (as text, as a client would send it back).
     let text = cursor.to_string();
-    let resumed = store.page(QueryOptions::partition("p").take(100).after(text.parse().unwrap())).await.unwrap();
+    let resumed = store
+        .page(QueryOptions::partition("p").take(100).after(text.parse().unwrap()))
+        .await
+        .unwrap();
     assert_eq!(resumed.items.first().map(|i| i.n), Some(100));
     // Another query, another page size, a damaged cursor: refused.
-    for other in [QueryOptions::partition("q").take(100), QueryOptions::partition("p").take(50)] {
+    for other in [
+        QueryOptions::partition("q").take(100),
+        QueryOptions::partition("p").take(50),
+    ] {
         let err = store.page(other.after(cursor.clone())).await.unwrap_err();
         assert!(matches!(err, unified_tables::Error::InvalidCursor(_)), "{err}");
     }
     let mut damaged = text.clone();
     damaged.replace_range(2..3, if &text[2..3] == "A" { "B" } else { "A" });
-    let err = store.page(QueryOptions::partition("p").take(100).after(damaged.parse().unwrap())).await.unwrap_err();
+    let err = store
+        .page(QueryOptions::partition("p").take(100).after(damaged.parse().unwrap()))
+        .await
+        .unwrap_err();
     assert!(matches!(err, unified_tables::Error::InvalidCursor(_)), "{err}");
 }
 
@@ -233,7 +242,11 @@ pub async fn streams_read_page_by_page(env: &Env) {
     assert_eq!(all.len(), 2_100);
     assert!(all.windows(2).all(|w| w[0].n + 1 == w[1].n));
     assert_eq!(env.counts().queries, 3);
-    let first: Vec<Item> = store.stream(QueryOptions::partition("p").take(5)).try_collect().await.unwrap();
+    let first: Vec<Item> = store
+        .stream(QueryOptions::partition("p").take(5))
+        .try_collect()
+        .await
+        .unwrap();
     assert_eq!(first.iter().map(|i| i.n).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
 }
 
@@ -244,7 +257,10 @@ pub async fn bounded_counts_and_any(env: &Env) {
     assert_eq!(c, unified_tables::Count::AtLeast(1_000));
     assert_eq!(c.to_string(), "1000+");
     let c = store.count_bounded(QueryOptions::partition("p"), 5_000).await.unwrap();
-    assert_eq!((c, c.to_string()), (unified_tables::Count::Exact(1_234), "1234".to_owned()));
+    assert_eq!(
+        (c, c.to_string()),
+        (unified_tables::Count::Exact(1_234), "1234".to_owned())
+    );
     assert!(store.any(QueryOptions::partition("p")).await.unwrap());
     assert!(!store.any(QueryOptions::partition("nobody")).await.unwrap());
 }
@@ -258,13 +274,29 @@ pub async fn select_reads_only_the_named_fields(env: &Env) {
         .await
         .unwrap()
         .remove(0);
-    assert_eq!((got.text.as_str(), got.big, &got.tags), (e.text.as_str(), e.big, &e.tags));
+    assert_eq!(
+        (got.text.as_str(), got.big, &got.tags),
+        (e.text.as_str(), e.big, &e.tags)
+    );
     assert_eq!(got.address, e.address, "a flattened field selects all its columns");
-    assert_eq!((got.small, got.flag, got.double), (0, false, 0.0), "unselected fields are at their defaults");
+    assert_eq!(
+        (got.small, got.flag, got.double),
+        (0, false, 0.0),
+        "unselected fields are at their defaults"
+    );
     assert!(got.etag.is_some());
     // A required field with no default (a JSON-stored struct) must be selected, and the error says so.
-    let err = store.query(QueryOptions::partition("p").select(&["text", "status"])).await.unwrap_err();
-    assert!(matches!(&err, unified_tables::Error::Decode { column, .. } if column.starts_with("Extra")), "{err}");
-    let err = store.query(QueryOptions::partition("p").select(&["nope"])).await.unwrap_err();
+    let err = store
+        .query(QueryOptions::partition("p").select(&["text", "status"]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, unified_tables::Error::Decode { column, .. } if column.starts_with("Extra")),
+        "{err}"
+    );
+    let err = store
+        .query(QueryOptions::partition("p").select(&["nope"]))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("nope"), "{err}");
 }
