@@ -506,6 +506,22 @@ fn manual_timing(o: &Order) {
 fn main() {
     let order = sample();
     check_routes_agree(&order);
+    if let Ok(which) = std::env::var("CODEC_PROFILE") {
+        let opts = EncodeOptions::default();
+        let n: u32 = std::env::var("CODEC_PROFILE_N")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2_000_000);
+        for _ in 0..n {
+            match which.as_str() {
+                "derive" => drop(black_box(derive_round_trip(black_box(&order), &opts))),
+                "hand" => drop(black_box(hand_round_trip(black_box(&order)))),
+                "generic" => drop(black_box(generic_round_trip(black_box(&order)))),
+                _ => {}
+            }
+        }
+        return;
+    }
     let mut c = Criterion::default().configure_from_args();
     criterion_groups(&mut c, &order);
     c.final_summary();

@@ -60,6 +60,28 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
 
     /// Sets the updated stamp (no-op without one).
     fn set_updated_at(&mut self, at: DateTime);
+
+    /// Gives the entity these keys (for a composite id: the id they form).
+    fn set_key(&mut self, key: Key);
+
+    /// The typed filter columns, one per field (generated).
+    type Columns;
+
+    /// The filter columns.
+    fn columns() -> Self::Columns;
+
+    /// Builds a typed filter over this entity's columns:
+    /// `Customer::filter(|c| c.status.eq(Status::Open) & c.visits.ge(3u32))`.
+    fn filter<W>(build: impl FnOnce(&Self::Columns) -> W) -> W {
+        build(&Self::columns())
+    }
+
+    /// The partial-update builder (generated).
+    type Updater: crate::update::UpdateBuilder<Self>;
+
+    /// Starts a partial update: `Customer::update().balance(250.0)`, sent
+    /// with [`Store::patch`](crate::Store::patch).
+    fn update() -> Self::Updater;
 }
 
 /// A nested struct whose fields are stored as `Parent_Child` columns of the
@@ -79,6 +101,15 @@ pub trait TableRecord: Sized {
 
     /// Reads the record's columns back.
     fn read_columns(row: &mut Row, prefix: &str) -> Result<Self>;
+
+    /// The record's typed filter columns inside entity `E`.
+    type Columns<E>;
+
+    /// The filter columns, named under `prefix`.
+    fn columns<E>(prefix: &str) -> Self::Columns<E>;
+
+    /// The record's partial-update builder inside entity `E`'s builder.
+    type Updater<E, A>: crate::update::RecordUpdater<E, A>;
 
     /// Whether the row holds any column of the record (used for `Option<Record>`).
     fn present_in(row: &Row, prefix: &str) -> bool {

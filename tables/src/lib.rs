@@ -49,6 +49,7 @@ pub mod query;
 mod stamp;
 pub mod store;
 mod tables;
+pub mod update;
 mod value;
 
 pub use backend::{Backend, IfMatch, UpdateMode, WriteOp, WriteOutcome};
@@ -77,7 +78,11 @@ pub mod __private {
     };
     pub use crate::error::{Error, Result};
     pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};
+    pub use crate::query::typed::{Col, Filterable, JsonCol, LargeCol, Nested, OptCol, SkippedCol};
     pub use crate::stamp::{KeyPart, Stamp};
+    pub use crate::store::Authorizer;
+    pub use crate::update::refusal::{LargeFieldsCannotBePatched, MergeCannotClearAField};
+    pub use crate::update::{Authorized, MaySetProtected, RecordUpdater, Unauthorized, Update, UpdateBuilder};
     pub use crate::value::{DateTime, ETag, EdmType, Row, Value};
     pub use core::default::Default;
     pub use core::option::Option::{self, None, Some};

@@ -296,3 +296,81 @@ impl Account {
         }
     }
 }
+
+/// An entity for filter scenarios: one column of each filterable kind.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+pub struct Ticket {
+    #[table(partition_key)]
+    pub queue: String,
+    #[table(row_key)]
+    pub number: String,
+    pub title: String,
+    pub status: Status,
+    pub priority: i32,
+    pub views: i64,
+    pub score: f64,
+    pub amount: Decimal,
+    pub opened: DateTime,
+    pub active: bool,
+    pub reference: uuid::Uuid,
+    pub owner: Option<String>,
+    pub labels: Vec<String>,
+    #[table(flatten)]
+    pub address: Address,
+    #[table(skip)]
+    pub cache: u32,
+    #[table(etag)]
+    pub etag: Option<ETag>,
+    #[table(updated_at)]
+    pub updated_at: Option<DateTime>,
+}
+
+impl Ticket {
+    /// Ticket `n` of queue `q`, with values derived from `n`.
+    pub fn new(queue: &str, n: u32) -> Ticket {
+        Ticket {
+            queue: queue.into(),
+            number: format!("{n:04}"),
+            title: format!("ticket {n}"),
+            status: [Status::Open, Status::Closed, Status::Paused][n as usize % 3],
+            priority: (n % 5) as i32,
+            views: n as i64 * 1_000_000_000_000,
+            score: n as f64 / 2.0,
+            amount: Decimal::new(n as i64 * 150, 2),
+            opened: DateTime::from_unix_nanos(1_700_000_000_000_000_000 + n as i128 * 86_400_000_000_000),
+            active: n % 2 == 0,
+            reference: uuid::Uuid::from_u128(n as u128),
+            owner: (n % 4 != 0).then(|| format!("owner{}", n % 4)),
+            labels: vec![format!("l{n}")],
+            address: Address {
+                city: ["Lviv", "Kyiv", "Odesa"][n as usize % 3].into(),
+                zip: None,
+                geo: None,
+            },
+            cache: 0,
+            etag: None,
+            updated_at: None,
+        }
+    }
+}
+
+/// An event of an append log.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+pub struct Event {
+    #[table(partition_key)]
+    pub stream: String,
+    #[table(row_key)]
+    pub key: String,
+    pub text: String,
+}
+
+impl Event {
+    /// An event with no key yet.
+    pub fn new(text: &str) -> Event {
+        Event {
+            stream: String::new(),
+            key: String::new(),
+            text: text.into(),
+        }
+    }
+}

@@ -158,8 +158,16 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
     let updated_set = stamp_field(StampRole::Updated)
         .map(|(fi, ty)| quote_spanned!(ty.span()=> <#ty as #p::Stamp>::set_stamp(&mut self.#fi, at);));
 
+    let columns_ident = quote::format_ident!("{}Columns", ident);
+    let (columns_def, columns_ty, columns_init) = super::typed::columns(cont, &columns_ident);
+    let update_ident = quote::format_ident!("{}Update", ident);
+    let update_def = super::typed::builder(cont, &update_ident);
+    let set_key_body = super::typed::set_key(cont);
+
     wrap(quote! {
         #id_fn
+        #columns_def
+        #update_def
 
         #[automatically_derived]
         impl #p::TableEntity for #ident {
@@ -217,6 +225,22 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
             #[allow(unused_variables)]
             fn set_updated_at(&mut self, at: #p::DateTime) {
                 #updated_set
+            }
+
+            fn set_key(&mut self, key: #p::Key) {
+                #set_key_body
+            }
+
+            type Columns = #columns_ty;
+
+            fn columns() -> Self::Columns {
+                #columns_init
+            }
+
+            type Updater = #update_ident<#p::Unauthorized>;
+
+            fn update() -> Self::Updater {
+                #update_ident(::core::default::Default::default())
             }
         }
     })

@@ -34,6 +34,10 @@ pub(crate) fn expand(e: &Enum) -> TokenStream {
         .collect();
     let names: Vec<&String> = e.variants.iter().map(|(_, n, _)| n).collect();
     wrap(quote! {
+        // Filters compare an enum by its stored name: equality only (names do not sort as variants do).
+        #[automatically_derived]
+        impl #p::Filterable for #ident {}
+
         #[automatically_derived]
         impl #p::TableValue for #ident {
             const KIND: #p::ValueKind = #p::ValueKind::Cell(#p::EdmType::String);

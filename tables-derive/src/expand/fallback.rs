@@ -66,6 +66,15 @@ pub(crate) fn expand(input: &DeriveInput, derive: Option<Derive>, errors: syn::E
                     fn set_updated_at(&mut self, _: #p::DateTime) {
                         ::core::unreachable!()
                     }
+                    fn set_key(&mut self, _: #p::Key) {
+                        ::core::unreachable!()
+                    }
+                    type Columns = ();
+                    fn columns() -> Self::Columns {}
+                    type Updater = #p::Update<Self>;
+                    fn update() -> Self::Updater {
+                        ::core::unreachable!()
+                    }
                 }
             }
         }
@@ -73,6 +82,9 @@ pub(crate) fn expand(input: &DeriveInput, derive: Option<Derive>, errors: syn::E
             #[automatically_derived]
             impl #impl_generics #p::TableRecord for #ident #ty_generics #where_clause {
                 const COLUMNS: &'static [#p::Column] = &[];
+                type Columns<__E> = ();
+                fn columns<__E>(_: &str) -> Self::Columns<__E> {}
+                type Updater<__E, __A> = #p::Update<__E, __A>;
                 fn write_columns(&self, _: &str, _: &mut #p::Row, _: &#p::EncodeOptions) -> #p::Result<()> {
                     ::core::unreachable!()
                 }

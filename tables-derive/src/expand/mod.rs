@@ -5,6 +5,7 @@ pub(crate) mod enums;
 pub(crate) mod fallback;
 pub(crate) mod fields;
 pub(crate) mod record;
+pub(crate) mod typed;
 
 use proc_macro2::TokenStream;
 use quote::quote;

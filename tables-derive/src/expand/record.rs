@@ -39,10 +39,25 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
             quote!(#fi: #local)
         })
         .collect();
+    let columns_ident = quote::format_ident!("{}Columns", ident);
+    let (columns_def, columns_ty, columns_init) = super::typed::columns(cont, &columns_ident);
+    let update_ident = quote::format_ident!("{}Update", ident);
+    let update_def = super::typed::builder(cont, &update_ident);
     wrap(quote! {
+        #columns_def
+        #update_def
+
         #[automatically_derived]
         impl #p::TableRecord for #ident {
             const COLUMNS: &'static [#p::Column] = &[#(#columns),*];
+
+            type Columns<__E> = #columns_ty;
+
+            fn columns<__E>(__prefix: &str) -> Self::Columns<__E> {
+                #columns_init
+            }
+
+            type Updater<__E, __A> = #update_ident<__E, __A>;
 
             #[allow(unused_variables)]
             fn write_columns(&self, __prefix: &str, __row: &mut #p::Row, __opts: &#p::EncodeOptions) -> #p::Result<()> {

@@ -11,11 +11,14 @@ use super::symbol::RESERVED_COLUMNS;
 use super::ty;
 
 pub(crate) fn check(cx: &Ctxt, cont: &Container) {
+    // A key attribute that did not parse (`#[table(row_ky)]`) must not also
+    // be reported as a missing key.
+    let attrs_parsed = !cx.has_errors();
     for field in &cont.fields {
         check_field_attrs(cx, cont.derive, field);
     }
     if cont.derive == Derive::Entity {
-        check_keys(cx, cont);
+        check_keys(cx, cont, attrs_parsed);
         check_single(cx, cont);
     }
     check_columns(cx, cont);
@@ -180,7 +183,11 @@ fn check_field_attrs(cx: &Ctxt, derive: Derive, f: &Field) {
                 "split = \"binary\" needs a Vec<u8> field; use split = \"text\" or \"gzip\" for text and JSON values",
             );
         } else if s.value != SplitEncoding::Binary && bytes {
-            err(cx, s.span, "a Vec<u8> field is split with split = \"binary\"");
+            err(
+                cx,
+                s.span,
+                "a Vec<u8> field is split as raw bytes: write #[table(split = \"binary\")]",
+            );
         }
     }
     if let (Some(o), None) = (&a.offload_never, &a.split) {
@@ -236,7 +243,7 @@ fn storage_conflict(first: &str, second: &str) -> String {
     format!("{second} cannot be combined with {first} on the same field: {why}")
 }
 
-fn check_keys(cx: &Ctxt, cont: &Container) {
+fn check_keys(cx: &Ctxt, cont: &Container, report_missing: bool) {
     let mut seen: HashMap<&'static str, Span> = HashMap::new();
     let mut owners: HashMap<&'static str, &Field> = HashMap::new();
     for f in &cont.fields {
@@ -264,6 +271,7 @@ fn check_keys(cx: &Ctxt, cont: &Container) {
     let (pk, rk, id) = (seen.get("partition_key"), seen.get("row_key"), seen.get("id"));
     match (pk, rk, id) {
         (Some(_), Some(_), None) | (None, None, Some(_)) => {}
+        (_, _, None) if !report_missing => {}
         (_, _, Some(span)) if pk.is_some() || rk.is_some() => err(
             cx,
             *span,

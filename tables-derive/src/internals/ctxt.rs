@@ -29,6 +29,11 @@ impl Ctxt {
         }
     }
 
+    /// Whether an error has been recorded so far.
+    pub(crate) fn has_errors(&self) -> bool {
+        self.errors.borrow().as_ref().is_some_and(|e| !e.is_empty())
+    }
+
     /// Ends collection: `Err` with all errors combined, if any.
     pub(crate) fn check(self) -> syn::Result<()> {
         let mut errors = self.errors.borrow_mut().take().unwrap_or_default().into_iter();

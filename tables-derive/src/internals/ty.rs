@@ -77,7 +77,7 @@ pub(crate) fn is_known_scalar(ty: &Type) -> bool {
     )
 }
 
-/// Whether the type is `BlobContent` (or `Option<BlobContent>` when `allow_option`).
+/// Whether the type is `BlobContent` or `Option<BlobContent>`.
 pub(crate) fn is_blob_content(ty: &Type) -> bool {
     let inner = option_inner(ty).unwrap_or(ty);
     last_ident(inner).is_some_and(|i| i == "BlobContent")

@@ -7,6 +7,7 @@
 //! concurrency, batching) lives once, in `Store<T>`, so the in-memory
 //! backend and Azure run the same code.
 
+pub mod blob;
 pub mod counting;
 pub mod faulty;
 pub mod memory;

@@ -9,8 +9,8 @@ use serde::{de::DeserializeOwned, Serialize};
 
 use super::scalar::gunzip_cell;
 use super::{
-    EncodeOptions, OversizedCellPolicy, TableValue, ValueKind, GZIP_SUFFIX, JSON_SUFFIX, MAX_CELL_BYTES,
-    TRUNCATED_SUFFIX,
+    suffixed, with_suffixed, EncodeOptions, OversizedCellPolicy, TableValue, ValueKind, GZIP_SUFFIX, JSON_SUFFIX,
+    MAX_CELL_BYTES, TRUNCATED_SUFFIX,
 };
 use crate::error::{Error, Result};
 use crate::value::{utf16_len, Row, Value};
@@ -42,24 +42,38 @@ pub fn encode_json<T: Serialize + ?Sized>(
     row: &mut Row,
     options: &EncodeOptions,
 ) -> Result<()> {
-    let json = serde_json::to_value(value).map_err(|e| Error::InvalidValue {
+    let cannot = |e: serde_json::Error| Error::InvalidValue {
         column: column.to_owned(),
         reason: format!("cannot be written as JSON: {e}"),
-    })?;
-    if json.is_null() {
+    };
+    // Serialize straight to text. Text that may hold an object goes through
+    // `serde_json::Value`, whose maps are sorted, so that a field with a
+    // HashMap inside encodes to the same cell every time.
+    let mut text = serde_json::to_string(value).map_err(cannot)?;
+    let mut json = None;
+    if text.as_bytes().contains(&b'{') {
+        let tree = serde_json::to_value(value).map_err(cannot)?;
+        text = serde_json::to_string(&tree).map_err(cannot)?;
+        json = Some(tree);
+    }
+    if text == "null" {
         // Nulls are never stored.
         return Ok(());
     }
-    let text = json.to_string();
-    if utf16_len(&text) * 2 <= MAX_CELL_BYTES {
-        row.insert(format!("{column}{JSON_SUFFIX}"), Value::String(text));
+    // UTF-16 units never outnumber UTF-8 bytes: short text needs no count.
+    if text.len() * 2 <= MAX_CELL_BYTES || utf16_len(&text) * 2 <= MAX_CELL_BYTES {
+        row.insert(suffixed(column, JSON_SUFFIX), Value::String(text));
         return Ok(());
     }
     let packed = gzip_base64(text.as_bytes());
     if packed.len() * 2 <= MAX_CELL_BYTES {
-        row.insert(format!("{column}{GZIP_SUFFIX}"), Value::String(packed));
+        row.insert(suffixed(column, GZIP_SUFFIX), Value::String(packed));
         return Ok(());
     }
+    let json = match json {
+        Some(tree) => tree,
+        None => serde_json::to_value(value).map_err(cannot)?,
+    };
     let marker = format!("{column}{TRUNCATED_SUFFIX}");
     match (options.oversized, json) {
         (OversizedCellPolicy::Refuse, _) => Err(Error::OversizedValue {
@@ -98,27 +112,31 @@ pub fn encode_json<T: Serialize + ?Sized>(
 /// Reads a JSON cell written by [`encode_json`] (or by the .NET library).
 /// An absent column reads as JSON `null` if the type accepts it.
 pub fn decode_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Result<T> {
-    let json_col = format!("{column}{JSON_SUFFIX}");
-    let gzip_col = format!("{column}{GZIP_SUFFIX}");
+    // Column names are built only for error messages: probing the row does not allocate.
     let bad = |col: &str, e: serde_json::Error| Error::Decode {
         column: col.to_owned(),
         expected: format!("JSON for {}", std::any::type_name::<T>()),
         found: e.to_string(),
     };
-    if let Some(cell) = row.take(&json_col) {
+    if let Some(cell) = with_suffixed(column, JSON_SUFFIX, |name| row.take(name)) {
         return match cell {
-            Value::String(text) => serde_json::from_str(&text).map_err(|e| bad(&json_col, e)),
-            other => Err(super::type_mismatch(&json_col, "a JSON string", &other)),
+            Value::String(text) => serde_json::from_str(&text).map_err(|e| bad(&suffixed(column, JSON_SUFFIX), e)),
+            other => Err(super::type_mismatch(
+                &suffixed(column, JSON_SUFFIX),
+                "a JSON string",
+                &other,
+            )),
         };
     }
-    if let Some(cell) = row.take(&gzip_col) {
+    if let Some(cell) = with_suffixed(column, GZIP_SUFFIX, |name| row.take(name)) {
         let bytes = gunzip_cell(column, &cell)?;
-        return serde_json::from_slice(&bytes).map_err(|e| bad(&gzip_col, e));
+        return serde_json::from_slice(&bytes).map_err(|e| bad(&suffixed(column, GZIP_SUFFIX), e));
     }
     if let Some(Value::String(text)) = row.take(column) {
         return serde_json::from_str(&text).map_err(|e| bad(column, e));
     }
-    serde_json::from_value(serde_json::Value::Null).map_err(|_| super::absent(&json_col, "a JSON cell"))
+    serde_json::from_value(serde_json::Value::Null)
+        .map_err(|_| super::absent(&suffixed(column, JSON_SUFFIX), "a JSON cell"))
 }
 
 macro_rules! json_container {

@@ -96,8 +96,32 @@ pub fn resolve_column<'a>(row: &Row, canonical: &'a str, aliases: &[&'a str]) ->
 
 pub(crate) fn has_any_form(row: &Row, column: &str) -> bool {
     row.get(column).is_some()
-        || row.get(&format!("{column}{JSON_SUFFIX}")).is_some()
-        || row.get(&format!("{column}{GZIP_SUFFIX}")).is_some()
+        || with_suffixed(column, JSON_SUFFIX, |name| row.get(name).is_some())
+        || with_suffixed(column, GZIP_SUFFIX, |name| row.get(name).is_some())
+}
+
+/// Calls `f` with the name `{column}{suffix}`, built on the stack for
+/// ordinary column lengths so that probing the row does not allocate.
+pub(crate) fn with_suffixed<R>(column: &str, suffix: &str, f: impl FnOnce(&str) -> R) -> R {
+    let mut buf = [0u8; 256];
+    let len = column.len() + suffix.len();
+    if len <= buf.len() {
+        buf[..column.len()].copy_from_slice(column.as_bytes());
+        buf[column.len()..len].copy_from_slice(suffix.as_bytes());
+        // Two UTF-8 strings joined are UTF-8.
+        if let Ok(name) = std::str::from_utf8(&buf[..len]) {
+            return f(name);
+        }
+    }
+    f(&suffixed(column, suffix))
+}
+
+/// The owned name `{column}{suffix}`.
+pub(crate) fn suffixed(column: &str, suffix: &str) -> String {
+    let mut name = String::with_capacity(column.len() + suffix.len());
+    name.push_str(column);
+    name.push_str(suffix);
+    name
 }
 
 /// The error for a cell of the wrong type.

@@ -2,8 +2,8 @@
 
 use super::json::{gunzip_base64, gzip_base64};
 use super::{
-    type_mismatch, EncodeOptions, OversizedCellPolicy, TableValue, ValueKind, GZIP_SUFFIX, JSON_SUFFIX, MAX_CELL_BYTES,
-    TRUNCATED_SUFFIX,
+    type_mismatch, with_suffixed, EncodeOptions, OversizedCellPolicy, TableValue, ValueKind, GZIP_SUFFIX, JSON_SUFFIX,
+    MAX_CELL_BYTES, TRUNCATED_SUFFIX,
 };
 use crate::error::{Error, Result};
 use crate::value::{utf16_len, DateTime, EdmType, Guid, Row, Value};
@@ -15,6 +15,11 @@ impl TableValue for String {
     const KIND: ValueKind = ValueKind::Cell(EdmType::String);
 
     fn encode(&self, column: &str, row: &mut Row, options: &EncodeOptions) -> Result<()> {
+        // UTF-16 units never outnumber UTF-8 bytes: a short string needs no count.
+        if self.len() * 2 <= MAX_CELL_BYTES {
+            row.insert(column, Value::String(self.clone()));
+            return Ok(());
+        }
         let units = utf16_len(self);
         if units * 2 <= MAX_CELL_BYTES {
             row.insert(column, Value::String(self.clone()));
@@ -58,7 +63,7 @@ impl TableValue for String {
             Some(Value::String(s)) => Ok(s),
             Some(other) => Err(type_mismatch(column, "a string", &other)),
             None => {
-                if let Some(cell) = row.take(&format!("{column}{GZIP_SUFFIX}")) {
+                if let Some(cell) = with_suffixed(column, GZIP_SUFFIX, |name| row.take(name)) {
                     let bytes = gunzip_cell(column, &cell)?;
                     return serde_json::from_slice(&bytes).map_err(|e| Error::Decode {
                         column: format!("{column}{GZIP_SUFFIX}"),
@@ -66,7 +71,7 @@ impl TableValue for String {
                         found: e.to_string(),
                     });
                 }
-                if let Some(Value::String(json)) = row.take(&format!("{column}{JSON_SUFFIX}")) {
+                if let Some(Value::String(json)) = with_suffixed(column, JSON_SUFFIX, |name| row.take(name)) {
                     return serde_json::from_str(&json).map_err(|e| Error::Decode {
                         column: format!("{column}{JSON_SUFFIX}"),
                         expected: "a JSON string".into(),

@@ -97,6 +97,12 @@ impl Filter {
         }
     }
 
+    /// An OData filter sent as written: not checked, and refused by the
+    /// in-memory backend, which cannot evaluate it. Prefer typed filters.
+    pub fn raw(odata: impl Into<String>) -> Filter {
+        Filter::Raw(odata.into())
+    }
+
     /// `column eq value`.
     pub fn eq(column: impl Into<String>, value: Value) -> Filter {
         Filter::cmp(column, CmpOp::Eq, value)

@@ -248,7 +248,7 @@ impl<T: TableEntity> Store<T> {
         }
     }
 
-    async fn write(&self, op: WriteOp, row: &Row) -> Result<WriteOutcome> {
+    pub(crate) async fn write(&self, op: WriteOp, row: &Row) -> Result<WriteOutcome> {
         self.ensure_created().await?;
         self.tables
             .backend

@@ -3,7 +3,9 @@
 mod batch;
 mod concurrency;
 mod crud;
+mod logs;
 mod paging;
+mod patch;
 mod protect;
 mod query;
 

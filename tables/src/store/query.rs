@@ -4,7 +4,7 @@ use super::Store;
 use crate::backend::{Continuation, QueryRequest};
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
-use crate::query::{CmpOp, Filter};
+use crate::query::{CmpOp, Filter, IntoFilter};
 use crate::value::Value;
 
 /// The most rows the service returns in one page.
@@ -26,6 +26,7 @@ pub struct QueryOptions {
     pub(crate) filter: Option<Filter>,
     pub(crate) select: Option<Vec<String>>,
     pub(crate) cursor: Option<super::paging::Cursor>,
+    pub(crate) filter_error: Option<String>,
 }
 
 impl QueryOptions {
@@ -54,9 +55,14 @@ impl QueryOptions {
         self
     }
 
-    /// Only rows the filter matches (combined with the partition and prefix).
-    pub fn filter(mut self, filter: Filter) -> QueryOptions {
-        self.filter = Some(filter);
+    /// Only rows the filter matches (combined with the partition and prefix):
+    /// a typed filter such as `Customer::filter(|c| c.visits.ge(3u32))`, or an
+    /// untyped [`Filter`] (including [`Filter::Raw`]).
+    pub fn filter(mut self, filter: impl IntoFilter) -> QueryOptions {
+        match filter.into_filter() {
+            Ok(f) => self.filter = Some(f),
+            Err(e) => self.filter_error = Some(e.to_string()),
+        }
         self
     }
 
@@ -75,6 +81,12 @@ impl QueryOptions {
 
     /// The backend request for these options.
     pub(crate) fn request(&self) -> Result<QueryRequest> {
+        if let Some(reason) = &self.filter_error {
+            return Err(Error::InvalidValue {
+                column: "filter".into(),
+                reason: reason.clone(),
+            });
+        }
         let mut parts: Vec<Filter> = Vec::new();
         if let Some(pk) = &self.partition {
             crate::entity::validate_key(crate::error::KeyKind::PartitionKey, pk)?;
@@ -146,7 +158,7 @@ impl<T: TableEntity> Store<T> {
                 out.push(T::from_row(row)?);
             }
             match page.continuation {
-                Some(c) if !options.take.is_some_and(|t| out.len() >= t) => continuation = Some(c),
+                Some(c) if options.take.is_none_or(|t| out.len() < t) => continuation = Some(c),
                 _ => return Ok(out),
             }
         }

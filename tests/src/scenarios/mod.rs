@@ -3,8 +3,11 @@
 pub mod batch;
 pub mod concurrency;
 pub mod crud;
+pub mod filters;
 pub mod keys;
 pub mod limits;
+pub mod logs;
+pub mod patch;
 pub mod protect;
 pub mod query;
 pub mod transactions;
@@ -70,6 +73,15 @@ macro_rules! for_each_scenario {
             batch::upsert_batch_replaces_and_inserts,
             batch::delete_partition_deletes_in_transactions,
             protect::protected_fields_refuse_unauthorised_changes,
+            filters::typed_filters_match_what_they_say,
+            filters::adversarial_strings_match_exactly_the_rows_they_name,
+            filters::a_missing_property_never_matches,
+            filters::raw_filters_are_sent_as_written,
+            patch::patch_writes_only_the_named_columns,
+            patch::concurrent_patches_of_different_columns_both_land,
+            patch::protected_fields_need_an_authorised_builder,
+            logs::append_logs_read_newest_first,
+            logs::versioned_streams_answer_each_read_in_one_bounded_call,
         }
     };
 }

@@ -29,6 +29,7 @@ enum Status {
 
 #[derive(TableRecord, Debug, Clone, PartialEq)]
 struct Address {
+    #[alias("Town")]
     city: ::std::string::String,
     zip: ::core::option::Option<::std::string::String>,
 }
@@ -49,6 +50,10 @@ struct Customer {
     address: Address,
     #[table(flatten)]
     billing: ::core::option::Option<Address>,
+    #[table(json)]
+    notes: ::std::vec::Vec<::std::string::String>,
+    #[table(split = "binary")]
+    scan: ::core::option::Option<::std::vec::Vec<u8>>,
     #[table(skip)]
     scratch: u32,
     #[table(etag)]
@@ -84,6 +89,8 @@ fn main() {
             zip: ::core::option::Option::None,
         },
         billing: ::core::option::Option::None,
+        notes: ::std::vec!["n".into()],
+        scan: ::core::option::Option::Some(::std::vec![9]),
         scratch: 0,
         etag: ::core::option::Option::None,
         timestamp: ::core::option::Option::None,

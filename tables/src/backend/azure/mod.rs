@@ -24,12 +24,14 @@
 //!   [`wire::row_from_json`], so Int64 stays Int64 and Double stays Double.
 
 mod batch;
+mod blob;
 mod connection;
 mod http;
 
 #[cfg(test)]
 mod tests;
 
+pub use blob::AzureBlobBackend;
 pub use connection::{ConnectionString, Credentials, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY};
 
 use std::fmt;

@@ -5,7 +5,10 @@
 //! service's format, (PartitionKey, RowKey) order in UTF-16 code units, pages
 //! of at most 1000 rows with continuations, and all-or-nothing transactions.
 
+mod blob;
 mod validate;
+
+pub use blob::MemoryBlobBackend;
 
 #[cfg(test)]
 mod tests;

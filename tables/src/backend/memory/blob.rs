@@ -1,0 +1,1145 @@
+//! The embedded in-memory blob backend.
+//!
+//! [`MemoryBlobBackend`] keeps containers and block blobs in memory and
+//! answers as the blob service does (see [`BlobBackend`] for the contract):
+//!
+//! - **Containers** must exist: every blob operation on a missing container is
+//!   404 `ContainerNotFound`. Container names follow the service's rules
+//!   (3–63 characters of lower-case letters, digits and single dashes,
+//!   starting and ending with a letter or digit), else 400 `InvalidResourceName`.
+//! - **ETags** are strong and quoted (`"0x8DC…"`, the hex of a strictly rising
+//!   tick count, as the service writes them) and change on every write and touch.
+//! - **Last-Modified** comes from the backend clock, truncated to whole
+//!   seconds; [`BlobBackend::now`] reads the same clock at the same resolution.
+//!   The clock is the system clock plus an offset that
+//!   [`MemoryBlobBackend::advance_clock`] moves forward, so grace periods can be
+//!   tested without sleeping.
+//! - **Conditions** (section 7 of the service semantics): `If-None-Match: *` on
+//!   an existing blob is 409 `BlobAlreadyExists` for a put (412
+//!   `ConditionNotMet` for a delete); `If-Match` on a missing blob or with
+//!   another ETag is 412 `ConditionNotMet`; `If-Unmodified-Since` earlier than
+//!   Last-Modified (compared at one second) is 412 `ConditionNotMet` and is
+//!   ignored for a missing blob. A delete of a missing blob without an
+//!   `If-Match` condition is `Ok(false)`.
+//! - **Reads** of a byte range are clipped to the blob; an empty blob reads as empty.
+//! - **Listing** is in UTF-16 code-unit order with prefix, delimiter (common
+//!   prefixes count as one result each), opaque markers and `max_results`
+//!   (0 is 400 `InvalidQueryParameterValue`; above 5000 the page is capped at
+//!   5000, as the service caps it).
+//! - **Names** are folded as the service folds them before anything is
+//!   stored or looked up (see [`MemoryBlobBackend::canonical_name`]).
+//! - **Content-Type / Content-Encoding** are stored and echoed; the bytes are
+//!   stored exactly as given. A put without a Content-Type stores
+//!   `application/octet-stream`, the service's default.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::ops::{Bound, Range};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine as _;
+
+use crate::backend::blob::{BlobBackend, BlobCondition, BlobItem, BlobListing, BlobProperties, PutOptions};
+use crate::error::{Error, Result};
+use crate::value::{cmp_utf16, utf16_len, DateTime};
+
+/// The longest blob name the service accepts, in characters (UTF-16 units).
+pub(crate) const MAX_BLOB_NAME_UNITS: usize = 1024;
+/// The most `/`-separated segments a blob name may have.
+pub(crate) const MAX_BLOB_NAME_SEGMENTS: usize = 254;
+/// The most results one listing page holds (and the default).
+pub(crate) const MAX_LIST_RESULTS: u32 = 5000;
+/// The largest single Put Blob the service accepts (5000 MiB).
+pub(crate) const MAX_PUT_BLOB_BYTES: u64 = 5000 * 1024 * 1024;
+/// The Content-Type the service stores when a put gives none.
+pub(crate) const DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
+
+const TICKS_PER_SECOND: i64 = 10_000_000;
+/// The prefix of the opaque listing markers this backend hands out.
+const MARKER_PREFIX: &str = "m1!";
+
+/// An embedded blob backend that answers as the blob service does.
+///
+/// ```
+/// use unified_tables::backend::blob::{BlobBackend, BlobCondition, PutOptions};
+/// use unified_tables::backend::memory::MemoryBlobBackend;
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let blobs = MemoryBlobBackend::new();
+/// blobs.create_container("large-values").await?;
+/// let create_only = PutOptions { condition: BlobCondition::IfNoneMatchAny, ..PutOptions::default() };
+/// let stored = blobs.put("large-values", "a/b", b"hello".to_vec(), create_only.clone()).await?;
+/// // A second create-only put finds the blob: 409 BlobAlreadyExists.
+/// let again = blobs.put("large-values", "a/b", b"other".to_vec(), create_only).await;
+/// assert_eq!(again.unwrap_err().service_code(), Some((409, "BlobAlreadyExists")));
+/// let (props, bytes) = blobs.get("large-values", "a/b", Some(1..3)).await?.expect("stored");
+/// assert_eq!((props.etag, bytes), (stored.etag, b"el".to_vec()));
+/// # Ok::<(), unified_tables::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Default)]
+pub struct MemoryBlobBackend {
+    state: Mutex<State>,
+}
+
+impl MemoryBlobBackend {
+    /// An empty backend: no containers, the clock at the system time.
+    pub fn new() -> MemoryBlobBackend {
+        MemoryBlobBackend::default()
+    }
+
+    /// Moves the backend clock forward by `by` (a test hook): Last-Modified of
+    /// later writes, [`BlobBackend::now`] and the `If-Unmodified-Since`
+    /// comparisons all see the moved clock. The clock never goes back.
+    pub fn advance_clock(&self, by: Duration) {
+        let mut state = self.lock();
+        state.offset = state.offset.saturating_add(by);
+    }
+
+    /// The name under which the service stores the blob addressed as `name`,
+    /// or the 400 error the service (or this crate, before sending) gives.
+    ///
+    /// The service resolves the request path: a `\` becomes `/`, a `.`
+    /// segment is dropped and a `..` segment removes the segment before it
+    /// (`./key`, `a/./key` and `a/../key` store to `key`, `a/key` and `key`).
+    /// Both backends fold names this way before anything is sent or stored,
+    /// so they agree, and so the Azure backend never hands a dot segment to
+    /// `url`, which drops `..` instead of resolving it.
+    ///
+    /// Refused with 400 `InvalidUri`: a name that is empty after folding, one
+    /// whose `..` would climb out of the container, one longer than 1024
+    /// characters or with more than 254 segments, and one that starts or ends
+    /// with `/` (the service's naming guide advises against a trailing `/`,
+    /// and `azure_storage_blobs` 0.21 strips leading and trailing `/` from the
+    /// names it addresses, so such a blob could not be reached the same way on
+    /// both backends).
+    ///
+    /// ```
+    /// use unified_tables::backend::memory::MemoryBlobBackend;
+    /// assert_eq!(MemoryBlobBackend::canonical_name("./key").unwrap(), "key");
+    /// assert_eq!(MemoryBlobBackend::canonical_name("a/./b").unwrap(), "a/b");
+    /// assert_eq!(MemoryBlobBackend::canonical_name("a/../b").unwrap(), "b");
+    /// assert_eq!(MemoryBlobBackend::canonical_name(r"a\b").unwrap(), "a/b");
+    /// assert!(MemoryBlobBackend::canonical_name("../b").is_err());
+    /// ```
+    pub fn canonical_name(name: &str) -> Result<String> {
+        let replaced = name.replace('\\', "/");
+        let segments: Vec<&str> = replaced.split('/').collect();
+        let last = segments.len() - 1;
+        let mut folded: Vec<&str> = Vec::with_capacity(segments.len());
+        for (index, segment) in segments.into_iter().enumerate() {
+            match segment {
+                "." => {}
+                ".." => {
+                    if folded.pop().is_none() {
+                        return Err(invalid_name(
+                            name,
+                            "a `..` segment would leave the container; remove it",
+                        ));
+                    }
+                }
+                other => {
+                    folded.push(other);
+                    continue;
+                }
+            }
+            // A dot segment at the end leaves the path ending with `/`.
+            if index == last {
+                folded.push("");
+            }
+        }
+        let canonical = folded.join("/");
+        if canonical.is_empty() {
+            return Err(invalid_name(name, "a blob name needs at least one character"));
+        }
+        let units = utf16_len(&canonical);
+        if units > MAX_BLOB_NAME_UNITS {
+            return Err(invalid_name(
+                name,
+                &format!("a blob name may have at most {MAX_BLOB_NAME_UNITS} characters, this one has {units}"),
+            ));
+        }
+        if canonical.starts_with('/') || canonical.ends_with('/') {
+            return Err(invalid_name(
+                name,
+                "a blob name may not start or end with `/` (after folding `.` and `..` segments)",
+            ));
+        }
+        let count = folded.len();
+        if count > MAX_BLOB_NAME_SEGMENTS {
+            return Err(invalid_name(
+                name,
+                &format!("a blob name may have at most {MAX_BLOB_NAME_SEGMENTS} segments, this one has {count}"),
+            ));
+        }
+        Ok(canonical)
+    }
+
+    /// Checks a container name against the service's rules (400 `InvalidResourceName`).
+    pub(crate) fn check_container_name(name: &str) -> Result<()> {
+        check_container_name(name)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // No code panics while holding the lock, but never let one poison the backend.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl fmt::Debug for MemoryBlobBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.lock();
+        let mut containers: Vec<(&str, usize)> = state
+            .containers
+            .iter()
+            .map(|(n, c)| (n.as_str(), c.blobs.len()))
+            .collect();
+        containers.sort_unstable();
+        f.debug_struct("MemoryBlobBackend")
+            .field("containers", &containers)
+            .field("clock_offset", &state.offset)
+            .finish()
+    }
+}
+
+/// Everything the backend stores.
+#[derive(Default)]
+struct State {
+    containers: HashMap<String, Container>,
+    /// How far the clock has been advanced past the system clock.
+    offset: Duration,
+    /// The tick count of the last ETag handed out (ETags strictly rise).
+    last_etag_ticks: i64,
+}
+
+impl State {
+    /// The backend clock at 100 ns.
+    fn clock(&self) -> DateTime {
+        let offset = i128::try_from(self.offset.as_nanos()).unwrap_or(i128::MAX / 2);
+        DateTime::from_unix_nanos(DateTime::now().unix_nanos().saturating_add(offset))
+    }
+
+    /// A new version: an ETag from a strictly rising tick count, and
+    /// Last-Modified at whole seconds.
+    fn new_version(&mut self) -> (String, DateTime) {
+        let now = self.clock();
+        let ticks = now.ticks().max(self.last_etag_ticks + 1);
+        self.last_etag_ticks = ticks;
+        (format!("\"0x{ticks:X}\""), whole_seconds(now))
+    }
+
+    fn container(&self, name: &str) -> Result<&Container> {
+        check_container_name(name)?;
+        self.containers.get(name).ok_or_else(|| container_not_found(name))
+    }
+
+    fn container_mut(&mut self, name: &str) -> Result<&mut Container> {
+        check_container_name(name)?;
+        self.containers.get_mut(name).ok_or_else(|| container_not_found(name))
+    }
+}
+
+/// One container: its blobs in name order.
+#[derive(Default)]
+struct Container {
+    blobs: BTreeMap<BlobName, Blob>,
+}
+
+/// A blob name, ordered as the service orders listings: by UTF-16 code units.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct BlobName(String);
+
+impl Ord for BlobName {
+    fn cmp(&self, other: &Self) -> Ordering {
+        cmp_utf16(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for BlobName {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// One stored blob.
+struct Blob {
+    properties: BlobProperties,
+    bytes: Vec<u8>,
+}
+
+/// `at`, truncated to the whole second.
+fn whole_seconds(at: DateTime) -> DateTime {
+    DateTime::from_ticks(at.ticks() - at.ticks().rem_euclid(TICKS_PER_SECOND)).unwrap_or(at)
+}
+
+fn invalid_name(name: &str, reason: &str) -> Error {
+    let shown: String = name.chars().take(64).collect();
+    let more = if name.chars().count() > 64 { "…" } else { "" };
+    Error::service(
+        400,
+        "InvalidUri",
+        format!(
+            "The requested URI does not represent any resource on the server: blob name `{shown}{more}`: {reason}."
+        ),
+    )
+}
+
+fn container_not_found(name: &str) -> Error {
+    Error::service(
+        404,
+        "ContainerNotFound",
+        format!("The specified container does not exist: `{name}`."),
+    )
+}
+
+fn blob_not_found(container: &str, name: &str) -> Error {
+    Error::service(
+        404,
+        "BlobNotFound",
+        format!("The specified blob does not exist: `{container}/{name}`."),
+    )
+}
+
+fn condition_not_met() -> Error {
+    Error::service(
+        412,
+        "ConditionNotMet",
+        "The condition specified using HTTP conditional header(s) is not met.",
+    )
+}
+
+fn invalid_query_parameter(name: &str, value: &str, reason: &str) -> Error {
+    Error::service(
+        400,
+        "InvalidQueryParameterValue",
+        format!("Value for one of the query parameters specified in the request URI is invalid: {name}=`{value}`: {reason}."),
+    )
+}
+
+/// The service's container naming rules: 3–63 characters of lower-case
+/// letters, digits and dashes, starting and ending with a letter or digit,
+/// no two dashes in a row.
+fn check_container_name(name: &str) -> Result<()> {
+    let bytes = name.as_bytes();
+    let valid = (3..=63).contains(&bytes.len())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes[0] != b'-'
+        && bytes[bytes.len() - 1] != b'-'
+        && !name.contains("--");
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::service(
+            400,
+            "InvalidResourceName",
+            format!(
+                "The specified resource name contains invalid characters: container `{name}` (3-63 lower-case letters, digits and single dashes, starting and ending with a letter or digit)."
+            ),
+        ))
+    }
+}
+
+/// Checks a write's condition against the blob as stored. `put` tells a
+/// put (where `If-None-Match: *` on an existing blob is 409) from a delete.
+fn check_condition(existing: Option<&Blob>, condition: &BlobCondition, put: bool) -> Result<()> {
+    match (condition, existing) {
+        (BlobCondition::None, _) => Ok(()),
+        (BlobCondition::IfNoneMatchAny, None) => Ok(()),
+        (BlobCondition::IfNoneMatchAny, Some(_)) if put => Err(Error::service(
+            409,
+            "BlobAlreadyExists",
+            "The specified blob already exists.",
+        )),
+        (BlobCondition::IfNoneMatchAny, Some(_)) => Err(condition_not_met()),
+        (BlobCondition::IfMatch(_), None) => Err(condition_not_met()),
+        (BlobCondition::IfMatch(etag), Some(blob)) => {
+            if etag == "*" || *etag == blob.properties.etag {
+                Ok(())
+            } else {
+                Err(condition_not_met())
+            }
+        }
+        (BlobCondition::IfUnmodifiedSince(_), None) => Ok(()),
+        (BlobCondition::IfUnmodifiedSince(since), Some(blob)) => {
+            // The header carries whole seconds (RFC 1123), and so does Last-Modified.
+            if whole_seconds(*since) < blob.properties.last_modified {
+                Err(condition_not_met())
+            } else {
+                Ok(())
+            }
+        }
+    }
+}
+
+fn encode_marker(name: &str) -> String {
+    format!(
+        "{MARKER_PREFIX}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(name.as_bytes())
+    )
+}
+
+fn decode_marker(marker: &str) -> Result<String> {
+    let bad = || invalid_query_parameter("marker", marker, "not a marker this backend handed out");
+    let encoded = marker.strip_prefix(MARKER_PREFIX).ok_or_else(bad)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(encoded)
+        .map_err(|_| bad())?;
+    String::from_utf8(bytes).map_err(|_| bad())
+}
+
+#[async_trait]
+impl BlobBackend for MemoryBlobBackend {
+    async fn create_container(&self, container: &str) -> Result<()> {
+        check_container_name(container)?;
+        self.lock().containers.entry(container.to_owned()).or_default();
+        Ok(())
+    }
+
+    async fn put(&self, container: &str, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
+        let name = MemoryBlobBackend::canonical_name(name)?;
+        let length = bytes.len() as u64;
+        if length > MAX_PUT_BLOB_BYTES {
+            return Err(Error::service(
+                413,
+                "RequestBodyTooLarge",
+                format!("The request body is too large ({length} bytes) and exceeds the maximum permissible limit ({MAX_PUT_BLOB_BYTES} bytes)."),
+            ));
+        }
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let key = BlobName(name);
+        let existing = state.container(container)?.blobs.get(&key);
+        check_condition(existing, &options.condition, true)?;
+        let (etag, last_modified) = state.new_version();
+        let properties = BlobProperties {
+            etag,
+            last_modified,
+            length,
+            content_type: Some(options.content_type.unwrap_or_else(|| DEFAULT_CONTENT_TYPE.to_owned())),
+            content_encoding: options.content_encoding,
+        };
+        let blob = Blob {
+            properties: properties.clone(),
+            bytes,
+        };
+        state.container_mut(container)?.blobs.insert(key, blob);
+        Ok(properties)
+    }
+
+    async fn get(
+        &self,
+        container: &str,
+        name: &str,
+        range: Option<Range<u64>>,
+    ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
+        let name = MemoryBlobBackend::canonical_name(name)?;
+        let state = self.lock();
+        let Some(blob) = state.container(container)?.blobs.get(&BlobName(name)) else {
+            return Ok(None);
+        };
+        let bytes = match range {
+            None => blob.bytes.clone(),
+            Some(range) => {
+                let len = blob.bytes.len() as u64;
+                let start = range.start.min(len);
+                let end = range.end.clamp(start, len);
+                // Both bounds are at most the length, which fits in usize.
+                blob.bytes[start as usize..end as usize].to_vec()
+            }
+        };
+        Ok(Some((blob.properties.clone(), bytes)))
+    }
+
+    async fn properties(&self, container: &str, name: &str) -> Result<Option<BlobProperties>> {
+        let name = MemoryBlobBackend::canonical_name(name)?;
+        let state = self.lock();
+        let blobs = &state.container(container)?.blobs;
+        Ok(blobs.get(&BlobName(name)).map(|b| b.properties.clone()))
+    }
+
+    async fn touch(&self, container: &str, name: &str) -> Result<BlobProperties> {
+        let name = MemoryBlobBackend::canonical_name(name)?;
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let key = BlobName(name);
+        if !state.container(container)?.blobs.contains_key(&key) {
+            return Err(blob_not_found(container, &key.0));
+        }
+        let (etag, last_modified) = state.new_version();
+        let blob = state
+            .container_mut(container)?
+            .blobs
+            .get_mut(&key)
+            .ok_or_else(|| blob_not_found(container, &key.0))?;
+        blob.properties.etag = etag;
+        blob.properties.last_modified = last_modified;
+        Ok(blob.properties.clone())
+    }
+
+    async fn delete(&self, container: &str, name: &str, condition: BlobCondition) -> Result<bool> {
+        let name = MemoryBlobBackend::canonical_name(name)?;
+        let mut guard = self.lock();
+        let blobs = &mut guard.container_mut(container)?.blobs;
+        let key = BlobName(name);
+        check_condition(blobs.get(&key), &condition, false)?;
+        Ok(blobs.remove(&key).is_some())
+    }
+
+    async fn list(
+        &self,
+        container: &str,
+        prefix: &str,
+        delimiter: Option<&str>,
+        marker: Option<&str>,
+        max_results: u32,
+    ) -> Result<BlobListing> {
+        let state = self.lock();
+        let blobs = &state.container(container)?.blobs;
+        if max_results == 0 {
+            return Err(invalid_query_parameter(
+                "maxresults",
+                "0",
+                "the value must be at least 1",
+            ));
+        }
+        let page_size = max_results.min(MAX_LIST_RESULTS) as usize;
+        let start = match marker.filter(|m| !m.is_empty()) {
+            Some(marker) => Bound::Included(BlobName(decode_marker(marker)?)),
+            None => Bound::Included(BlobName(prefix.to_owned())),
+        };
+        let delimiter = delimiter.filter(|d| !d.is_empty());
+
+        let mut listing = BlobListing::default();
+        let mut returned = 0usize;
+        for (name, blob) in blobs.range((start, Bound::Unbounded)) {
+            let Some(rest) = name.0.strip_prefix(prefix) else {
+                if cmp_utf16(&name.0, prefix) == Ordering::Greater {
+                    // Past every name that starts with the prefix.
+                    break;
+                }
+                continue;
+            };
+            let common = delimiter.and_then(|d| rest.find(d).map(|at| &name.0[..prefix.len() + at + d.len()]));
+            if let Some(common) = common {
+                if listing.prefixes.last().map(String::as_str) == Some(common) {
+                    // Already listed: the prefix counts once.
+                    continue;
+                }
+            }
+            if returned == page_size {
+                listing.next_marker = Some(encode_marker(common.unwrap_or(&name.0)));
+                break;
+            }
+            returned += 1;
+            match common {
+                Some(common) => listing.prefixes.push(common.to_owned()),
+                None => listing.items.push(BlobItem {
+                    name: name.0.clone(),
+                    properties: blob.properties.clone(),
+                }),
+            }
+        }
+        Ok(listing)
+    }
+
+    async fn now(&self) -> Result<DateTime> {
+        Ok(whole_seconds(self.lock().clock()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    const C: &str = "blobs";
+
+    async fn backend() -> MemoryBlobBackend {
+        let b = MemoryBlobBackend::new();
+        b.create_container(C).await.unwrap();
+        b
+    }
+
+    /// (status, code) of a service error.
+    fn code<T: fmt::Debug>(result: Result<T>) -> (u16, String) {
+        match result {
+            Err(Error::Service { status, code, .. }) => (status, code),
+            other => panic!("expected a service error, got {other:?}"),
+        }
+    }
+
+    fn with(condition: BlobCondition) -> PutOptions {
+        PutOptions {
+            condition,
+            ..PutOptions::default()
+        }
+    }
+
+    async fn put(b: &MemoryBlobBackend, name: &str, bytes: &[u8]) -> BlobProperties {
+        b.put(C, name, bytes.to_vec(), PutOptions::default()).await.unwrap()
+    }
+
+    async fn bytes_of(b: &MemoryBlobBackend, name: &str) -> Option<Vec<u8>> {
+        b.get(C, name, None).await.unwrap().map(|(_, bytes)| bytes)
+    }
+
+    async fn names(b: &MemoryBlobBackend, prefix: &str) -> Vec<String> {
+        let listing = b.list(C, prefix, None, None, 5000).await.unwrap();
+        listing.items.into_iter().map(|i| i.name).collect()
+    }
+
+    fn seconds(n: i64) -> Duration {
+        Duration::from_secs(n as u64)
+    }
+
+    fn plus(at: DateTime, ticks: i64) -> DateTime {
+        DateTime::from_ticks(at.ticks() + ticks).unwrap()
+    }
+
+    // --- containers -------------------------------------------------------
+
+    #[tokio::test]
+    async fn a_missing_container_is_404_container_not_found_for_every_operation() {
+        let b = MemoryBlobBackend::new();
+        let missing = (404, "ContainerNotFound".to_owned());
+        assert_eq!(code(b.put("nope", "a", vec![1], PutOptions::default()).await), missing);
+        assert_eq!(code(b.get("nope", "a", None).await), missing);
+        assert_eq!(code(b.get("nope", "a", Some(0..1)).await), missing);
+        assert_eq!(code(b.properties("nope", "a").await), missing);
+        assert_eq!(code(b.touch("nope", "a").await), missing);
+        assert_eq!(code(b.delete("nope", "a", BlobCondition::None).await), missing);
+        assert_eq!(code(b.list("nope", "", None, None, 10).await), missing);
+        // now() needs no container.
+        b.now().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn create_container_is_idempotent_and_tolerates_racing_creators() {
+        let b = Arc::new(MemoryBlobBackend::new());
+        let racers: Vec<_> = (0..8)
+            .map(|_| {
+                let b = Arc::clone(&b);
+                tokio::spawn(async move { b.create_container("racing-1").await })
+            })
+            .collect();
+        for racer in racers {
+            racer.await.unwrap().unwrap();
+        }
+        b.put("racing-1", "x", vec![1], PutOptions::default()).await.unwrap();
+        b.create_container("racing-1").await.unwrap();
+        // Creating it again keeps its blobs.
+        assert!(b.properties("racing-1", "x").await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn container_names_follow_the_service_rules() {
+        let b = MemoryBlobBackend::new();
+        for good in ["abc", "a-b-c", "0ab", &"a".repeat(63)] {
+            b.create_container(good).await.unwrap();
+        }
+        for bad in ["ab", "Abc", "a_b", "-ab", "ab-", "a--b", "a.b", &"a".repeat(64), ""] {
+            assert_eq!(
+                code(b.create_container(bad).await),
+                (400, "InvalidResourceName".to_owned()),
+                "{bad}"
+            );
+            assert_eq!(code(b.properties(bad, "x").await).0, 400, "{bad}");
+        }
+    }
+
+    // --- ETags, Last-Modified and the clock --------------------------------
+
+    #[tokio::test]
+    async fn etags_are_strong_quoted_and_change_on_every_write_and_touch() {
+        let b = backend().await;
+        let first = put(&b, "k", b"one").await;
+        let second = put(&b, "k", b"one").await;
+        let touched = b.touch(C, "k").await.unwrap();
+        let mut etags = vec![first.etag.clone(), second.etag.clone(), touched.etag.clone()];
+        for etag in &etags {
+            assert!(etag.starts_with("\"0x") && etag.ends_with('"'), "{etag}");
+            assert!(etag[3..etag.len() - 1].chars().all(|c| c.is_ascii_hexdigit()), "{etag}");
+        }
+        etags.dedup();
+        assert_eq!(etags.len(), 3, "every write and touch gives a new ETag");
+        // The stored properties are those the last write reported.
+        assert_eq!(b.properties(C, "k").await.unwrap(), Some(touched));
+    }
+
+    #[tokio::test]
+    async fn touch_moves_the_version_and_keeps_bytes_and_content_headers() {
+        let b = backend().await;
+        let options = PutOptions {
+            content_type: Some("text/plain".into()),
+            content_encoding: Some("gzip".into()),
+            condition: BlobCondition::None,
+        };
+        let stored = b.put(C, "k", b"bytes".to_vec(), options).await.unwrap();
+        b.advance_clock(seconds(90));
+        let touched = b.touch(C, "k").await.unwrap();
+        assert_ne!(touched.etag, stored.etag);
+        // 90 s later (91 if the system clock crossed a second meanwhile).
+        let moved = (touched.last_modified.ticks() - stored.last_modified.ticks()) / TICKS_PER_SECOND;
+        assert!((90..=91).contains(&moved), "{moved}");
+        assert_eq!(
+            (
+                touched.length,
+                touched.content_type.as_deref(),
+                touched.content_encoding.as_deref()
+            ),
+            (5, Some("text/plain"), Some("gzip"))
+        );
+        assert_eq!(bytes_of(&b, "k").await.unwrap(), b"bytes");
+        assert_eq!(code(b.touch(C, "missing").await), (404, "BlobNotFound".to_owned()));
+    }
+
+    #[tokio::test]
+    async fn last_modified_and_now_are_whole_seconds_of_the_backend_clock() {
+        let b = backend().await;
+        let before = b.now().await.unwrap();
+        let stored = put(&b, "k", b"x").await;
+        let after = b.now().await.unwrap();
+        for at in [before, stored.last_modified, after] {
+            assert_eq!(at.ticks() % TICKS_PER_SECOND, 0, "{at}");
+        }
+        assert!(before <= stored.last_modified && stored.last_modified <= after);
+
+        b.advance_clock(seconds(3600));
+        let later = b.now().await.unwrap();
+        assert!(
+            later.ticks() - after.ticks() >= 3600 * TICKS_PER_SECOND,
+            "{after} -> {later}"
+        );
+        assert!(
+            later.ticks() - after.ticks() < 3610 * TICKS_PER_SECOND,
+            "{after} -> {later}"
+        );
+        let rewritten = put(&b, "k", b"y").await;
+        assert!(rewritten.last_modified >= later);
+        // Reading does not move Last-Modified.
+        b.advance_clock(seconds(5));
+        assert_eq!(
+            b.properties(C, "k").await.unwrap().unwrap().last_modified,
+            rewritten.last_modified
+        );
+    }
+
+    // --- conditions ----------------------------------------------------------
+
+    #[tokio::test]
+    async fn create_only_put_is_409_blob_already_exists_on_an_existing_blob() {
+        let b = backend().await;
+        let created = b
+            .put(C, "k", b"first".to_vec(), with(BlobCondition::IfNoneMatchAny))
+            .await
+            .unwrap();
+        let again = b
+            .put(C, "k", b"second".to_vec(), with(BlobCondition::IfNoneMatchAny))
+            .await;
+        assert_eq!(code(again), (409, "BlobAlreadyExists".to_owned()));
+        assert_eq!(bytes_of(&b, "k").await.unwrap(), b"first", "nothing was stored");
+        assert_eq!(b.properties(C, "k").await.unwrap().unwrap().etag, created.etag);
+    }
+
+    #[tokio::test]
+    async fn if_match_is_412_on_another_etag_or_a_missing_blob() {
+        let b = backend().await;
+        let stored = put(&b, "k", b"v1").await;
+        let stale = BlobCondition::IfMatch("\"0x1\"".into());
+        let not_met = (412, "ConditionNotMet".to_owned());
+        assert_eq!(code(b.put(C, "k", b"v2".to_vec(), with(stale.clone())).await), not_met);
+        assert_eq!(code(b.delete(C, "k", stale.clone()).await), not_met);
+        assert_eq!(
+            code(b.put(C, "missing", b"v".to_vec(), with(stale.clone())).await),
+            not_met
+        );
+        assert_eq!(code(b.delete(C, "missing", stale).await), not_met);
+        let any = BlobCondition::IfMatch("*".into());
+        assert_eq!(
+            code(b.put(C, "missing", b"v".to_vec(), with(any.clone())).await),
+            not_met
+        );
+        assert!(b.properties(C, "missing").await.unwrap().is_none());
+        assert_eq!(bytes_of(&b, "k").await.unwrap(), b"v1");
+
+        let current = BlobCondition::IfMatch(stored.etag.clone());
+        let replaced = b.put(C, "k", b"v2".to_vec(), with(current.clone())).await.unwrap();
+        // The old ETag is now stale, for writes and deletes alike.
+        assert_eq!(
+            code(b.put(C, "k", b"v3".to_vec(), with(current.clone())).await),
+            not_met
+        );
+        assert_eq!(code(b.delete(C, "k", current).await), not_met);
+        b.put(C, "k", b"v3".to_vec(), with(any.clone())).await.unwrap();
+        let latest = b.properties(C, "k").await.unwrap().unwrap();
+        assert_ne!(latest.etag, replaced.etag);
+        assert!(b.delete(C, "k", BlobCondition::IfMatch(latest.etag)).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn if_unmodified_since_compares_whole_seconds_with_last_modified() {
+        let b = backend().await;
+        let stored = put(&b, "k", b"v1").await;
+        let lm = stored.last_modified;
+        let not_met = (412, "ConditionNotMet".to_owned());
+        let since = |at| with(BlobCondition::IfUnmodifiedSince(at));
+        // Earlier than Last-Modified: 412, also one tick earlier (it truncates to the second before).
+        assert_eq!(
+            code(b.put(C, "k", b"x".to_vec(), since(plus(lm, -TICKS_PER_SECOND))).await),
+            not_met
+        );
+        assert_eq!(code(b.put(C, "k", b"x".to_vec(), since(plus(lm, -1))).await), not_met);
+        assert_eq!(
+            code(b.delete(C, "k", BlobCondition::IfUnmodifiedSince(plus(lm, -1))).await),
+            not_met
+        );
+        assert_eq!(bytes_of(&b, "k").await.unwrap(), b"v1");
+        // Equal, or later within the same second, or later: the write goes ahead.
+        b.put(C, "k", b"v2".to_vec(), since(lm)).await.unwrap();
+        let lm = b.properties(C, "k").await.unwrap().unwrap().last_modified;
+        b.put(C, "k", b"v3".to_vec(), since(plus(lm, TICKS_PER_SECOND - 1)))
+            .await
+            .unwrap();
+        // A write a second later makes the old instant stale.
+        b.advance_clock(seconds(1));
+        let rewritten = put(&b, "k", b"v4").await;
+        assert!(rewritten.last_modified > lm);
+        assert_eq!(code(b.put(C, "k", b"x".to_vec(), since(lm)).await), not_met);
+        assert!(b
+            .delete(C, "k", BlobCondition::IfUnmodifiedSince(rewritten.last_modified))
+            .await
+            .unwrap());
+        // A missing blob: the condition does not apply.
+        b.put(C, "fresh", b"v".to_vec(), since(DateTime::MIN_STORABLE))
+            .await
+            .unwrap();
+        assert!(!b
+            .delete(C, "never", BlobCondition::IfUnmodifiedSince(DateTime::MIN_STORABLE))
+            .await
+            .unwrap());
+    }
+
+    #[tokio::test]
+    async fn delete_reports_whether_the_blob_existed() {
+        let b = backend().await;
+        assert!(!b.delete(C, "k", BlobCondition::None).await.unwrap());
+        put(&b, "k", b"v").await;
+        assert!(b.delete(C, "k", BlobCondition::None).await.unwrap());
+        assert!(b.get(C, "k", None).await.unwrap().is_none());
+        assert!(!b.delete(C, "k", BlobCondition::None).await.unwrap());
+        // If-None-Match: * fails on an existing blob (412) and is a no-op on a missing one.
+        put(&b, "k", b"v").await;
+        assert_eq!(
+            code(b.delete(C, "k", BlobCondition::IfNoneMatchAny).await),
+            (412, "ConditionNotMet".to_owned())
+        );
+        assert!(!b.delete(C, "gone", BlobCondition::IfNoneMatchAny).await.unwrap());
+    }
+
+    // --- reads -------------------------------------------------------------------
+
+    #[tokio::test]
+    async fn ranged_reads_are_clipped_to_the_blob() {
+        let b = backend().await;
+        let stored = put(&b, "k", b"0123456789").await;
+        let read = |range: Range<u64>| {
+            let b = &b;
+            async move { b.get(C, "k", Some(range)).await.unwrap().unwrap() }
+        };
+        let (props, bytes) = read(2..5).await;
+        assert_eq!((props.clone(), bytes), (stored.clone(), b"234".to_vec()));
+        assert_eq!(props.length, 10, "the properties describe the whole blob");
+        assert_eq!(read(8..50).await.1, b"89");
+        assert_eq!(read(0..10).await.1, b"0123456789");
+        assert_eq!(read(10..50).await.1, b"");
+        assert_eq!(read(20..50).await.1, b"");
+        assert_eq!(read(3..3).await.1, b"");
+        assert_eq!(read(0..u64::MAX).await.1, b"0123456789");
+        assert!(b.get(C, "missing", Some(0..1)).await.unwrap().is_none());
+        assert!(b.get(C, "missing", None).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn an_empty_blob_reads_as_empty() {
+        let b = backend().await;
+        let stored = put(&b, "empty", b"").await;
+        assert_eq!(stored.length, 0);
+        for range in [None, Some(0..1), Some(0..0), Some(5..10)] {
+            let (props, bytes) = b.get(C, "empty", range.clone()).await.unwrap().unwrap();
+            assert_eq!((props, bytes), (stored.clone(), Vec::new()), "{range:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn content_encoding_is_stored_and_echoed_never_applied() {
+        let b = backend().await;
+        // "hello" gzipped: the bytes stay compressed.
+        let gzipped = vec![
+            0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00, 0x86,
+            0xa6, 0x10, 0x36, 0x05, 0x00, 0x00, 0x00,
+        ];
+        let options = PutOptions {
+            content_type: Some("text/plain; charset=utf-8".into()),
+            content_encoding: Some("gzip".into()),
+            condition: BlobCondition::None,
+        };
+        let stored = b.put(C, "g", gzipped.clone(), options).await.unwrap();
+        let (props, bytes) = b.get(C, "g", None).await.unwrap().unwrap();
+        assert_eq!(bytes, gzipped);
+        assert_eq!(props, stored);
+        assert_eq!(props.content_encoding.as_deref(), Some("gzip"));
+        assert_eq!(props.content_type.as_deref(), Some("text/plain; charset=utf-8"));
+        // Without a Content-Type the service's default is stored.
+        let plain = put(&b, "p", b"x").await;
+        assert_eq!(plain.content_type.as_deref(), Some(DEFAULT_CONTENT_TYPE));
+        assert_eq!(plain.content_encoding, None);
+    }
+
+    // --- listing -----------------------------------------------------------------
+
+    #[tokio::test]
+    async fn listing_is_in_utf16_order_with_prefix() {
+        let b = backend().await;
+        // UTF-8 byte order would put U+1F600 (F0 ..) after U+FF61 (EF ..);
+        // in UTF-16 it is D83D .., before FF61.
+        for name in ["\u{ff61}", "\u{1f600}", "b", "a/2", "a/10", "A", "a", "é"] {
+            put(&b, name, b"x").await;
+        }
+        assert_eq!(
+            names(&b, "").await,
+            ["A", "a", "a/10", "a/2", "b", "é", "\u{1f600}", "\u{ff61}"]
+        );
+        assert_eq!(names(&b, "a").await, ["a", "a/10", "a/2"]);
+        assert_eq!(names(&b, "a/").await, ["a/10", "a/2"]);
+        assert!(names(&b, "zz").await.is_empty());
+        let listing = b.list(C, "b", None, None, 10).await.unwrap();
+        assert_eq!(
+            listing.items[0].properties,
+            b.properties(C, "b").await.unwrap().unwrap()
+        );
+        assert_eq!(listing.next_marker, None);
+    }
+
+    #[tokio::test]
+    async fn a_delimiter_groups_names_into_common_prefixes() {
+        let b = backend().await;
+        for name in ["a/b/c", "a/b/d", "a/e", "a.txt", "f", "g/h"] {
+            put(&b, name, b"x").await;
+        }
+        let top = b.list(C, "", Some("/"), None, 100).await.unwrap();
+        assert_eq!(top.prefixes, ["a/", "g/"]);
+        assert_eq!(
+            top.items.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(),
+            ["a.txt", "f"]
+        );
+        let inner = b.list(C, "a/", Some("/"), None, 100).await.unwrap();
+        assert_eq!(inner.prefixes, ["a/b/"]);
+        assert_eq!(inner.items.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(), ["a/e"]);
+        // A multi-character delimiter.
+        let multi = b.list(C, "", Some("/b/"), None, 100).await.unwrap();
+        assert_eq!(multi.prefixes, ["a/b/"]);
+        assert_eq!(multi.items.len(), 4);
+        // An empty delimiter is no delimiter.
+        assert_eq!(b.list(C, "", Some(""), None, 100).await.unwrap().items.len(), 6);
+    }
+
+    #[tokio::test]
+    async fn markers_page_through_the_listing_and_prefixes_count_once() {
+        let b = backend().await;
+        let all: Vec<String> = (0..7).map(|i| format!("n{i}")).collect();
+        for name in &all {
+            put(&b, name, b"x").await;
+        }
+        let mut seen = Vec::new();
+        let mut marker: Option<String> = None;
+        let mut pages = Vec::new();
+        loop {
+            let page = b.list(C, "", None, marker.as_deref(), 3).await.unwrap();
+            pages.push(page.items.len());
+            seen.extend(page.items.into_iter().map(|i| i.name));
+            match page.next_marker {
+                Some(next) => marker = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(pages, [3, 3, 1]);
+        assert_eq!(seen, all);
+
+        for name in ["d/1", "d/2", "d/3", "e/1", "z"] {
+            put(&b, name, b"x").await;
+        }
+        let first = b.list(C, "", Some("/"), None, 2).await.unwrap();
+        assert_eq!(first.prefixes, ["d/", "e/"]);
+        assert!(first.items.is_empty());
+        let second = b.list(C, "", Some("/"), first.next_marker.as_deref(), 2).await.unwrap();
+        assert!(second.prefixes.is_empty());
+        assert_eq!(
+            second.items.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(),
+            ["n0", "n1"]
+        );
+        // A page boundary inside a prefix group does not list the group twice.
+        let one = b.list(C, "", Some("/"), None, 1).await.unwrap();
+        assert_eq!(one.prefixes, ["d/"]);
+        let next = b.list(C, "", Some("/"), one.next_marker.as_deref(), 1).await.unwrap();
+        assert_eq!(next.prefixes, ["e/"]);
+    }
+
+    #[tokio::test]
+    async fn max_results_is_1_to_5000_and_markers_are_checked() {
+        let b = backend().await;
+        put(&b, "k", b"x").await;
+        assert_eq!(
+            code(b.list(C, "", None, None, 0).await),
+            (400, "InvalidQueryParameterValue".to_owned())
+        );
+        // Above 5000 the service caps the page; so does this backend.
+        assert_eq!(b.list(C, "", None, None, 6000).await.unwrap().items.len(), 1);
+        assert_eq!(
+            code(b.list(C, "", None, Some("garbage"), 10).await),
+            (400, "InvalidQueryParameterValue".to_owned())
+        );
+        // An empty marker is no marker.
+        assert_eq!(b.list(C, "", None, Some(""), 10).await.unwrap().items.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_page_holds_at_most_5000_results() {
+        let b = backend().await;
+        {
+            let mut state = b.lock();
+            let container = state.containers.get_mut(C).unwrap();
+            for i in 0..5001 {
+                let blob = Blob {
+                    properties: BlobProperties {
+                        etag: format!("\"0x{i:X}\""),
+                        last_modified: DateTime::UNIX_EPOCH,
+                        length: 0,
+                        content_type: None,
+                        content_encoding: None,
+                    },
+                    bytes: Vec::new(),
+                };
+                container.blobs.insert(BlobName(format!("{i:05}")), blob);
+            }
+        }
+        let page = b.list(C, "", None, None, u32::MAX).await.unwrap();
+        assert_eq!(page.items.len(), 5000);
+        let rest = b.list(C, "", None, page.next_marker.as_deref(), 5000).await.unwrap();
+        assert_eq!(
+            rest.items.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(),
+            ["05000"]
+        );
+        assert_eq!(rest.next_marker, None);
+    }
+
+    // --- names -------------------------------------------------------------------
+
+    #[test]
+    fn dot_segments_fold_as_the_service_folds_them() {
+        let folded = |n: &str| MemoryBlobBackend::canonical_name(n).unwrap();
+        assert_eq!(folded("./key"), "key");
+        assert_eq!(folded("a/./b"), "a/b");
+        assert_eq!(folded("a/../b"), "b");
+        assert_eq!(folded("a/b/../../c"), "c");
+        assert_eq!(folded("a//../b"), "a/b");
+        assert_eq!(folded("./././k"), "k");
+        assert_eq!(folded(r"a\b"), "a/b");
+        assert_eq!(folded(r".\k"), "k");
+        assert_eq!(
+            folded("a..b/...k/.x"),
+            "a..b/...k/.x",
+            "only whole `.` / `..` segments fold"
+        );
+        assert_eq!(folded("a//b"), "a//b", "empty inner segments stay");
+        assert_eq!(
+            folded("%2E/k"),
+            "%2E/k",
+            "names are not percent-decoded: `%` is a character"
+        );
+    }
+
+    #[test]
+    fn names_the_service_cannot_store_are_refused_with_400() {
+        let refused = |n: &str| code(MemoryBlobBackend::canonical_name(n));
+        let invalid = (400, "InvalidUri".to_owned());
+        for name in [
+            "",
+            ".",
+            "..",
+            "./",
+            "../k",
+            "a/../../k",
+            "a/..",
+            "a/.",
+            "/k",
+            "k/",
+            "a/b/",
+        ] {
+            assert_eq!(refused(name), invalid, "{name:?}");
+        }
+        assert_eq!(
+            MemoryBlobBackend::canonical_name(&"x".repeat(1024)).unwrap().len(),
+            1024
+        );
+        assert_eq!(refused(&"x".repeat(1025)), invalid);
+        // 1024 characters, not bytes: 1024 two-byte characters are fine; a character
+        // outside the BMP counts as two.
+        MemoryBlobBackend::canonical_name(&"é".repeat(1024)).unwrap();
+        assert_eq!(refused(&"\u{1f600}".repeat(513)), invalid);
+        // Folding happens first: a long name that folds short is fine.
+        MemoryBlobBackend::canonical_name(&format!("{}/../k", "x".repeat(1100))).unwrap();
+        let segments = |n: usize| vec!["s"; n].join("/");
+        MemoryBlobBackend::canonical_name(&segments(254)).unwrap();
+        assert_eq!(refused(&segments(255)), invalid);
+    }
+
+    #[tokio::test]
+    async fn every_operation_addresses_the_folded_name() {
+        let b = backend().await;
+        let stored = b
+            .put(C, "./a/./x/../key", b"v".to_vec(), PutOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(names(&b, "").await, ["a/key"]);
+        assert_eq!(bytes_of(&b, "a/key").await.unwrap(), b"v");
+        assert_eq!(bytes_of(&b, r"a\key").await.unwrap(), b"v");
+        assert_eq!(b.properties(C, "a/../a/key").await.unwrap(), Some(stored));
+        b.touch(C, "./a/key").await.unwrap();
+        assert_eq!(
+            code(b.put(C, "a/key/", b"v".to_vec(), PutOptions::default()).await),
+            (400, "InvalidUri".to_owned())
+        );
+        assert_eq!(code(b.get(C, "../a/key", None).await), (400, "InvalidUri".to_owned()));
+        assert!(b.delete(C, "a/./key", BlobCondition::None).await.unwrap());
+        assert!(names(&b, "").await.is_empty());
+        // A refused name is refused before the container is looked at.
+        assert_eq!(code(b.get("missing-container", "", None).await).0, 400);
+    }
+
+    #[tokio::test]
+    async fn names_keep_every_other_character() {
+        let b = backend().await;
+        let odd = [
+            "sp ace",
+            "q?x#y",
+            "pct%41",
+            "plus+",
+            "ü/\u{1f600}",
+            "a%2Fe",
+            "tab\tx",
+            "'quoted'",
+        ];
+        for name in odd {
+            put(&b, name, name.as_bytes()).await;
+        }
+        for name in odd {
+            assert_eq!(bytes_of(&b, name).await.unwrap(), name.as_bytes(), "{name}");
+        }
+        assert_eq!(names(&b, "").await.len(), odd.len());
+    }
+}

@@ -1,0 +1,212 @@
+//! Typed partial updates: a Merge of only the named columns, with no read.
+//!
+//! The derive generates a builder per entity, `Customer::update()`, with one
+//! setter per field (`.balance(..)`, `.address(|a| a.city(..))` for
+//! flattened records). [`Store::patch`](crate::Store::patch) sends it as a
+//! Merge: concurrent patches of different columns both land. `with_etag`
+//! makes it a column-level compare-and-swap.
+//!
+//! What a Merge cannot do does not compile: a large value or a blob cannot be
+//! patched (replace the entity), a field cannot be cleared (a Merge never
+//! removes a property), and a protected field needs the builder to be
+//! authorised first.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::codec::{EncodeOptions, TableValue, GZIP_SUFFIX};
+use crate::store::Authorizer;
+use crate::value::{ETag, Row};
+
+/// Type state of a builder that may not set protected fields.
+#[derive(Debug, Clone, Copy)]
+pub struct Unauthorized;
+
+/// Type state of a builder authorised to set protected fields (checked
+/// against the authorizer's roles when sent).
+#[derive(Debug, Clone, Copy)]
+pub struct Authorized;
+
+/// Implemented by [`Authorized`] only: setting a protected field needs it.
+#[diagnostic::on_unimplemented(
+    message = "this field is #[protected]: the builder must be authorised before it can set it",
+    label = "setter of a protected field on an unauthorised builder",
+    note = "call `.authorize(authorizer)` on the builder first; the authorizer's roles are checked when the update is sent"
+)]
+pub trait MaySetProtected {}
+
+impl MaySetProtected for Authorized {}
+
+/// The columns of one partial update, as the generated builders collect them.
+pub struct Update<E, A = Unauthorized> {
+    pub(crate) row: Row,
+    pub(crate) error: Option<String>,
+    pub(crate) etag: Option<ETag>,
+    pub(crate) protected: Vec<(String, &'static [&'static str])>,
+    pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
+    _types: PhantomData<fn() -> (E, A)>,
+}
+
+impl<E, A> std::fmt::Debug for Update<E, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Update")
+            .field("columns", &self.row.properties.keys().collect::<Vec<_>>())
+            .field("etag", &self.etag)
+            .field("error", &self.error)
+            .finish()
+    }
+}
+
+impl<E> Default for Update<E, Unauthorized> {
+    fn default() -> Self {
+        Update {
+            row: Row::default(),
+            error: None,
+            etag: None,
+            protected: Vec::new(),
+            authorizer: None,
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<E, A> Update<E, A> {
+    /// Sends the update on condition of this version: it fails with
+    /// [`Error::Conflict`](crate::Error::Conflict) if the row changed.
+    pub fn with_etag(mut self, etag: ETag) -> Self {
+        self.etag = Some(etag);
+        self
+    }
+
+    /// The column names the update writes.
+    pub fn columns(&self) -> impl Iterator<Item = &str> {
+        self.row.properties.keys().map(String::as_str)
+    }
+
+    #[doc(hidden)]
+    pub fn __set<T: TableValue>(mut self, column: &str, value: &T) -> Self {
+        if self.error.is_some() {
+            return self;
+        }
+        let mut cells = Row::default();
+        match value.encode(column, &mut cells, &EncodeOptions::default()) {
+            Err(e) => self.error = Some(e.to_string()),
+            Ok(()) if cells.properties.keys().any(|k| k.ends_with(GZIP_SUFFIX)) => {
+                self.error = Some(format!(
+                    "the value for `{column}` needs a compressed cell, which a partial update cannot write without leaving the old cell behind: replace the entity instead"
+                ));
+            }
+            Ok(()) if cells.properties.is_empty() => {
+                self.error = Some(format!(
+                    "`{column}` would be cleared, and a Merge cannot remove a property: use `mutate` or a replace"
+                ));
+            }
+            Ok(()) => self.row.properties.extend(cells.properties),
+        }
+        self
+    }
+
+    #[doc(hidden)]
+    pub fn __set_binary(mut self, column: &str, value: &[u8]) -> Self {
+        if self.error.is_none() {
+            if let Err(e) = crate::codec::encode_binary(value, column, &mut self.row, &EncodeOptions::default()) {
+                self.error = Some(e.to_string());
+            }
+        }
+        self
+    }
+
+    #[doc(hidden)]
+    pub fn __set_json<T: serde::Serialize>(mut self, column: &str, value: &T) -> Self {
+        if self.error.is_some() {
+            return self;
+        }
+        let mut cells = Row::default();
+        match crate::codec::encode_json(value, column, &mut cells, &EncodeOptions::default()) {
+            Err(e) => self.error = Some(e.to_string()),
+            Ok(()) if cells.properties.keys().any(|k| k.ends_with(GZIP_SUFFIX)) || cells.properties.is_empty() => {
+                self.error = Some(format!(
+                    "the value for `{column}` cannot be written by a partial update (too large, or empty): replace the entity instead"
+                ));
+            }
+            Ok(()) => self.row.properties.extend(cells.properties),
+        }
+        self
+    }
+
+    #[doc(hidden)]
+    pub fn __protect(mut self, column: &str, roles: &'static [&'static str]) -> Self {
+        self.protected.push((column.to_owned(), roles));
+        self
+    }
+}
+
+impl<E> Update<E, Unauthorized> {
+    /// Allows the builder to set protected fields. Each protected field set
+    /// is checked against `authorizer`'s roles when the update is sent.
+    pub fn authorize(self, authorizer: impl Authorizer + 'static) -> Update<E, Authorized> {
+        Update {
+            row: self.row,
+            error: self.error,
+            etag: self.etag,
+            protected: self.protected,
+            authorizer: Some(Arc::new(authorizer)),
+            _types: PhantomData,
+        }
+    }
+}
+
+/// A generated builder: turns into the collected [`Update`].
+pub trait UpdateBuilder<E> {
+    /// The builder's authorisation state.
+    type State;
+    /// The collected update.
+    fn into_update(self) -> Update<E, Self::State>;
+}
+
+impl<E, A> UpdateBuilder<E> for Update<E, A> {
+    type State = A;
+    fn into_update(self) -> Update<E, A> {
+        self
+    }
+}
+
+/// A generated builder of a nested record, used inside its parent's builder.
+pub trait RecordUpdater<E, A> {
+    /// Starts a nested builder writing columns under `prefix`.
+    fn start(inner: Update<E, A>, prefix: String) -> Self;
+    /// The parent's update with the nested columns added.
+    fn finish(self) -> Update<E, A>;
+}
+
+/// Used where a nested record's builder cannot be generated (after a derive error).
+impl<E, A> RecordUpdater<E, A> for Update<E, A> {
+    fn start(inner: Update<E, A>, _prefix: String) -> Self {
+        inner
+    }
+    fn finish(self) -> Update<E, A> {
+        self
+    }
+}
+
+/// Reasons a setter does not compile.
+pub mod refusal {
+    // Both are bounds on the builder's authorisation state, which never
+    // implements them, so the refusal shows only where the setter is called.
+
+    /// Never implemented: large values and blobs cannot be patched.
+    #[diagnostic::on_unimplemented(
+        message = "this field is a large value (#[table(split)] or #[blob_content]) and cannot be set by a partial update",
+        label = "a large value may span several cells, rows or a blob, which a Merge cannot replace consistently",
+        note = "replace the entity instead (`update`, `upsert` or `mutate`)"
+    )]
+    pub trait LargeFieldsCannotBePatched {}
+
+    /// Never implemented: a Merge cannot remove a property.
+    #[diagnostic::on_unimplemented(
+        message = "a partial update cannot clear a field: a Merge never removes a property",
+        label = "clearing through a Merge",
+        note = "use `mutate` (or a replace with `update`) to set the field to None"
+    )]
+    pub trait MergeCannotClearAField {}
+}
