@@ -33,7 +33,7 @@ pub enum BlobCondition {
     None,
     /// Create-only (`If-None-Match: *`): 409 `BlobAlreadyExists` if the blob exists.
     IfNoneMatchAny,
-    /// The blob must have this ETag: 412 `ConditionNotMet` otherwise (404 if missing).
+    /// The blob must have this ETag: 412 `ConditionNotMet` otherwise (also when it is missing).
     IfMatch(String),
     /// The blob must be unmodified since this instant: 412 `ConditionNotMet` otherwise.
     IfUnmodifiedSince(DateTime),

@@ -112,6 +112,15 @@ pub fn encode_json<T: Serialize + ?Sized>(
 /// Reads a JSON cell written by [`encode_json`] (or by the .NET library).
 /// An absent column reads as JSON `null` if the type accepts it.
 pub fn decode_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Result<T> {
+    match take_json(row, column)? {
+        Some(value) => Ok(value),
+        None => null_json(column),
+    }
+}
+
+/// Takes and parses the JSON of `column` from whichever form holds it
+/// (`__Json`, `__GZip`, or a plain string cell); `None` when no form is present.
+fn take_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Result<Option<T>> {
     // Column names are built only for error messages: probing the row does not allocate.
     let bad = |col: &str, e: serde_json::Error| Error::Decode {
         column: col.to_owned(),
@@ -120,7 +129,9 @@ pub fn decode_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Result<T
     };
     if let Some(cell) = with_suffixed(column, JSON_SUFFIX, |name| row.take(name)) {
         return match cell {
-            Value::String(text) => serde_json::from_str(&text).map_err(|e| bad(&suffixed(column, JSON_SUFFIX), e)),
+            Value::String(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| bad(&suffixed(column, JSON_SUFFIX), e)),
             other => Err(super::type_mismatch(
                 &suffixed(column, JSON_SUFFIX),
                 "a JSON string",
@@ -130,11 +141,19 @@ pub fn decode_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Result<T
     }
     if let Some(cell) = with_suffixed(column, GZIP_SUFFIX, |name| row.take(name)) {
         let bytes = gunzip_cell(column, &cell)?;
-        return serde_json::from_slice(&bytes).map_err(|e| bad(&suffixed(column, GZIP_SUFFIX), e));
+        return serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| bad(&suffixed(column, GZIP_SUFFIX), e));
     }
-    if let Some(Value::String(text)) = row.take(column) {
-        return serde_json::from_str(&text).map_err(|e| bad(column, e));
+    match row.take(column) {
+        Some(Value::String(text)) => serde_json::from_str(&text).map(Some).map_err(|e| bad(column, e)),
+        // A plain cell of another type is consumed and read as JSON null.
+        Some(_) => null_json(column).map(Some),
+        None => Ok(None),
     }
+}
+
+fn null_json<T: DeserializeOwned>(column: &str) -> Result<T> {
     serde_json::from_value(serde_json::Value::Null)
         .map_err(|_| super::absent(&suffixed(column, JSON_SUFFIX), "a JSON cell"))
 }
@@ -152,11 +171,13 @@ macro_rules! json_container {
             }
 
             fn decode(row: &mut Row, column: &str) -> Result<Self> {
-                if !super::has_any_form(row, column) {
-                    let absent: fn(&str) -> Result<Self> = $absent;
-                    return absent(column);
+                match take_json(row, column)? {
+                    Some(value) => Ok(value),
+                    None => {
+                        let absent: fn(&str) -> Result<Self> = $absent;
+                        absent(column)
+                    }
                 }
-                decode_json(row, column)
             }
         }
     )*};

@@ -310,8 +310,11 @@ impl<E> Col<E, bool> {
 pub struct Nested<E, R: ?Sized> {
     prefix: String,
     columns: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
-    _types: PhantomData<fn() -> (E, Box<R>)>,
+    _types: PhantomData<TypeTag<E, R>>,
 }
+
+/// Ties a value to types without owning them.
+type TypeTag<E, R> = fn() -> (E, Box<R>);
 
 impl<E, R: ?Sized> std::fmt::Debug for Nested<E, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -113,3 +113,26 @@ pub async fn delete_partition_deletes_in_transactions(env: &Env) {
     );
     assert_eq!(store.delete_partition("p").await.unwrap(), 0, "calling again is safe");
 }
+
+pub async fn create_batch_respects_the_request_size_budget(env: &Env) {
+    #[derive(unified_tables::TableEntity, Debug)]
+    struct Quoted {
+        #[table(partition_key)]
+        pk: String,
+        #[table(row_key)]
+        rk: String,
+        text: String,
+    }
+    let store = env.tables.store_in::<Quoted>(&env.table);
+    store.ensure_created().await.unwrap();
+    // 30,000 quotes: 60 KB of stored text, 60 KB of wire JSON once escaped (`\"`);
+    // 100 of them are over the 4 MiB request limit, so the batch needs more than one transaction.
+    let rows: Vec<Quoted> = (0..100)
+        .map(|i| Quoted { pk: "p".into(), rk: format!("{i:03}"), text: "\"".repeat(30_000) })
+        .collect();
+    env.reset_counts();
+    store.create_batch(&rows).await.expect("packed within the request limit");
+    assert!(env.counts().transactions >= 2, "{:?}", env.counts());
+    assert_eq!(store.count(QueryOptions::partition("p")).await.unwrap(), 100);
+    assert_eq!(store.get(("p", "042")).await.unwrap().unwrap().text.len(), 30_000);
+}

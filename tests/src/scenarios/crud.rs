@@ -272,11 +272,21 @@ pub async fn aliases_are_read_when_the_canonical_column_is_absent(env: &Env) {
     let old = unified_tables::Row::new("p", "old")
         .with("FullName", Value::String("Old Name".into()))
         .with("OldTags__Json", Value::String("[\"x\"]".into()));
+    // The old column in its compressed form: base64 of gzip over the JSON.
+    let gz = {
+        use std::io::Write;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(b"[\"g\"]").unwrap();
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, enc.finish().unwrap())
+    };
+    let zipped = unified_tables::Row::new("p", "zipped")
+        .with("Name", Value::String("Z".into()))
+        .with("OldTags__GZip", Value::String(gz));
     let both = unified_tables::Row::new("p", "both")
         .with("FullName", Value::String("Old Name".into()))
         .with("Name", Value::String("New Name".into()));
     env.backend().create_table(&env.table).await.unwrap();
-    for row in [old, both] {
+    for row in [old, zipped, both] {
         env.backend().execute(&env.table, WriteOp::Insert(row)).await.unwrap();
     }
     let got = store.get(("p", "old")).await.unwrap().unwrap();

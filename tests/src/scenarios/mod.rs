@@ -72,6 +72,7 @@ macro_rules! for_each_scenario {
             batch::a_failed_transaction_keeps_earlier_ones_and_names_the_entity,
             batch::upsert_batch_replaces_and_inserts,
             batch::delete_partition_deletes_in_transactions,
+            batch::create_batch_respects_the_request_size_budget,
             protect::protected_fields_refuse_unauthorised_changes,
             filters::typed_filters_match_what_they_say,
             filters::adversarial_strings_match_exactly_the_rows_they_name,

@@ -29,10 +29,26 @@
 //! - **Listing ETags** come back quoted, as in the `ETag` header (the listing
 //!   XML carries them bare).
 //!
-//! Get Blob and Get Blob Properties are sent through the crate family's
-//! pipeline (Shared Key, our retries and error capture) as plain requests:
-//! the crate's own `Blob::from_headers` insists on headers Azurite omits and
-//! invents a Content-Type when there is none.
+//! Azurite 3.37 differs from the service here (the conformance scenarios in
+//! `tests/src/blob_scenarios.rs` assert each side):
+//!
+//! - A delete with `If-None-Match: *` deletes an existing blob (the service
+//!   and the in-memory backend answer 412 `ConditionNotMet`).
+//! - It stores names longer than 1024 characters (both backends refuse them
+//!   before sending).
+//! - Its listing XML drops control characters from names (a tab vanishes),
+//!   and a name holding U+0001 makes the listing fail with 500.
+//! - Its markers are the last name returned, and it accepts any marker; the
+//!   service's markers are opaque.
+//!
+//! Get Blob, Get Blob Properties, the metadata write of `touch` and Get
+//! Account Information are sent as plain requests through the crate family's
+//! pipeline (Shared Key, our retries and error capture): the crate's Get Blob
+//! always sends a range, its `Blob::from_headers` requires
+//! `x-ms-creation-time` and `x-ms-server-encrypted` and puts
+//! `application/octet-stream` where no Content-Type came, and its Set Blob
+//! Metadata answer drops Last-Modified. Container creation, Put Blob, Delete
+//! Blob and List Blobs go through the crate's builders.
 
 use std::fmt;
 use std::num::NonZeroU32;
@@ -337,10 +353,12 @@ impl BlobBackend for AzureBlobBackend {
                 let props = self.head(container, &name).await?;
                 return Ok(props.map(|(props, _)| (props, Vec::new())));
             }
-            headers.insert(
-                HeaderName::from_static("x-ms-range"),
-                format!("bytes={}-{}", range.start, range.end - 1),
-            );
+            let value = if range.end == u64::MAX {
+                format!("bytes={}-", range.start)
+            } else {
+                format!("bytes={}-{}", range.start, range.end - 1)
+            };
+            headers.insert(HeaderName::from_static("x-ms-range"), value);
         }
         match self.send(Method::Get, url, headers).await {
             Ok((headers, bytes)) => Ok(Some((properties_from_headers(&headers)?, bytes))),
