@@ -375,8 +375,8 @@ async fn main() -> Result<(), Failure> {
     };
     println!();
     println!(
-        "{:<41} {:>9} {:>8} {:<15} {:>7}   {}",
-        "variant", "median", "requests", "", "rows/s", "every run (s)"
+        "{:<41} {:>9} {:>8} {:<15} {:>7}   every run (s)",
+        "variant", "median", "requests", "", "rows/s"
     );
     for (name, runs, unit) in [
         ("(a) Store::create_batch", &batch, "transactions"),

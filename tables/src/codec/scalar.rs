@@ -169,47 +169,22 @@ fn integer_of(column: &str, expected: &str, value: &Value) -> Result<i128> {
     }
 }
 
-macro_rules! int32_cell {
-    ($($t:ty),*) => {$(
+/// Integer cells: `$cell` is the Edm cell (`Int32` or `Int64`) and `$wire`
+/// its Rust type; a value that does not fit (a `u64` above `i64::MAX`) is refused.
+macro_rules! int_cell {
+    ($cell:ident, $wire:ty: $($t:ty),*) => {$(
         impl TableValue for $t {
-            const KIND: ValueKind = ValueKind::Cell(EdmType::Int32);
+            const KIND: ValueKind = ValueKind::Cell(EdmType::$cell);
 
             fn encode(&self, column: &str, row: &mut Row, _: &EncodeOptions) -> Result<()> {
-                row.insert(column, Value::Int32(*self as i32));
-                Ok(())
-            }
-
-            fn decode(row: &mut Row, column: &str) -> Result<Self> {
-                match row.take(column) {
-                    None => Ok(0),
-                    Some(v) => {
-                        let n = integer_of(column, stringify!($t), &v)?;
-                        <$t>::try_from(n).map_err(|_| Error::Decode {
-                            column: column.to_owned(),
-                            expected: stringify!($t).to_owned(),
-                            found: format!("{n}, out of its range"),
-                        })
-                    }
-                }
-            }
-        }
-    )*};
-}
-
-macro_rules! int64_cell {
-    ($($t:ty),*) => {$(
-        impl TableValue for $t {
-            const KIND: ValueKind = ValueKind::Cell(EdmType::Int64);
-
-            fn encode(&self, column: &str, row: &mut Row, _: &EncodeOptions) -> Result<()> {
-                let v = i64::try_from(*self).map_err(|_| Error::InvalidValue {
+                let v = <$wire>::try_from(*self).map_err(|_| Error::InvalidValue {
                     column: column.to_owned(),
                     reason: format!(
                         "{} is above {}, the largest integer the service stores (Edm.Int64); use i64, or keep the value as a String",
                         self, i64::MAX
                     ),
                 })?;
-                row.insert(column, Value::Int64(v));
+                row.insert(column, Value::$cell(v));
                 Ok(())
             }
 
@@ -230,8 +205,9 @@ macro_rules! int64_cell {
     )*};
 }
 
-int32_cell!(i8, i16, i32, u8, u16);
-int64_cell!(i64, u32, isize, usize);
+int_cell!(Int32, i32: i8, i16, i32, u8, u16);
+int_cell!(Int64, i64: i64, u32, isize, usize);
+
 
 impl TableValue for u64 {
     const KIND: ValueKind = ValueKind::Cell(EdmType::Int64);

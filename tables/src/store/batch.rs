@@ -2,7 +2,7 @@
 
 use super::crud::Stamps;
 use super::{now, Store, MAX_PAGE_SIZE};
-use crate::backend::{Continuation, IfMatch, QueryRequest, UpdateMode, WriteOp};
+use crate::backend::{IfMatch, QueryRequest, UpdateMode, WriteOp};
 use crate::entity::{Key, TableEntity};
 use crate::error::{Error, KeyKind, Result};
 use crate::query::Filter;
@@ -117,28 +117,19 @@ impl<T: TableEntity> Store<T> {
     /// fails part way, call it again to finish.
     pub async fn delete_partition(&self, partition_key: &str) -> Result<usize> {
         crate::entity::validate_key(KeyKind::PartitionKey, partition_key)?;
-        self.ensure_created().await?;
         let request = QueryRequest {
             filter: Some(Filter::eq("PartitionKey", Value::String(partition_key.to_owned()))),
             select: Some(vec!["RowKey".to_owned()]),
             top: Some(MAX_PAGE_SIZE),
         };
+        let mut pages = self.pages(request).await?;
         let mut deleted = 0;
-        let mut continuation: Option<Continuation> = None;
-        loop {
-            let page = self
-                .tables
-                .backend
-                .query(&self.table, &request, continuation.as_ref())
-                .await?;
-            for chunk in page.rows.chunks(MAX_TRANSACTION_OPS) {
+        while let Some(rows) = pages.next().await? {
+            for chunk in rows.chunks(MAX_TRANSACTION_OPS) {
                 deleted += self.delete_rows(partition_key, chunk).await?;
             }
-            match page.continuation {
-                Some(c) => continuation = Some(c),
-                None => return Ok(deleted),
-            }
         }
+        Ok(deleted)
     }
 
     /// Deletes up to 100 rows of one partition in one transaction; rows

@@ -33,16 +33,7 @@ impl<T: TableEntity> Store<T> {
     /// One round trip.
     pub async fn get(&self, key: impl Into<Lookup>) -> Result<Option<T>> {
         let key = self.resolve(key)?;
-        self.ensure_created().await?;
-        match self
-            .tables
-            .backend
-            .get(&self.table, &key.partition_key, &key.row_key)
-            .await?
-        {
-            Some(row) => T::from_row(row).map(Some),
-            None => Ok(None),
-        }
+        Ok(self.read(&key).await?.map(|(entity, _)| entity))
     }
 
     /// Reads one row as an entity together with its version (which entities

@@ -327,21 +327,12 @@ impl<T: TableEntity> Store<T> {
         let mut request = self.request_for(&options)?;
         request.select = Some(vec!["RowKey".to_owned()]);
         request.top = Some(1);
-        self.ensure_created().await?;
-        let mut continuation: Option<Continuation> = None;
-        loop {
-            let page = self
-                .tables
-                .backend
-                .query(&self.table, &request, continuation.as_ref())
-                .await?;
-            if !page.rows.is_empty() {
+        let mut pages = self.pages(request).await?;
+        while let Some(rows) = pages.next().await? {
+            if !rows.is_empty() {
                 return Ok(true);
             }
-            match page.continuation {
-                Some(c) => continuation = Some(c),
-                None => return Ok(false),
-            }
         }
+        Ok(false)
     }
 }

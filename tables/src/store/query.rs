@@ -138,30 +138,54 @@ pub fn next_prefix(prefix: &str) -> Option<String> {
     None
 }
 
+/// Walks the pages of one query, following continuations (an empty page
+/// with a continuation is not the end).
+pub(crate) struct Pages<'s> {
+    backend: &'s dyn crate::backend::Backend,
+    table: &'s str,
+    request: QueryRequest,
+    continuation: Option<Continuation>,
+    done: bool,
+}
+
+impl Pages<'_> {
+    /// The next page's rows, or `None` after the last page.
+    pub(crate) async fn next(&mut self) -> Result<Option<Vec<crate::value::Row>>> {
+        if self.done {
+            return Ok(None);
+        }
+        let page = self.backend.query(self.table, &self.request, self.continuation.as_ref()).await?;
+        self.continuation = page.continuation;
+        self.done = self.continuation.is_none();
+        Ok(Some(page.rows))
+    }
+}
+
 impl<T: TableEntity> Store<T> {
+    /// The pages of a request (the table is created first if needed).
+    pub(crate) async fn pages(&self, request: QueryRequest) -> Result<Pages<'_>> {
+        self.ensure_created().await?;
+        Ok(Pages {
+            backend: &*self.tables.backend,
+            table: &self.table,
+            request,
+            continuation: None,
+            done: false,
+        })
+    }
+
     /// Reads every entity the options select, following continuations.
     pub async fn query(&self, options: QueryOptions) -> Result<Vec<T>> {
-        let request = self.request_for(&options)?;
-        self.ensure_created().await?;
+        let limit = options.take.unwrap_or(usize::MAX);
+        let mut pages = self.pages(self.request_for(&options)?).await?;
         let mut out = Vec::new();
-        let mut continuation: Option<Continuation> = None;
-        loop {
-            let page = self
-                .tables
-                .backend
-                .query(&self.table, &request, continuation.as_ref())
-                .await?;
-            for row in page.rows {
-                if options.take.is_some_and(|t| out.len() >= t) {
-                    return Ok(out);
-                }
+        while out.len() < limit {
+            let Some(rows) = pages.next().await? else { break };
+            for row in rows.into_iter().take(limit - out.len()) {
                 out.push(T::from_row(row)?);
             }
-            match page.continuation {
-                Some(c) if options.take.is_none_or(|t| out.len() < t) => continuation = Some(c),
-                _ => return Ok(out),
-            }
         }
+        Ok(out)
     }
 
     /// Counts the rows the options select, reading keys only.
@@ -169,26 +193,14 @@ impl<T: TableEntity> Store<T> {
         let mut request = self.request_for(&options)?;
         request.select = Some(vec!["RowKey".to_owned()]);
         request.top = Some(MAX_PAGE_SIZE);
-        self.ensure_created().await?;
+        let limit = options.take.map_or(u64::MAX, |t| t as u64);
+        let mut pages = self.pages(request).await?;
         let mut n = 0u64;
-        let mut continuation: Option<Continuation> = None;
-        loop {
-            let page = self
-                .tables
-                .backend
-                .query(&self.table, &request, continuation.as_ref())
-                .await?;
-            n += page.rows.len() as u64;
-            if let Some(t) = options.take {
-                if n >= t as u64 {
-                    return Ok(t as u64);
-                }
-            }
-            match page.continuation {
-                Some(c) => continuation = Some(c),
-                None => return Ok(n),
-            }
+        while n < limit {
+            let Some(rows) = pages.next().await? else { break };
+            n += rows.len() as u64;
         }
+        Ok(n.min(limit))
     }
 }
 
