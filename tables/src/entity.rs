@@ -76,6 +76,16 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
         build(&Self::columns())
     }
 
+    /// The files (`#[blob_content]` fields) the entity holds, by column.
+    fn blob_contents(&self) -> Vec<(&'static str, &crate::large::BlobContent)> {
+        Vec::new()
+    }
+
+    /// The files the entity holds, mutably (the store binds them to their blobs).
+    fn blob_contents_mut(&mut self) -> Vec<(&'static str, &mut crate::large::BlobContent)> {
+        Vec::new()
+    }
+
     /// The partial-update builder (generated).
     type Updater: crate::update::UpdateBuilder<Self>;
 
@@ -144,9 +154,22 @@ pub enum ColumnKind {
         encoding: LargeEncoding,
         /// Whether the blob tier may be used.
         offload: bool,
+        /// What the value is.
+        form: LargeForm,
     },
     /// A file stored as a blob, referenced by `{Column}__blob`.
     Blob,
+}
+
+/// What a large value is, and so where its one-cell form lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LargeForm {
+    /// A string: an `Edm.String` cell `{Col}`.
+    Text,
+    /// Bytes: an `Edm.Binary` cell `{Col}`.
+    Bytes,
+    /// A JSON-stored value: `{Col}__Json`.
+    Json,
 }
 
 /// The encoding of a large value's parts (`__enc`).

@@ -74,8 +74,10 @@ pub mod __private {
         decode_binary, decode_json, encode_binary, encode_json, resolve_column, EncodeOptions, TableValue, ValueKind,
     };
     pub use crate::entity::{
-        normalize_id, restore_id, Column, ColumnKind, Key, KeyMode, LargeEncoding, Schema, TableEntity, TableRecord,
+        normalize_id, restore_id, Column, ColumnKind, Key, KeyMode, LargeEncoding, LargeForm, Schema, TableEntity,
+        TableRecord,
     };
+    pub use crate::large::{encode_large_bytes, encode_large_json, encode_large_text};
     pub use crate::error::{Error, Result};
     pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};
     pub use crate::query::typed::{Col, Filterable, JsonCol, LargeCol, Nested, OptCol, SkippedCol};

@@ -163,6 +163,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
     let update_ident = quote::format_ident!("{}Update", ident);
     let update_def = super::typed::builder(cont, &update_ident);
     let set_key_body = super::typed::set_key(cont);
+    let blob_accessors = blob_accessors(cont);
 
     wrap(quote! {
         #id_fn
@@ -231,6 +232,8 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
                 #set_key_body
             }
 
+            #blob_accessors
+
             type Columns = #columns_ty;
 
             fn columns() -> Self::Columns {
@@ -244,4 +247,45 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
             }
         }
     })
+}
+
+/// `blob_contents` and `blob_contents_mut` for entities with `#[blob_content]` fields.
+fn blob_accessors(cont: &Container) -> TokenStream {
+    let p = private();
+    let blobs: Vec<_> = cont
+        .fields
+        .iter()
+        .filter_map(|f| match f.storage {
+            Storage::Blob { optional } => Some((&f.ident, f.column.as_str(), optional)),
+            _ => None,
+        })
+        .collect();
+    if blobs.is_empty() {
+        return quote!();
+    }
+    let push = |mutable: bool| -> Vec<TokenStream> {
+        blobs
+            .iter()
+            .map(|(fi, col, optional)| match (optional, mutable) {
+                (true, false) => quote!(if let #p::Some(__c) = &self.#fi { __out.push((#col, __c)); }),
+                (true, true) => quote!(if let #p::Some(__c) = &mut self.#fi { __out.push((#col, __c)); }),
+                (false, false) => quote!(__out.push((#col, &self.#fi));),
+                (false, true) => quote!(__out.push((#col, &mut self.#fi));),
+            })
+            .collect()
+    };
+    let (shared, exclusive) = (push(false), push(true));
+    quote! {
+        fn blob_contents(&self) -> ::std::vec::Vec<(&'static str, &#p::BlobContent)> {
+            let mut __out = ::std::vec::Vec::new();
+            #(#shared)*
+            __out
+        }
+
+        fn blob_contents_mut(&mut self) -> ::std::vec::Vec<(&'static str, &mut #p::BlobContent)> {
+            let mut __out = ::std::vec::Vec::new();
+            #(#exclusive)*
+            __out
+        }
+    }
 }

@@ -51,14 +51,19 @@ pub(crate) fn column_meta(f: &Field) -> TokenStream {
             quote_spanned!(inner.span()=> #p::ColumnKind::Flatten(<#inner as #p::TableRecord>::COLUMNS)),
             quote!(#optional),
         ),
-        Storage::Large { encoding, offload, .. } => {
+        Storage::Large { encoding, offload, codec } => {
             let enc = match encoding {
                 SplitEncoding::Text => quote!(#p::LargeEncoding::Text),
                 SplitEncoding::Gzip => quote!(#p::LargeEncoding::Gzip),
                 SplitEncoding::Binary => quote!(#p::LargeEncoding::Binary),
             };
+            let form = match codec {
+                LargeCodec::Value => quote!(#p::LargeForm::Text),
+                LargeCodec::Binary { .. } => quote!(#p::LargeForm::Bytes),
+                LargeCodec::Json => quote!(#p::LargeForm::Json),
+            };
             (
-                quote!(#p::ColumnKind::Large { encoding: #enc, offload: #offload }),
+                quote!(#p::ColumnKind::Large { encoding: #enc, offload: #offload, form: #form }),
                 quote!(#is_opt),
             )
         }
@@ -93,11 +98,21 @@ pub(crate) fn encode(f: &Field, naming: Naming) -> TokenStream {
         Storage::Value => quote_spanned! {ty.span()=>
             <#ty as #p::TableValue>::encode(&self.#ident, #col, __row, __opts)?;
         },
-        Storage::Binary { optional }
-        | Storage::Large {
-            codec: LargeCodec::Binary { optional },
-            ..
-        } => {
+        Storage::Large { codec, .. } => {
+            let value = match codec {
+                LargeCodec::Value if ty::option_inner(ty).is_some() => quote!(#p::Option::as_deref(&self.#ident)),
+                LargeCodec::Value => quote!(#p::Some(self.#ident.as_str())),
+                LargeCodec::Binary { optional: true } => quote!(#p::Option::as_deref(&self.#ident)),
+                LargeCodec::Binary { optional: false } => quote!(#p::Some(self.#ident.as_slice())),
+                LargeCodec::Json => quote!(&self.#ident),
+            };
+            match codec {
+                LargeCodec::Value => quote!(#p::encode_large_text(#value, #col, __row);),
+                LargeCodec::Binary { .. } => quote!(#p::encode_large_bytes(#value, #col, __row);),
+                LargeCodec::Json => quote_spanned!(ty.span()=> #p::encode_large_json::<#ty>(#value, #col, __row)?;),
+            }
+        }
+        Storage::Binary { optional } => {
             if *optional {
                 quote! {
                     if let #p::Some(__v) = &self.#ident {
@@ -108,18 +123,8 @@ pub(crate) fn encode(f: &Field, naming: Naming) -> TokenStream {
                 quote!(#p::encode_binary(&self.#ident, #col, __row, __opts)?;)
             }
         }
-        Storage::Json
-        | Storage::Large {
-            codec: LargeCodec::Json,
-            ..
-        } => quote_spanned! {ty.span()=>
+        Storage::Json => quote_spanned! {ty.span()=>
             #p::encode_json::<#ty>(&self.#ident, #col, __row, __opts)?;
-        },
-        Storage::Large {
-            codec: LargeCodec::Value,
-            ..
-        } => quote_spanned! {ty.span()=>
-            <#ty as #p::TableValue>::encode(&self.#ident, #col, __row, __opts)?;
         },
         Storage::Flatten { inner, optional } => {
             let prefix = nested_prefix(&f.column, naming);

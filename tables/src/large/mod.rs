@@ -1,6 +1,11 @@
-//! Large values: files stored as blobs (`BlobContent`) and the reference
-//! cell that points at them.
+//! Large values: values of any size stored losslessly in split cells,
+//! continuation rows or blobs, and files kept as blobs (`BlobContent`).
 
 mod blob_content;
+pub(crate) mod cells;
+pub mod naming;
+pub(crate) mod plan;
 
 pub use blob_content::{decode_blob_ref, encode_blob_ref, BlobContent, BlobRef};
+pub use cells::{encode_large_bytes, encode_large_json, encode_large_text};
+pub use plan::{continuation_key, is_continuation_key, SPLIT_INDEX, SPLIT_OF, SPLIT_PARTS};

@@ -1,0 +1,378 @@
+//! Planning where each large value goes: one cell, split cells on the main
+//! row and continuation rows, or a blob.
+
+use super::blob_content::BlobRef;
+use super::cells::{chunks, fits_one_cell, inline_name, manifest, sha256_hex, stored_bytes};
+use super::naming::blob_name;
+use crate::entity::{Column, ColumnKind, LargeEncoding, LargeForm};
+use crate::error::{Error, Result};
+use crate::store::{MAX_PROPERTIES, MAX_TRANSACTION_OPS, TRANSACTION_BODY_BUDGET};
+use crate::value::{utf16_len, wire, Row, Value};
+
+/// Estimated stored bytes the cells that stay on the main row may take.
+pub const MAIN_ROW_BUDGET: usize = 1_000_000;
+/// Request-body bytes one row may take (the emulator enforces 1 MB per row).
+pub const ROW_WIRE_BUDGET: usize = 960_000;
+/// Column of the main row holding the number of continuation rows.
+pub const SPLIT_PARTS: &str = "_SplitParts";
+/// Column of a continuation row naming its main row's RowKey.
+pub const SPLIT_OF: &str = "_SplitOf";
+/// Column of a continuation row holding its index (1-based).
+pub const SPLIT_INDEX: &str = "_SplitIndex";
+/// Most continuation rows an entity can have (four digits).
+pub const MAX_CONTINUATION_ROWS: usize = 9_999;
+
+/// A large column of an entity type.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LargeColumn {
+    pub(crate) name: &'static str,
+    pub(crate) encoding: LargeEncoding,
+    pub(crate) offload: bool,
+    pub(crate) form: LargeForm,
+}
+
+/// The large columns of a schema.
+pub(crate) fn large_columns(columns: &'static [Column]) -> Vec<LargeColumn> {
+    columns
+        .iter()
+        .filter_map(|c| match c.kind {
+            ColumnKind::Large { encoding, offload, form } => Some(LargeColumn {
+                name: c.name,
+                encoding,
+                offload,
+                form,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The RowKey of continuation row `index` (1-based).
+pub fn continuation_key(row_key: &str, index: usize) -> String {
+    format!("{row_key}~{index:04}")
+}
+
+/// Whether a RowKey has the continuation shape: `~` and exactly four digits at the end.
+pub fn is_continuation_key(row_key: &str) -> bool {
+    let b = row_key.as_bytes();
+    b.len() >= 5 && b[b.len() - 5] == b'~' && b[b.len() - 4..].iter().all(u8::is_ascii_digit)
+}
+
+/// A blob to upload before the rows are written.
+#[derive(Debug, Clone)]
+pub(crate) struct PlannedBlob {
+    pub(crate) column: String,
+    pub(crate) reference: BlobRef,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) content_encoding: Option<String>,
+}
+
+/// The rows and blobs of one entity.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub(crate) main: Row,
+    pub(crate) continuations: Vec<Row>,
+    pub(crate) blobs: Vec<PlannedBlob>,
+}
+
+/// What the planner may use.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) threshold: usize,
+    pub(crate) blobs: bool,
+    /// Operations the transaction carries besides this entity's rows (deletes of stale rows).
+    pub(crate) extra_ops: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tier {
+    Inline,
+    Split,
+    Blob,
+}
+
+struct Candidate {
+    column: LargeColumn,
+    cell: Value,
+    stored: Option<Vec<u8>>,
+    tier: Tier,
+}
+
+impl Candidate {
+    fn stored(&mut self) -> &[u8] {
+        let (cell, encoding) = (&self.cell, self.column.encoding);
+        self.stored.get_or_insert_with(|| stored_bytes(cell, encoding))
+    }
+
+    fn cell_size(&self) -> usize {
+        self.cell.stored_size()
+    }
+}
+
+fn content_type(form: LargeForm) -> &'static str {
+    match form {
+        LargeForm::Text => "text/plain; charset=utf-8",
+        LargeForm::Json => "application/json",
+        LargeForm::Bytes => "application/octet-stream",
+    }
+}
+
+/// Bytes a chunk cell adds to a row: (stored, wire).
+fn chunk_cost(name: &str, value: &Value) -> (usize, usize) {
+    let stored = 8 + 2 * utf16_len(name) + value.stored_size();
+    let wire = match value {
+        Value::String(s) => serde_json::to_string(s).map(|j| j.len()).unwrap_or(s.len() * 6) + name.len() + 4,
+        Value::Binary(b) => b.len().div_ceil(3) * 4 + 2 * name.len() + 40,
+        _ => 64,
+    };
+    (stored, wire)
+}
+
+fn oversized(column: &str, bytes: usize, limit: usize, reason: String) -> Error {
+    Error::OversizedValue {
+        column: column.to_owned(),
+        bytes,
+        limit,
+        reason,
+    }
+}
+
+/// Plans the rows and blobs of `row`, whose large columns hold their full
+/// one-cell form.
+pub(crate) fn plan(table: &str, mut row: Row, columns: &[LargeColumn], limits: Limits) -> Result<Plan> {
+    let mut candidates: Vec<Candidate> = columns
+        .iter()
+        .filter_map(|c| {
+            row.take(&inline_name(c.name, c.form)).map(|cell| Candidate {
+                column: *c,
+                tier: if fits_one_cell(&cell) { Tier::Inline } else { Tier::Split },
+                cell,
+                stored: None,
+            })
+        })
+        .collect();
+    for c in candidates.iter_mut().filter(|c| c.tier == Tier::Split) {
+        if c.stored().len() > limits.threshold && c.column.offload && limits.blobs {
+            c.tier = Tier::Blob;
+        }
+    }
+    loop {
+        // The cells that must stay on the main row.
+        let mut main = row.clone();
+        let mut blobs = Vec::new();
+        let mut any_split = false;
+        for c in candidates.iter_mut() {
+            match c.tier {
+                Tier::Inline => main.insert(inline_name(c.column.name, c.column.form), c.cell.clone()),
+                Tier::Split => {
+                    any_split = true;
+                    let name = c.column.name;
+                    let encoding = c.column.encoding;
+                    let stored = c.stored().to_vec();
+                    let count = chunks(&c.cell, &stored, encoding).len();
+                    for (k, v) in manifest(name, count, &stored, encoding) {
+                        main.insert(k, v);
+                    }
+                }
+                Tier::Blob => {
+                    let column = c.column;
+                    let stored = c.stored().to_vec();
+                    let sha = sha256_hex(&stored);
+                    let reference = BlobRef {
+                        path: blob_name(table, &row.partition_key, &row.row_key, column.name, &sha),
+                        sha256: sha,
+                        length: stored.len() as u64,
+                        content_type: Some(content_type(column.form).to_owned()),
+                        encoding: Some(column.encoding.name().to_owned()),
+                    };
+                    main.insert(
+                        format!("{}__blob", column.name),
+                        Value::String(serde_json::to_string(&reference).unwrap_or_default()),
+                    );
+                    blobs.push(PlannedBlob {
+                        column: column.name.to_owned(),
+                        reference,
+                        content_encoding: (column.encoding == LargeEncoding::Gzip).then(|| "gzip".to_owned()),
+                        bytes: stored,
+                    });
+                }
+            }
+        }
+        if any_split {
+            main.insert(SPLIT_PARTS, Value::Int32(0));
+        }
+        if main.stored_size() > MAIN_ROW_BUDGET {
+            // Move the largest value still in one cell into split form.
+            if let Some(c) = candidates
+                .iter_mut()
+                .filter(|c| c.tier == Tier::Inline)
+                .max_by_key(|c| c.cell_size())
+            {
+                c.tier = Tier::Split;
+                continue;
+            }
+            let (name, size) = main
+                .properties
+                .iter()
+                .map(|(k, v)| (k.clone(), v.stored_size()))
+                .max_by_key(|(_, s)| *s)
+                .unwrap_or_default();
+            return Err(oversized(
+                &name,
+                size,
+                MAIN_ROW_BUDGET,
+                format!(
+                    "the cells that must stay on the main row take {} bytes, over one entity; mark the large fields #[table(split = ..)], or store less in one entity",
+                    main.stored_size()
+                ),
+            ));
+        }
+        if main.properties.len() > MAX_PROPERTIES {
+            let largest = candidates
+                .iter_mut()
+                .filter(|c| c.tier == Tier::Split)
+                .max_by_key(|c| c.cell_size());
+            let (name, size) = largest.map(|c| (c.column.name, c.cell_size())).unwrap_or(("", 0));
+            return Err(oversized(
+                name,
+                size,
+                MAX_PROPERTIES,
+                format!(
+                    "the entity needs {} properties (a split value takes 4 manifest cells on the main row) and the service allows {MAX_PROPERTIES}; store fewer fields in one entity, or lower the offload threshold so the value becomes one blob reference",
+                    main.properties.len()
+                ),
+            ));
+        }
+        // Place the chunks: the main row first, then continuation rows.
+        let mut rows = vec![main];
+        let (mut stored_size, mut wire_size) = (rows[0].stored_size(), wire::wire_size(&rows[0]));
+        for c in candidates.iter_mut().filter(|c| c.tier == Tier::Split) {
+            let name = c.column.name;
+            let encoding = c.column.encoding;
+            let stored = c.stored().to_vec();
+            for (i, chunk) in chunks(&c.cell, &stored, encoding).into_iter().enumerate() {
+                let cell = format!("{name}__c{i}");
+                let (s, w) = chunk_cost(&cell, &chunk);
+                let full = {
+                    let last = rows.last().map(|r| r.properties.len()).unwrap_or(0);
+                    stored_size + s > MAIN_ROW_BUDGET || wire_size + w > ROW_WIRE_BUDGET || last >= MAX_PROPERTIES
+                };
+                if full {
+                    let index = rows.len();
+                    let cont = Row::new(rows[0].partition_key.clone(), continuation_key(&rows[0].row_key, index))
+                        .with(SPLIT_OF, Value::String(rows[0].row_key.clone()))
+                        .with(SPLIT_INDEX, Value::Int32(index as i32));
+                    stored_size = cont.stored_size();
+                    wire_size = wire::wire_size(&cont);
+                    rows.push(cont);
+                }
+                stored_size += s;
+                wire_size += w;
+                if let Some(last) = rows.last_mut() {
+                    last.insert(cell, chunk);
+                }
+            }
+        }
+        let parts = rows.len() - 1;
+        if any_split {
+            rows[0].insert(SPLIT_PARTS, Value::Int32(parts as i32));
+        }
+        let total_wire: usize = rows.iter().map(wire::wire_size).sum::<usize>() + 400 * (rows.len() + limits.extra_ops);
+        if rows.len() + limits.extra_ops <= MAX_TRANSACTION_OPS
+            && total_wire <= TRANSACTION_BODY_BUDGET
+            && parts <= MAX_CONTINUATION_ROWS
+        {
+            let main = rows.remove(0);
+            return Ok(Plan {
+                main,
+                continuations: rows,
+                blobs,
+            });
+        }
+        // Too large for one transaction: offload the largest split value.
+        let offloadable = candidates
+            .iter_mut()
+            .filter(|c| c.tier == Tier::Split && c.column.offload && limits.blobs)
+            .max_by_key(|c| c.cell_size());
+        match offloadable {
+            Some(c) => c.tier = Tier::Blob,
+            None => {
+                let largest = candidates
+                    .iter_mut()
+                    .filter(|c| c.tier == Tier::Split)
+                    .max_by_key(|c| c.cell_size());
+                let (name, bytes, offload) = match largest {
+                    Some(c) => {
+                        let offload = c.column.offload;
+                        (c.column.name, c.stored().len(), offload)
+                    }
+                    None => ("", total_wire, true),
+                };
+                let reason = if !offload {
+                    "the value does not fit one entity-group transaction (100 rows, 4 MiB) and the field is #[table(offload = \"never\")]: allow offload, or store less".to_owned()
+                } else {
+                    "the value does not fit one entity-group transaction (100 rows, 4 MiB) and no blob container is configured: configure blob offload (Tables::with_blobs), or store less".to_owned()
+                };
+                return Err(oversized(name, bytes, TRANSACTION_BODY_BUDGET, reason));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BODY: LargeColumn = LargeColumn {
+        name: "Body",
+        encoding: LargeEncoding::Text,
+        offload: true,
+        form: LargeForm::Text,
+    };
+    const LIMITS: Limits = Limits {
+        threshold: 3_145_728,
+        blobs: true,
+        extra_ops: 0,
+    };
+
+    fn row_with(text: &str) -> Row {
+        Row::new("p", "r").with("Body", Value::String(text.to_owned())).with("Title", Value::String("t".into()))
+    }
+
+    #[test]
+    fn tiers_by_size() {
+        let inline = plan("T", row_with(&"a".repeat(32_767)), &[BODY], LIMITS).unwrap();
+        assert!(inline.main.get("Body").is_some() && inline.continuations.is_empty() && inline.blobs.is_empty());
+
+        let split = plan("T", row_with(&"a".repeat(32_768)), &[BODY], LIMITS).unwrap();
+        assert!(split.main.get("Body").is_none());
+        assert_eq!(split.main.get("Body__chunks"), Some(&Value::Int32(2)));
+        assert_eq!(split.main.get(SPLIT_PARTS), Some(&Value::Int32(0)));
+
+        let rows = plan("T", row_with(&"a".repeat(2_000_000)), &[BODY], LIMITS).unwrap();
+        assert!(!rows.continuations.is_empty());
+        assert_eq!(rows.main.get(SPLIT_PARTS), Some(&Value::Int32(rows.continuations.len() as i32)));
+        assert_eq!(rows.continuations[0].row_key, "r~0001");
+        assert_eq!(rows.continuations[0].get(SPLIT_OF), Some(&Value::String("r".into())));
+
+        let blob = plan("T", row_with(&"a".repeat(3_145_729)), &[BODY], LIMITS).unwrap();
+        assert_eq!(blob.blobs.len(), 1);
+        assert!(blob.main.get("Body__blob").is_some() && blob.main.get("Body__chunks").is_none());
+    }
+
+    #[test]
+    fn refusals_name_the_column() {
+        let never = LargeColumn { offload: false, ..BODY };
+        let err = plan("T", row_with(&"€".repeat(1_500_000)), &[never], LIMITS).unwrap_err();
+        assert!(matches!(&err, Error::OversizedValue { column, .. } if column == "Body"), "{err}");
+        let no_blobs = Limits { blobs: false, ..LIMITS };
+        let err = plan("T", row_with(&"a".repeat(5_000_000)), &[BODY], no_blobs).unwrap_err();
+        assert!(err.to_string().contains("no blob container"), "{err}");
+    }
+
+    #[test]
+    fn continuation_keys() {
+        assert!(is_continuation_key("r~0001") && is_continuation_key("a~b~0042"));
+        assert!(!is_continuation_key("a~b") && !is_continuation_key("x~12") && !is_continuation_key("a~0001x"));
+    }
+}
