@@ -118,7 +118,7 @@ fn sample() -> Order {
 
 const MAX_CELL_BYTES: usize = 65_535;
 
-fn hand_string(row: &mut Row, column: &str, s: &String) -> Result<(), Error> {
+fn hand_string(row: &mut Row, column: &str, s: &str) -> Result<(), Error> {
     // UTF-16 units never exceed UTF-8 bytes: a short string needs no count.
     if s.len() * 2 > MAX_CELL_BYTES && s.encode_utf16().count() * 2 > MAX_CELL_BYTES {
         return Err(Error::InvalidValue {
@@ -126,7 +126,7 @@ fn hand_string(row: &mut Row, column: &str, s: &String) -> Result<(), Error> {
             reason: "too large for one cell".into(),
         });
     }
-    row.properties.insert(column.to_owned(), Value::String(s.clone()));
+    row.properties.insert(column.to_owned(), Value::String(s.to_owned()));
     Ok(())
 }
 
@@ -460,9 +460,12 @@ fn time_loop(iterations: u32, mut f: impl FnMut()) -> Duration {
     start.elapsed()
 }
 
+/// One route's round trip, timed in a loop.
+type Route<'a> = Box<dyn FnMut() + 'a>;
+
 fn manual_timing(o: &Order) {
     let opts = EncodeOptions::default();
-    let mut routes: Vec<(&str, Box<dyn FnMut() + '_>)> = vec![
+    let mut routes: [(&str, Route<'_>); 3] = [
         (
             "derive",
             Box::new(|| drop(black_box(derive_round_trip(black_box(o), &opts)))),
@@ -476,21 +479,11 @@ fn manual_timing(o: &Order) {
             Box::new(|| drop(black_box(generic_round_trip(black_box(o))))),
         ),
     ];
-    if std::env::var_os("CODEC_PROPOSED").is_some() {
-        routes.push((
-            "proposed codegen",
-            Box::new(|| {
-                drop(black_box(
-                    proposed::from_row(proposed::to_row(black_box(o), &opts).unwrap()).unwrap(),
-                ))
-            }),
-        ));
-    }
     for (_, f) in routes.iter_mut() {
         time_loop(WARM_UP, f);
     }
     // Interleaved rounds; the best round of each route is its figure.
-    let mut best = vec![Duration::MAX; routes.len()];
+    let mut best = [Duration::MAX; 3];
     for _ in 0..ROUNDS {
         for (i, (_, f)) in routes.iter_mut().enumerate() {
             best[i] = best[i].min(time_loop(ITERATIONS, f));
@@ -519,114 +512,16 @@ fn manual_timing(o: &Order) {
         "  derive / generic serde = {vs_generic:.2} (target < 1.0) {}",
         if vs_generic < 1.0 { "MET" } else { "MISSED" }
     );
-    if ns.len() > 3 {
-        println!("  proposed / hand-written = {:.2}x", ns[3] / h);
-    }
 }
 
 fn main() {
     let order = sample();
     check_routes_agree(&order);
-    if let Ok(which) = std::env::var("CODEC_PROFILE") {
-        let opts = EncodeOptions::default();
-        let n: u32 = std::env::var("CODEC_PROFILE_N")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(2_000_000);
-        for _ in 0..n {
-            match which.as_str() {
-                "derive" => drop(black_box(derive_round_trip(black_box(&order), &opts))),
-                "hand" => drop(black_box(hand_round_trip(black_box(&order)))),
-                "generic" => drop(black_box(generic_round_trip(black_box(&order)))),
-                "proposed" => drop(black_box(
-                    proposed::from_row(proposed::to_row(black_box(&order), &opts).unwrap()).unwrap(),
-                )),
-                _ => {}
-            }
-        }
-        return;
-    }
     let mut c = Criterion::default().configure_from_args();
     criterion_groups(&mut c, &order);
     c.final_summary();
     // `cargo bench` passes `--bench`; `cargo test` does not, and runs each bench once.
     if std::env::args().any(|a| a == "--bench") {
         manual_timing(&order);
-    }
-}
-
-// TEMP: the derive's generated code with two codegen changes (reused name buffer in records, moved keys).
-#[allow(dead_code)]
-mod proposed {
-    use super::*;
-    use unified_tables::TableValue;
-
-    fn write_address(a: &Address, prefix: &str, row: &mut Row, opts: &EncodeOptions) -> Result<(), Error> {
-        let mut name = String::with_capacity(prefix.len() + 32);
-        name.push_str(prefix);
-        name.push_str("Street");
-        a.street.encode(&name, row, opts)?;
-        name.truncate(prefix.len());
-        name.push_str("City");
-        a.city.encode(&name, row, opts)?;
-        name.truncate(prefix.len());
-        name.push_str("Zip");
-        a.zip.encode(&name, row, opts)?;
-        Ok(())
-    }
-
-    fn read_address(row: &mut Row, prefix: &str) -> Result<Address, Error> {
-        let mut name = String::with_capacity(prefix.len() + 32);
-        name.push_str(prefix);
-        name.push_str("Street");
-        let street = String::decode(row, &name)?;
-        name.truncate(prefix.len());
-        name.push_str("City");
-        let city = String::decode(row, &name)?;
-        name.truncate(prefix.len());
-        name.push_str("Zip");
-        let zip = String::decode(row, &name)?;
-        Ok(Address { street, city, zip })
-    }
-
-    pub(super) fn to_row(o: &Order, opts: &EncodeOptions) -> Result<Row, Error> {
-        let key = o.key();
-        let mut row = Row::new(key.partition_key, key.row_key);
-        let r = &mut row;
-        o.title.encode("Title", r, opts)?;
-        o.note.encode("Note", r, opts)?;
-        o.total_cents.encode("TotalCents", r, opts)?;
-        o.quantity.encode("Quantity", r, opts)?;
-        o.weight_kg.encode("WeightKg", r, opts)?;
-        o.paid.encode("Paid", r, opts)?;
-        o.placed_at.encode("PlacedAt", r, opts)?;
-        o.status.encode("Status", r, opts)?;
-        o.tracking.encode("Tracking", r, opts)?;
-        o.coupon.encode("Coupon", r, opts)?;
-        write_address(&o.ship_to, "ShipTo_", r, opts)?;
-        o.tags.encode("Tags", r, opts)?;
-        Ok(row)
-    }
-
-    pub(super) fn from_row(mut row: Row) -> Result<Order, Error> {
-        let pk = std::mem::take(&mut row.partition_key);
-        let rk = std::mem::take(&mut row.row_key);
-        let r = &mut row;
-        Ok(Order {
-            customer: pk,
-            order_no: rk,
-            title: String::decode(r, "Title")?,
-            note: String::decode(r, "Note")?,
-            total_cents: i64::decode(r, "TotalCents")?,
-            quantity: i32::decode(r, "Quantity")?,
-            weight_kg: f64::decode(r, "WeightKg")?,
-            paid: bool::decode(r, "Paid")?,
-            placed_at: DateTime::decode(r, "PlacedAt")?,
-            status: Status::decode(r, "Status")?,
-            tracking: Uuid::decode(r, "Tracking")?,
-            coupon: Option::<String>::decode(r, "Coupon")?,
-            ship_to: read_address(r, "ShipTo_")?,
-            tags: Vec::<String>::decode(r, "Tags")?,
-        })
     }
 }

@@ -62,7 +62,7 @@ pub use error::{Error, KeyKind, Result};
 pub use large::BlobContent;
 pub use stamp::{KeyPart, Stamp};
 pub use store::{Concurrency, Count, Cursor, EntityPage, Lookup, Outcome, QueryOptions, Store, StoreOptions};
-pub use tables::Tables;
+pub use tables::{BlobOptions, Tables};
 pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord};
 pub use value::wire;
 pub use value::{cmp_utf16, utf16_len, DateTime, ETag, EdmType, Guid, ParseGuidError, Row, Value};

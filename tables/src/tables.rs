@@ -4,7 +4,9 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use crate::backend::{memory::MemoryBackend, Backend};
+use crate::backend::blob::BlobBackend;
+use crate::backend::memory::{MemoryBackend, MemoryBlobBackend};
+use crate::backend::Backend;
 use crate::entity::TableEntity;
 use crate::store::{Store, StoreOptions};
 
@@ -21,6 +23,44 @@ pub struct Tables {
     pub(crate) backend: Arc<dyn Backend>,
     pub(crate) options: StoreOptions,
     pub(crate) created: Arc<Mutex<HashSet<String>>>,
+    pub(crate) blobs: Option<Arc<Blobs>>,
+}
+
+/// Where large values and files go when they leave the table.
+#[derive(Debug, Clone)]
+pub struct BlobOptions {
+    /// The container (default `unified-tables-values`). The container is the
+    /// library's: do not put other blobs in it.
+    pub container: String,
+    /// Encoded size above which a large value goes to a blob (default 3,145,728 bytes).
+    pub threshold_bytes: usize,
+    /// How old a released blob must be before a replace or delete removes it
+    /// (default 5 minutes, measured on the service's clock); younger ones are
+    /// left to the orphan sweep.
+    pub cleanup_grace: std::time::Duration,
+}
+
+impl Default for BlobOptions {
+    fn default() -> Self {
+        BlobOptions {
+            container: "unified-tables-values".into(),
+            threshold_bytes: 3_145_728,
+            cleanup_grace: std::time::Duration::from_secs(300),
+        }
+    }
+}
+
+/// A blob backend and its options.
+pub(crate) struct Blobs {
+    pub(crate) backend: Arc<dyn BlobBackend>,
+    pub(crate) options: BlobOptions,
+    pub(crate) container_ready: tokio::sync::OnceCell<()>,
+}
+
+impl fmt::Debug for Blobs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Blobs").field("backend", &self.backend).field("options", &self.options).finish()
+    }
 }
 
 impl fmt::Debug for Tables {
@@ -28,14 +68,32 @@ impl fmt::Debug for Tables {
         f.debug_struct("Tables")
             .field("backend", &self.backend)
             .field("options", &self.options)
+            .field("blobs", &self.blobs)
             .finish()
     }
 }
 
 impl Tables {
-    /// A fresh in-memory backend that answers as the service does.
+    /// A fresh in-memory backend that answers as the service does, with an
+    /// in-memory blob store for large values and files.
     pub fn memory() -> Tables {
-        Tables::with_backend(MemoryBackend::new())
+        Tables::with_backend(MemoryBackend::new()).with_blobs(MemoryBlobBackend::new(), BlobOptions::default())
+    }
+
+    /// Stores large values and files in `backend` (blob offload).
+    pub fn with_blobs(mut self, backend: impl BlobBackend, options: BlobOptions) -> Tables {
+        self.blobs = Some(Arc::new(Blobs {
+            backend: Arc::new(backend),
+            options,
+            container_ready: tokio::sync::OnceCell::new(),
+        }));
+        self
+    }
+
+    /// No blob offload: a value that would need a blob is refused.
+    pub fn without_blobs(mut self) -> Tables {
+        self.blobs = None;
+        self
     }
 
     /// Tables over any backend (for example a decorator around another).
@@ -49,6 +107,7 @@ impl Tables {
             backend,
             options: StoreOptions::default(),
             created: Arc::new(Mutex::new(HashSet::new())),
+            blobs: None,
         }
     }
 

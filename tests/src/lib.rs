@@ -14,10 +14,11 @@ pub mod scenarios;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use unified_tables::backend::azure::AzureBackend;
+use unified_tables::backend::azure::{AzureBackend, AzureBlobBackend};
+use unified_tables::backend::blob::BlobBackend;
 use unified_tables::backend::counting::{CountingBackend, Counts};
-use unified_tables::backend::memory::MemoryBackend;
-use unified_tables::{Backend, StoreOptions, Tables};
+use unified_tables::backend::memory::{MemoryBackend, MemoryBlobBackend};
+use unified_tables::{Backend, BlobOptions, StoreOptions, Tables};
 
 /// The environment variable holding the Azure / Azurite connection string.
 pub const CONNECTION_VAR: &str = "UNIFIED_TABLES_TEST_CONNECTION";
@@ -45,6 +46,8 @@ pub struct Env {
     pub counter: CountingBackend<Arc<dyn Backend>>,
     /// A fresh table name for this scenario.
     pub table: String,
+    /// The blob backend large values and files go to.
+    pub blobs: Option<Arc<dyn BlobBackend>>,
 }
 
 impl Env {
@@ -100,19 +103,34 @@ pub fn unique_table(hint: &str) -> String {
     format!("t{clean}{run:08x}{n}")
 }
 
-fn env_over(kind: Kind, backend: Arc<dyn Backend>, hint: &str) -> Env {
+fn env_over(kind: Kind, backend: Arc<dyn Backend>, blobs: Option<Arc<dyn BlobBackend>>, hint: &str) -> Env {
     let counter = CountingBackend::new(backend);
+    let mut tables = Tables::with_backend(counter.clone());
+    if let Some(b) = &blobs {
+        tables = tables.with_blobs(b.clone(), blob_options());
+    }
     Env {
         kind,
-        tables: Tables::with_backend(counter.clone()),
+        tables,
         counter,
         table: unique_table(hint),
+        blobs,
+    }
+}
+
+/// Blob options for tests: a container of this run, the default threshold and grace.
+pub fn blob_options() -> BlobOptions {
+    static RUN: OnceLock<u32> = OnceLock::new();
+    let run = *RUN.get_or_init(rand::random::<u32>);
+    BlobOptions {
+        container: format!("values-{run:08x}"),
+        ..BlobOptions::default()
     }
 }
 
 /// An environment on a fresh in-memory backend.
 pub fn memory_env(hint: &str) -> Env {
-    env_over(Kind::Memory, Arc::new(MemoryBackend::new()), hint)
+    env_over(Kind::Memory, Arc::new(MemoryBackend::new()), Some(Arc::new(MemoryBlobBackend::new())), hint)
 }
 
 fn required() -> bool {
@@ -141,7 +159,11 @@ pub async fn azure_env(hint: &str) -> Option<Env> {
         Ok(b) => b,
         Err(e) => return skip(&format!("the connection string is not usable: {e}")),
     };
-    let env = env_over(Kind::Azure, Arc::new(backend), hint);
+    let blobs: Option<Arc<dyn BlobBackend>> = match AzureBlobBackend::from_connection_string(&connection) {
+        Ok(b) => Some(Arc::new(b)),
+        Err(e) => return skip(&format!("the connection string has no usable blob endpoint: {e}")),
+    };
+    let env = env_over(Kind::Azure, Arc::new(backend), blobs, hint);
     // Probe once per process so an unreachable emulator is reported clearly.
     static PROBE: tokio::sync::OnceCell<Result<(), String>> = tokio::sync::OnceCell::const_new();
     let probe = PROBE

@@ -374,3 +374,51 @@ impl Event {
         }
     }
 }
+
+/// A document with large values of every kind and a file.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+pub struct Document {
+    #[table(partition_key)]
+    pub pk: String,
+    #[table(row_key)]
+    pub rk: String,
+    pub title: String,
+    #[table(split = "text")]
+    pub body: String,
+    #[table(split = "gzip")]
+    pub notes: Option<String>,
+    #[table(split = "binary")]
+    pub data: Vec<u8>,
+    #[table(split = "gzip")]
+    pub lines: Vec<String>,
+    #[table(split = "text", offload = "never")]
+    pub local: String,
+    #[blob_content]
+    pub attachment: Option<unified_tables::BlobContent>,
+    #[table(etag)]
+    pub etag: Option<ETag>,
+}
+
+impl Document {
+    /// A small document.
+    pub fn new(pk: &str, rk: &str) -> Document {
+        Document {
+            pk: pk.into(),
+            rk: rk.into(),
+            title: "doc".into(),
+            body: String::new(),
+            notes: None,
+            data: Vec::new(),
+            lines: Vec::new(),
+            local: String::new(),
+            attachment: None,
+            etag: None,
+        }
+    }
+
+    /// Equality of the stored values (files compared by hash and length).
+    pub fn same(&self, other: &Document) -> bool {
+        let strip = |d: &Document| Document { etag: None, attachment: None, ..d.clone() };
+        strip(self) == strip(other)
+    }
+}

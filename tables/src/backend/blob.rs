@@ -115,3 +115,38 @@ pub trait BlobBackend: Send + Sync + fmt::Debug + 'static {
     /// The service's clock (from a response `Date` header), at one-second resolution.
     async fn now(&self) -> Result<DateTime>;
 }
+
+#[async_trait]
+impl<B: BlobBackend + ?Sized> BlobBackend for std::sync::Arc<B> {
+    async fn create_container(&self, container: &str) -> Result<()> {
+        (**self).create_container(container).await
+    }
+    async fn put(&self, container: &str, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
+        (**self).put(container, name, bytes, options).await
+    }
+    async fn get(&self, container: &str, name: &str, range: Option<Range<u64>>) -> Result<Option<(BlobProperties, Vec<u8>)>> {
+        (**self).get(container, name, range).await
+    }
+    async fn properties(&self, container: &str, name: &str) -> Result<Option<BlobProperties>> {
+        (**self).properties(container, name).await
+    }
+    async fn touch(&self, container: &str, name: &str) -> Result<BlobProperties> {
+        (**self).touch(container, name).await
+    }
+    async fn delete(&self, container: &str, name: &str, condition: BlobCondition) -> Result<bool> {
+        (**self).delete(container, name, condition).await
+    }
+    async fn list(
+        &self,
+        container: &str,
+        prefix: &str,
+        delimiter: Option<&str>,
+        marker: Option<&str>,
+        max_results: u32,
+    ) -> Result<BlobListing> {
+        (**self).list(container, prefix, delimiter, marker, max_results).await
+    }
+    async fn now(&self) -> Result<DateTime> {
+        (**self).now().await
+    }
+}

@@ -208,7 +208,6 @@ macro_rules! int_cell {
 int_cell!(Int32, i32: i8, i16, i32, u8, u16);
 int_cell!(Int64, i64: i64, u32, isize, usize);
 
-
 impl TableValue for u64 {
     const KIND: ValueKind = ValueKind::Cell(EdmType::Int64);
 
@@ -300,14 +299,31 @@ fn datetime_of(column: &str, value: Value) -> Result<DateTime> {
     }
 }
 
+/// Refuses an instant past the last storable tick, which the conversion to
+/// `DateTime` would otherwise clamp to 9999-12-31T23:59:59.9999999Z.
+fn check_not_after_max(column: &str, unix_nanos: i128) -> Result<()> {
+    if unix_nanos < DateTime::MAX.unix_nanos() + 100 {
+        return Ok(());
+    }
+    Err(Error::InvalidValue {
+        column: column.to_owned(),
+        reason: format!(
+            "the instant {} s after the Unix epoch is outside the range the service stores (1601-01-01T00:00:00Z to 9999-12-31T23:59:59.9999999Z); use Option and None for 'no date'",
+            unix_nanos.div_euclid(1_000_000_000)
+        ),
+    })
+}
+
 macro_rules! datetime_cell {
-    ($t:ty) => {
+    ($t:ty, $unix_nanos:expr) => {
         impl TableValue for $t {
             const KIND: ValueKind = ValueKind::Cell(EdmType::DateTime);
 
             fn encode(&self, column: &str, row: &mut Row, _: &EncodeOptions) -> Result<()> {
-                let t = DateTime::from(*self);
                 // Values far outside the range clamp in the conversion; compare the raw instant too.
+                let unix_nanos: fn(&$t) -> i128 = $unix_nanos;
+                check_not_after_max(column, unix_nanos(self))?;
+                let t = DateTime::from(*self);
                 row.insert(column, Value::DateTime(check_storable(column, t)?));
                 Ok(())
             }
@@ -338,11 +354,19 @@ impl TableValue for DateTime {
     }
 }
 
-datetime_cell!(std::time::SystemTime);
+datetime_cell!(
+    std::time::SystemTime,
+    |t| match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(e) => -(e.duration().as_nanos() as i128),
+    }
+);
 #[cfg(feature = "chrono")]
-datetime_cell!(chrono::DateTime<chrono::Utc>);
+datetime_cell!(chrono::DateTime<chrono::Utc>, |t| {
+    i128::from(t.timestamp()) * 1_000_000_000 + i128::from(t.timestamp_subsec_nanos())
+});
 #[cfg(feature = "time")]
-datetime_cell!(time::OffsetDateTime);
+datetime_cell!(time::OffsetDateTime, |t| t.unix_timestamp_nanos());
 
 fn guid_of(column: &str, value: Value) -> Result<Guid> {
     match value {

@@ -1,10 +1,19 @@
-use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::sync::Arc;
 
+use futures::stream::{self, Stream};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::backend::blob::BlobBackend;
 use crate::error::{Error, Result};
 use crate::value::{Row, Value};
 
 /// Suffix of a blob-reference cell.
 pub(crate) const BLOB_SUFFIX: &str = "__blob";
+
+/// Bytes fetched per request when a file is streamed.
+const READ_CHUNK: u64 = 4 * 1024 * 1024;
 
 /// The reference cell `{Col}__blob`: where a value's blob is and how to check it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,23 +33,67 @@ pub struct BlobRef {
     pub encoding: Option<String>,
 }
 
+/// Where a stored content can be read from.
+#[derive(Clone)]
+pub(crate) struct BlobSource {
+    pub(crate) backend: Arc<dyn BlobBackend>,
+    pub(crate) container: String,
+}
+
 /// A file kept in blob storage, referenced from its row by `{Col}__blob`.
 ///
-/// A field of this type is marked `#[blob_content]`. Reading the entity
-/// never downloads the file: the content carries only the reference.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A field of this type is marked `#[blob_content]`. Writing the entity
+/// uploads new content (once, create-only) before the row is written;
+/// reading the entity never downloads it: call [`BlobContent::open`].
+///
+/// ```
+/// use unified_tables::BlobContent;
+/// let c = BlobContent::from_bytes(b"%PDF-1.7 ...".to_vec(), "application/pdf");
+/// assert_eq!(c.len(), Some(12));
+/// ```
+#[derive(Clone)]
 pub struct BlobContent {
-    pending: Option<(Vec<u8>, Option<String>)>,
+    pending: Option<(Arc<Vec<u8>>, Option<String>)>,
     stored: Option<BlobRef>,
+    source: Option<BlobSource>,
+}
+
+impl fmt::Debug for BlobContent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlobContent")
+            .field("pending_bytes", &self.pending.as_ref().map(|(b, _)| b.len()))
+            .field("stored", &self.stored)
+            .finish()
+    }
+}
+
+impl PartialEq for BlobContent {
+    /// Two contents are equal when they hold the same bytes (by hash once stored).
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.stored, &other.stored, &self.pending, &other.pending) {
+            (_, _, Some((a, _)), Some((b, _))) => a == b,
+            (Some(a), Some(b), None, None) => a.sha256 == b.sha256 && a.length == b.length,
+            _ => false,
+        }
+    }
 }
 
 impl BlobContent {
     /// New content to upload on the next write.
     pub fn from_bytes(bytes: impl Into<Vec<u8>>, content_type: impl Into<String>) -> BlobContent {
         BlobContent {
-            pending: Some((bytes.into(), Some(content_type.into()))),
+            pending: Some((Arc::new(bytes.into()), Some(content_type.into()))),
             stored: None,
+            source: None,
         }
+    }
+
+    /// New content read once from a forward-only reader. The bytes are kept,
+    /// so a retried write stores exactly the same bytes.
+    pub fn from_reader(mut reader: impl std::io::Read, content_type: impl Into<String>) -> std::io::Result<BlobContent> {
+        let mut bytes = Vec::new();
+        reader.read_to_end(&mut bytes)?;
+        Ok(BlobContent::from_bytes(bytes, content_type))
     }
 
     /// The stored reference, once the content has been written or read.
@@ -50,9 +103,9 @@ impl BlobContent {
 
     /// The length in bytes, when known.
     pub fn len(&self) -> Option<u64> {
-        match (&self.stored, &self.pending) {
-            (Some(r), _) => Some(r.length),
-            (None, Some((b, _))) => Some(b.len() as u64),
+        match (&self.pending, &self.stored) {
+            (Some((b, _)), _) => Some(b.len() as u64),
+            (None, Some(r)) => Some(r.length),
             _ => None,
         }
     }
@@ -61,27 +114,155 @@ impl BlobContent {
     pub fn is_empty(&self) -> bool {
         self.len() == Some(0)
     }
+
+    /// The lower-case hex SHA-256 of the content, once written (or read).
+    pub fn sha256(&self) -> Option<&str> {
+        self.stored.as_ref().map(|r| r.sha256.as_str())
+    }
+
+    /// The content type.
+    pub fn content_type(&self) -> Option<&str> {
+        match (&self.pending, &self.stored) {
+            (Some((_, t)), _) => t.as_deref(),
+            (None, Some(r)) => r.content_type.as_deref(),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn pending(&self) -> Option<(&Arc<Vec<u8>>, Option<&str>)> {
+        self.pending.as_ref().map(|(b, t)| (b, t.as_deref()))
+    }
+
+    pub(crate) fn source(&self) -> Option<&BlobSource> {
+        self.source.as_ref()
+    }
+
+    /// Records that the content is stored at `reference`, readable through `source`.
+    pub(crate) fn mark_stored(&mut self, reference: BlobRef, source: BlobSource) {
+        self.pending = None;
+        self.stored = Some(reference);
+        self.source = Some(source);
+    }
+
+    pub(crate) fn bind(&mut self, source: BlobSource) {
+        if self.pending.is_none() {
+            self.source = Some(source);
+        }
+    }
+
+    /// Streams the content lazily, in chunks. The SHA-256 is checked before
+    /// the last chunk is handed out: changed or damaged content fails with
+    /// [`Error::Integrity`] instead of being returned, and a blob deleted
+    /// since the entity was read is an [`Error::Integrity`] saying the row may
+    /// have changed.
+    pub fn open(&self) -> impl Stream<Item = Result<Vec<u8>>> + Send + 'static {
+        enum State {
+            Pending(Arc<Vec<u8>>, bool),
+            Remote {
+                source: BlobSource,
+                reference: BlobRef,
+                offset: u64,
+                hasher: Sha256,
+                done: bool,
+            },
+            Failed(Option<Error>),
+        }
+        let state = match (&self.pending, &self.stored, &self.source) {
+            (Some((bytes, _)), _, _) => State::Pending(bytes.clone(), false),
+            (None, Some(reference), Some(source)) => State::Remote {
+                source: source.clone(),
+                reference: reference.clone(),
+                offset: 0,
+                hasher: Sha256::new(),
+                done: false,
+            },
+            (None, Some(reference), None) => State::Failed(Some(Error::BlobOffloadNotConfigured {
+                column: reference.path.clone(),
+            })),
+            (None, None, _) => State::Failed(Some(Error::Integrity {
+                column: String::new(),
+                reason: "the content holds no bytes and no reference".into(),
+            })),
+        };
+        stream::try_unfold(state, |state| async move {
+            match state {
+                State::Failed(e) => match e {
+                    Some(e) => Err(e),
+                    None => Ok(None),
+                },
+                State::Pending(_, true) => Ok(None),
+                State::Pending(bytes, false) => Ok(Some(((*bytes).clone(), State::Pending(bytes, true)))),
+                State::Remote { done: true, .. } => Ok(None),
+                State::Remote {
+                    source,
+                    reference,
+                    offset,
+                    mut hasher,
+                    ..
+                } => {
+                    let gone = || Error::Integrity {
+                        column: reference.path.clone(),
+                        reason: "the blob is gone; the row may have changed since it was read: read the entity again".into(),
+                    };
+                    let end = (offset + READ_CHUNK).min(reference.length);
+                    let range = if reference.length == 0 { None } else { Some(offset..end) };
+                    let (_, bytes) = source
+                        .backend
+                        .get(&source.container, &reference.path, range)
+                        .await?
+                        .ok_or_else(gone)?;
+                    if bytes.len() as u64 != end - offset {
+                        return Err(Error::Integrity {
+                            column: reference.path.clone(),
+                            reason: format!("the blob is {} bytes shorter than its reference says", end - offset - bytes.len() as u64),
+                        });
+                    }
+                    hasher.update(&bytes);
+                    let last = end >= reference.length;
+                    if last {
+                        let actual: String = hasher.clone().finalize().iter().map(|b| format!("{b:02x}")).collect();
+                        if actual != reference.sha256 {
+                            return Err(Error::Integrity {
+                                column: reference.path.clone(),
+                                reason: format!("SHA-256 mismatch: the reference says {}, the blob hashes to {actual}", reference.sha256),
+                            });
+                        }
+                    }
+                    Ok(Some((
+                        bytes,
+                        State::Remote {
+                            source,
+                            reference,
+                            offset: end,
+                            hasher,
+                            done: last,
+                        },
+                    )))
+                }
+            }
+        })
+    }
+
+    /// Reads the whole content (see [`BlobContent::open`]).
+    pub async fn read_all(&self) -> Result<Vec<u8>> {
+        use futures::TryStreamExt;
+        let parts: Vec<Vec<u8>> = self.open().try_collect().await?;
+        Ok(parts.concat())
+    }
 }
 
-/// Writes the reference cell of a blob field. Content that has not been
-/// uploaded yet needs a store with a blob container.
+/// Writes the reference cell of a stored blob field. Content not uploaded
+/// yet writes nothing here: the store uploads it and writes the reference.
 pub fn encode_blob_ref(content: Option<&BlobContent>, column: &str, row: &mut Row) -> Result<()> {
-    let Some(content) = content else {
-        return Ok(());
-    };
-    match &content.stored {
-        Some(r) if content.pending.is_none() => {
-            let json = serde_json::to_string(r).map_err(|e| Error::InvalidValue {
-                column: column.to_owned(),
-                reason: e.to_string(),
-            })?;
-            row.insert(format!("{column}{BLOB_SUFFIX}"), Value::String(json));
-            Ok(())
-        }
-        _ => Err(Error::BlobOffloadNotConfigured {
+    let Some(content) = content else { return Ok(()) };
+    if let (Some(r), None) = (&content.stored, &content.pending) {
+        let json = serde_json::to_string(r).map_err(|e| Error::InvalidValue {
             column: column.to_owned(),
-        }),
+            reason: e.to_string(),
+        })?;
+        row.insert(format!("{column}{BLOB_SUFFIX}"), Value::String(json));
     }
+    Ok(())
 }
 
 /// Reads the reference cell of a blob field (no download).
@@ -90,16 +271,22 @@ pub fn decode_blob_ref(row: &mut Row, column: &str) -> Result<Option<BlobContent
     match row.take(&name) {
         None => Ok(None),
         Some(Value::String(json)) => {
-            let r: BlobRef = serde_json::from_str(&json).map_err(|e| Error::Decode {
-                column: name,
-                expected: "a blob reference (JSON with path, sha256, length)".into(),
-                found: e.to_string(),
-            })?;
+            let r = parse_ref(&name, &json)?;
             Ok(Some(BlobContent {
                 pending: None,
                 stored: Some(r),
+                source: None,
             }))
         }
         Some(other) => Err(crate::codec::type_mismatch(&name, "a blob reference", &other)),
     }
+}
+
+/// Parses a reference cell.
+pub(crate) fn parse_ref(column: &str, json: &str) -> Result<BlobRef> {
+    serde_json::from_str(json).map_err(|e| Error::Decode {
+        column: column.to_owned(),
+        expected: "a blob reference (JSON with path, sha256, length)".into(),
+        found: e.to_string(),
+    })
 }

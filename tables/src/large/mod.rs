@@ -1,7 +1,7 @@
 //! Large values: values of any size stored losslessly in split cells,
 //! continuation rows or blobs, and files kept as blobs (`BlobContent`).
 
-mod blob_content;
+pub(crate) mod blob_content;
 pub(crate) mod cells;
 pub mod naming;
 pub(crate) mod plan;

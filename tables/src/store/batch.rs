@@ -69,6 +69,10 @@ impl<T: TableEntity> Store<T> {
     /// their ETags are not updated. Batch writes bypass the protected-field
     /// check: use them for imports and migrations, not for user edits.
     pub async fn create_batch(&self, entities: &[T]) -> Result<usize> {
+        if self.is_large() {
+            self.check_repeated_keys(entities)?;
+            return self.write_large_batch(entities, true).await;
+        }
         let at = now();
         let stamps = Stamps {
             created: Some(at),
@@ -97,6 +101,9 @@ impl<T: TableEntity> Store<T> {
     /// service's 400 `InvalidDuplicateRow`; earlier transactions stay committed.
     /// Batch writes bypass the protected-field check.
     pub async fn upsert_batch(&self, entities: &[T]) -> Result<usize> {
+        if self.is_large() {
+            return self.write_large_batch(entities, false).await;
+        }
         let at = now();
         let rows = self.encode_all(entities, |e| Stamps {
             created: e.created_at().is_none().then_some(at),
@@ -117,6 +124,9 @@ impl<T: TableEntity> Store<T> {
     /// fails part way, call it again to finish.
     pub async fn delete_partition(&self, partition_key: &str) -> Result<usize> {
         crate::entity::validate_key(KeyKind::PartitionKey, partition_key)?;
+        if self.is_large() {
+            return self.delete_large_partition(partition_key).await;
+        }
         let request = QueryRequest {
             filter: Some(Filter::eq("PartitionKey", Value::String(partition_key.to_owned()))),
             select: Some(vec!["RowKey".to_owned()]),
@@ -154,6 +164,24 @@ impl<T: TableEntity> Store<T> {
             }
         }
         Ok(0)
+    }
+
+    fn check_repeated_keys(&self, entities: &[T]) -> Result<()> {
+        let mut seen = std::collections::HashMap::new();
+        for (i, e) in entities.iter().enumerate() {
+            let key = e.key();
+            if let Some(first) = seen.insert(key.clone(), i) {
+                return Err(Error::InvalidKey {
+                    which: KeyKind::RowKey,
+                    key: key.row_key,
+                    reason: format!(
+                        "entities {first} and {i} of the batch have the same keys (PartitionKey `{}`); nothing was written",
+                        key.partition_key
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     fn encode_all(&self, entities: &[T], stamps: impl Fn(&T) -> Stamps) -> Result<Vec<Row>> {

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use rand::Rng;
 
+use super::large::LargeWrite;
 use super::protect::has_protected;
 use super::{now, Concurrency, Lookup, Store};
 use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
@@ -23,6 +24,9 @@ impl<T: TableEntity> Store<T> {
             created: Some(at),
             updated: Some(at),
         };
+        if self.is_large() {
+            return self.write_large(entity, stamps, LargeWrite::Create).await;
+        }
         let row = self.encode_stamped(entity, stamps)?;
         let outcome = self.write(WriteOp::Insert(row.clone()), &row).await?;
         Ok(commit(entity, stamps, outcome))
@@ -46,6 +50,13 @@ impl<T: TableEntity> Store<T> {
             .get(&self.table, &key.partition_key, &key.row_key)
             .await?
         {
+            Some(row) if self.is_large() => {
+                let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
+                Ok(self.decode_large(row).await?.map(|e| {
+                    let etag = e.etag().cloned().unwrap_or(etag);
+                    (e, etag)
+                }))
+            }
             Some(row) => {
                 let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
                 Ok(Some((T::from_row(row)?, etag)))
@@ -75,6 +86,9 @@ impl<T: TableEntity> Store<T> {
             created: entity.created_at().is_none().then_some(at),
             updated: Some(at),
         };
+        if self.is_large() {
+            return self.write_large(entity, stamps, LargeWrite::Upsert).await;
+        }
         let row = self.encode_stamped(entity, stamps)?;
         if has_protected(T::SCHEMA.columns) {
             let outcome = self.guarded_write(&row, None).await?;
@@ -167,6 +181,9 @@ impl<T: TableEntity> Store<T> {
             created: None,
             updated: Some(now()),
         };
+        if self.is_large() {
+            return self.write_large(entity, stamps, LargeWrite::Replace(condition)).await;
+        }
         let row = self.encode_stamped(entity, stamps)?;
         if has_protected(T::SCHEMA.columns) {
             let outcome = self.guarded_write(&row, Some(&condition)).await?;
@@ -185,6 +202,9 @@ impl<T: TableEntity> Store<T> {
     /// whether it existed; deleting a missing entity is not an error.
     pub async fn delete(&self, key: impl Into<Lookup>) -> Result<bool> {
         let key = self.resolve(key)?;
+        if self.is_large() {
+            return self.delete_large(&key, IfMatch::Any).await;
+        }
         self.ensure_created().await?;
         let op = WriteOp::Delete {
             partition_key: key.partition_key.clone(),
@@ -206,6 +226,9 @@ impl<T: TableEntity> Store<T> {
         let key = entity.key();
         key.validate()?;
         let condition = self.condition_for(entity, Concurrency::Strict)?;
+        if self.is_large() {
+            return self.delete_large(&key, condition).await.map(|_| ());
+        }
         self.ensure_created().await?;
         let op = WriteOp::Delete {
             partition_key: key.partition_key.clone(),

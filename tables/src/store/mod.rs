@@ -3,10 +3,11 @@
 mod batch;
 mod concurrency;
 mod crud;
+mod large;
 mod logs;
 mod paging;
 mod patch;
-mod protect;
+pub(crate) mod protect;
 mod query;
 
 pub use protect::Authorizer;

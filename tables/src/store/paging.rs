@@ -253,7 +253,12 @@ impl<T: TableEntity> Store<T> {
             .backend
             .query(&self.table, &request, continuation.as_ref())
             .await?;
-        let items = page.rows.into_iter().map(T::from_row).collect::<Result<Vec<T>>>()?;
+        let mut items = Vec::with_capacity(page.rows.len());
+        for row in page.rows {
+            if let Some(entity) = self.decode_listed(row).await? {
+                items.push(entity);
+            }
+        }
         Ok(EntityPage {
             items,
             cursor: page.continuation.map(|c| Cursor::encode(&bound, &c)),
@@ -285,8 +290,11 @@ impl<T: TableEntity> Store<T> {
                     return Ok(None);
                 }
                 if let Some(row) = st.buffer.pop_front() {
-                    st.left = st.left.map(|n| n - 1);
-                    return Ok(Some((T::from_row(row)?, st)));
+                    if let Some(entity) = st.store.decode_listed(row).await? {
+                        st.left = st.left.map(|n| n - 1);
+                        return Ok(Some((entity, st)));
+                    }
+                    continue;
                 }
                 if st.started && st.continuation.is_none() {
                     return Ok(None);
@@ -325,11 +333,11 @@ impl<T: TableEntity> Store<T> {
     /// Whether any row matches: a query of one row.
     pub async fn any(&self, options: QueryOptions) -> Result<bool> {
         let mut request = self.request_for(&options)?;
-        request.select = Some(vec!["RowKey".to_owned()]);
+        request.select = Some(vec!["RowKey".to_owned(), crate::large::SPLIT_OF.to_owned()]);
         request.top = Some(1);
         let mut pages = self.pages(request).await?;
         while let Some(rows) = pages.next().await? {
-            if !rows.is_empty() {
+            if rows.iter().any(|r| r.get(crate::large::SPLIT_OF).is_none()) {
                 return Ok(true);
             }
         }

@@ -162,6 +162,18 @@ impl Pages<'_> {
 }
 
 impl<T: TableEntity> Store<T> {
+    /// Decodes one listed row: `None` for a continuation row of a large value
+    /// (or a main row deleted while its parts were read).
+    pub(crate) async fn decode_listed(&self, row: crate::value::Row) -> Result<Option<T>> {
+        if row.get(crate::large::SPLIT_OF).is_some() {
+            return Ok(None);
+        }
+        if self.is_large() {
+            return self.decode_large(row).await;
+        }
+        T::from_row(row).map(Some)
+    }
+
     /// The pages of a request (the table is created first if needed).
     pub(crate) async fn pages(&self, request: QueryRequest) -> Result<Pages<'_>> {
         self.ensure_created().await?;
@@ -181,8 +193,13 @@ impl<T: TableEntity> Store<T> {
         let mut out = Vec::new();
         while out.len() < limit {
             let Some(rows) = pages.next().await? else { break };
-            for row in rows.into_iter().take(limit - out.len()) {
-                out.push(T::from_row(row)?);
+            for row in rows {
+                if out.len() >= limit {
+                    break;
+                }
+                if let Some(entity) = self.decode_listed(row).await? {
+                    out.push(entity);
+                }
             }
         }
         Ok(out)
@@ -191,14 +208,15 @@ impl<T: TableEntity> Store<T> {
     /// Counts the rows the options select, reading keys only.
     pub async fn count(&self, options: QueryOptions) -> Result<u64> {
         let mut request = self.request_for(&options)?;
-        request.select = Some(vec!["RowKey".to_owned()]);
+        // Continuation rows of large values are not entities: read the marker to skip them.
+        request.select = Some(vec!["RowKey".to_owned(), crate::large::SPLIT_OF.to_owned()]);
         request.top = Some(MAX_PAGE_SIZE);
         let limit = options.take.map_or(u64::MAX, |t| t as u64);
         let mut pages = self.pages(request).await?;
         let mut n = 0u64;
         while n < limit {
             let Some(rows) = pages.next().await? else { break };
-            n += rows.len() as u64;
+            n += rows.iter().filter(|r| r.get(crate::large::SPLIT_OF).is_none()).count() as u64;
         }
         Ok(n.min(limit))
     }

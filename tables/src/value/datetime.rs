@@ -170,11 +170,14 @@ impl From<SystemTime> for DateTime {
 
 impl From<DateTime> for SystemTime {
     fn from(t: DateTime) -> Self {
-        let nanos = t.unix_nanos();
-        if nanos >= 0 {
-            UNIX_EPOCH + std::time::Duration::from_nanos(nanos as u64)
+        // Whole seconds and the remainder: the nanoseconds of years past 2554
+        // (or before 1385) do not fit `Duration::from_nanos`'s u64.
+        let nanos = t.unix_nanos().unsigned_abs();
+        let span = std::time::Duration::new((nanos / 1_000_000_000) as u64, (nanos % 1_000_000_000) as u32);
+        if t.unix_nanos() >= 0 {
+            UNIX_EPOCH + span
         } else {
-            UNIX_EPOCH - std::time::Duration::from_nanos((-nanos) as u64)
+            UNIX_EPOCH - span
         }
     }
 }

@@ -5,6 +5,7 @@ pub mod concurrency;
 pub mod crud;
 pub mod filters;
 pub mod keys;
+pub mod large;
 pub mod limits;
 pub mod logs;
 pub mod patch;
@@ -83,6 +84,14 @@ macro_rules! for_each_scenario {
             patch::protected_fields_need_an_authorised_builder,
             logs::append_logs_read_newest_first,
             logs::versioned_streams_answer_each_read_in_one_bounded_call,
+            large::every_tier_boundary_round_trips,
+            large::many_values_that_each_fit_move_to_split_form,
+            large::replacing_and_deleting_remove_the_old_parts,
+            large::damage_is_detected_on_read,
+            large::values_that_cannot_be_stored_are_refused_before_anything_is_written,
+            large::a_foreign_row_at_a_continuation_key_fails_the_write,
+            large::files_are_blobs_read_lazily,
+            large::racing_writers_and_readers_never_mix_versions,
         }
     };
 }

@@ -195,9 +195,13 @@ impl Tables {
     /// # Ok::<(), unified_tables::Error>(())
     /// ```
     pub fn connect(connection_string: &str) -> Result<Tables> {
-        Ok(Tables::with_backend(AzureBackend::from_connection_string(
-            connection_string,
-        )?))
+        let parsed = ConnectionString::parse(connection_string)?;
+        let tables = Tables::with_backend(AzureBackend::from_parsed(parsed.clone())?);
+        // Large values and files go to the account's blob endpoint when it has one.
+        Ok(match AzureBlobBackend::from_parsed(parsed) {
+            Ok(blobs) => tables.with_blobs(blobs, crate::BlobOptions::default()),
+            Err(_) => tables,
+        })
     }
 }
 

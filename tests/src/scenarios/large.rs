@@ -1,0 +1,322 @@
+//! Large values: every tier boundary, integrity, refusals, files.
+
+use futures::TryStreamExt;
+use unified_tables::backend::blob::BlobCondition;
+use unified_tables::{Backend, BlobContent, Error, QueryOptions, Row, Value, WriteOp};
+
+use crate::model::Document;
+use crate::{noise, Env};
+
+async fn raw(env: &Env, rk: &str) -> Row {
+    env.backend().get(&env.table, "p", rk).await.unwrap().expect("main row")
+}
+
+fn part_count(row: &Row) -> i32 {
+    match row.get("_SplitParts") {
+        Some(Value::Int32(n)) => *n,
+        _ => -1,
+    }
+}
+
+pub async fn every_tier_boundary_round_trips(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    let cases: Vec<(&str, usize, &str)> = vec![
+        ("inline", 32_767, "one cell"),
+        ("split", 32_768, "split cells on the main row"),
+        ("rows", 1_200_000, "continuation rows"),
+        ("blob", 3_145_729, "a blob"),
+    ];
+    for (rk, chars, tier) in &cases {
+        let mut d = Document::new("p", rk);
+        d.body = noise(*chars, *chars as u64);
+        store.create(&mut d).await.unwrap_or_else(|e| panic!("{tier}: {e}"));
+        let got = store.get(("p", *rk)).await.unwrap().unwrap();
+        assert!(got.same(&d), "{tier}: the value came back changed");
+        let row = raw(env, rk).await;
+        match *rk {
+            "inline" => assert!(row.get("Body").is_some() && row.get("Body__chunks").is_none(), "{tier}"),
+            "split" => {
+                assert_eq!(row.get("Body__chunks"), Some(&Value::Int32(2)), "{tier}");
+                assert_eq!(row.get("Body__enc"), Some(&Value::String("text".into())));
+                assert_eq!(part_count(&row), 0);
+            }
+            "rows" => {
+                assert!(part_count(&row) >= 1, "{tier}: {}", part_count(&row));
+                let cont = env.backend().get(&env.table, "p", "rows~0001").await.unwrap().expect("~0001");
+                assert_eq!(cont.get("_SplitOf"), Some(&Value::String("rows".into())));
+                assert_eq!(cont.get("_SplitIndex"), Some(&Value::Int32(1)));
+            }
+            _ => {
+                assert!(row.get("Body__blob").is_some() && row.get("Body__chunks").is_none(), "{tier}");
+            }
+        }
+    }
+    // Binary and gzip encodings, JSON values, just below and above one cell.
+    for (rk, bytes) in [("bin-inline", 65_535usize), ("bin-split", 65_536), ("bin-rows", 2_000_000)] {
+        let mut d = Document::new("p", rk);
+        d.data = noise(bytes, 9).into_bytes();
+        d.notes = Some("note ".repeat(bytes / 5));
+        d.lines = (0..bytes / 20).map(|i| format!("line {i}")).collect();
+        store.create(&mut d).await.unwrap_or_else(|e| panic!("{rk}: {e}"));
+        assert!(store.get(("p", rk)).await.unwrap().unwrap().same(&d), "{rk}");
+    }
+    let row = raw(env, "bin-split").await;
+    assert_eq!(row.get("Data__enc"), Some(&Value::String("binary".into())));
+    // Queries and counts see entities, never continuation rows.
+    let all = store.query(QueryOptions::partition("p")).await.unwrap();
+    assert_eq!(all.len(), cases.len() + 3);
+    assert_eq!(store.count(QueryOptions::partition("p")).await.unwrap(), (cases.len() + 3) as u64);
+    let streamed: Vec<Document> = store.stream(QueryOptions::partition("p")).try_collect().await.unwrap();
+    assert_eq!(streamed.len(), cases.len() + 3);
+}
+
+pub async fn many_values_that_each_fit_move_to_split_form(env: &Env) {
+    #[derive(unified_tables::TableEntity, Debug, PartialEq, Clone)]
+    struct Wide {
+        #[table(partition_key)]
+        pk: String,
+        #[table(row_key)]
+        rk: String,
+        #[table(split = "text")]
+        a: String,
+        #[table(split = "text")]
+        b: String,
+        #[table(split = "text")]
+        c: String,
+        #[table(split = "text")]
+        d: String,
+        #[table(split = "text")]
+        e: String,
+        #[table(split = "text")]
+        f: String,
+        #[table(split = "text")]
+        g: String,
+        #[table(split = "text")]
+        h: String,
+        #[table(split = "text")]
+        i: String,
+        #[table(split = "text")]
+        j: String,
+        #[table(split = "text")]
+        k: String,
+        #[table(split = "text")]
+        l: String,
+        #[table(split = "text")]
+        m: String,
+        #[table(split = "text")]
+        n: String,
+        #[table(split = "text")]
+        o: String,
+        #[table(split = "text")]
+        p: String,
+        #[table(split = "text")]
+        q: String,
+        #[table(split = "text")]
+        r: String,
+    }
+    let cell = |i: u64| noise(30_000, i);
+    let mut w = Wide {
+        pk: "p".into(),
+        rk: "wide".into(),
+        a: cell(1), b: cell(2), c: cell(3), d: cell(4), e: cell(5), f: cell(6), g: cell(7), h: cell(8), i: cell(9),
+        j: cell(10), k: cell(11), l: cell(12), m: cell(13), n: cell(14), o: cell(15), p: cell(16), q: cell(17), r: cell(18),
+    };
+    let store = env.tables.store_in::<Wide>(&env.table);
+    store.create(&mut w).await.expect("18 cells of 30,000 chars (1.08 MB) fit once some move to split form");
+    let row = raw(env, "wide").await;
+    let moved = row.properties.keys().filter(|k| k.ends_with("__chunks")).count();
+    let kept = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M", "N", "O", "P", "Q", "R"]
+        .iter()
+        .filter(|c| row.get(c).is_some())
+        .count();
+    assert!(moved >= 1 && kept >= 1 && moved + kept == 18, "moved {moved}, kept {kept}: only as many as needed");
+    assert_eq!(store.get(("p", "wide")).await.unwrap().unwrap(), w);
+}
+
+pub async fn replacing_and_deleting_remove_the_old_parts(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    let mut d = Document::new("p", "doc");
+    d.body = noise(1_500_000, 1);
+    store.create(&mut d).await.unwrap();
+    let parts = part_count(&raw(env, "doc").await);
+    assert!(parts >= 1);
+    // Shrink: continuation rows go in the same transaction.
+    d.body = "short".into();
+    store.update(&mut d).await.unwrap();
+    assert_eq!(part_count(&raw(env, "doc").await), -1, "no split value left");
+    for i in 1..=parts {
+        assert!(env.backend().get(&env.table, "p", &format!("doc~{i:04}")).await.unwrap().is_none(), "~{i:04} removed");
+    }
+    // Grow again, then delete: every row goes.
+    d.body = noise(1_500_000, 2);
+    store.upsert(&mut d).await.unwrap();
+    assert!(store.delete(("p", "doc")).await.unwrap());
+    let left = env.backend().query(&env.table, &Default::default(), None).await.unwrap().rows;
+    assert!(left.is_empty(), "{left:?}");
+    assert!(!store.delete(("p", "doc")).await.unwrap());
+}
+
+pub async fn damage_is_detected_on_read(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    let b = env.backend();
+    // A flipped byte in a chunk.
+    let mut d = Document::new("p", "flip");
+    d.data = noise(100_000, 3).into_bytes();
+    store.create(&mut d).await.unwrap();
+    let mut row = raw(env, "flip").await;
+    if let Some(Value::Binary(bytes)) = row.properties.get_mut("Data__c1") {
+        bytes[10] ^= 0x40;
+    }
+    b.execute(&env.table, WriteOp::Upsert { row, mode: unified_tables::UpdateMode::Replace }).await.unwrap();
+    let err = store.get(("p", "flip")).await.unwrap_err();
+    assert!(matches!(&err, Error::Integrity { column, .. } if column == "Data"), "{err}");
+    // A missing chunk cell.
+    let mut d = Document::new("p", "chunk");
+    d.body = noise(100_000, 4);
+    store.create(&mut d).await.unwrap();
+    let mut row = raw(env, "chunk").await;
+    row.properties.remove("Body__c0");
+    b.execute(&env.table, WriteOp::Upsert { row, mode: unified_tables::UpdateMode::Replace }).await.unwrap();
+    assert!(matches!(store.get(("p", "chunk")).await, Err(Error::Integrity { .. })));
+    // A missing continuation row.
+    let mut d = Document::new("p", "cont");
+    d.body = noise(1_500_000, 5);
+    store.create(&mut d).await.unwrap();
+    b.execute(
+        &env.table,
+        WriteOp::Delete { partition_key: "p".into(), row_key: "cont~0001".into(), condition: unified_tables::IfMatch::Any },
+    )
+    .await
+    .unwrap();
+    assert!(matches!(store.get(("p", "cont")).await, Err(Error::Integrity { .. })));
+    // A missing blob.
+    let mut d = Document::new("p", "blob");
+    d.body = noise(3_200_000, 6);
+    store.create(&mut d).await.unwrap();
+    let reference: serde_json::Value =
+        serde_json::from_str(raw(env, "blob").await.get("Body__blob").and_then(Value::as_str).unwrap()).unwrap();
+    let path = reference["path"].as_str().unwrap().to_owned();
+    let blobs = env.blobs.as_ref().unwrap();
+    blobs.delete(&crate::blob_options().container, &path, BlobCondition::None).await.unwrap();
+    let err = store.get(("p", "blob")).await.unwrap_err();
+    assert!(matches!(&err, Error::Integrity { reason, .. } if reason.contains("missing")), "{err}");
+    // Damaged rows stay deletable.
+    for rk in ["flip", "chunk", "cont", "blob"] {
+        assert!(store.delete(("p", rk)).await.unwrap(), "{rk}");
+    }
+}
+
+pub async fn values_that_cannot_be_stored_are_refused_before_anything_is_written(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    store.ensure_created().await.unwrap();
+    env.reset_counts();
+    // offload = "never" and too large for one transaction.
+    let mut d = Document::new("p", "never");
+    d.local = noise(4_500_000, 7);
+    let err = store.create(&mut d).await.unwrap_err();
+    assert!(matches!(&err, Error::OversizedValue { column, reason, .. } if column == "Local" && reason.contains("never")), "{err}");
+    // No blob store configured.
+    let plain = unified_tables::Tables::with_backend(env.backend().clone()).store_in::<Document>(&env.table);
+    let mut d = Document::new("p", "noblobs");
+    d.body = noise(5_000_000, 8);
+    let err = plain.create(&mut d).await.unwrap_err();
+    assert!(matches!(&err, Error::OversizedValue { column, .. } if column == "Body"), "{err}");
+    // Keys with the continuation shape, or too long to carry it.
+    for rk in ["a~0001", &"k".repeat(481)] {
+        let err = store.create(&mut Document::new("p", rk)).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidKey { .. }), "{err}");
+    }
+    assert_eq!(env.counts().entity_requests(), 0, "nothing was sent");
+    assert!(store.create(&mut Document::new("p", "a~b")).await.is_ok(), "other `~` keys are fine");
+}
+
+pub async fn a_foreign_row_at_a_continuation_key_fails_the_write(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    store.ensure_created().await.unwrap();
+    env.backend()
+        .execute(&env.table, WriteOp::Insert(Row::new("p", "doc~0001").with("Other", Value::Int32(1))))
+        .await
+        .unwrap();
+    let mut d = Document::new("p", "doc");
+    d.body = noise(1_500_000, 9);
+    let err = store.create(&mut d).await.unwrap_err();
+    assert!(matches!(&err, Error::InvalidKey { key, .. } if key == "doc~0001"), "{err}");
+    assert!(env.backend().get(&env.table, "p", "doc").await.unwrap().is_none(), "nothing written");
+    let foreign = env.backend().get(&env.table, "p", "doc~0001").await.unwrap().unwrap();
+    assert_eq!(foreign.get("Other"), Some(&Value::Int32(1)), "the foreign row is left as it was");
+}
+
+pub async fn files_are_blobs_read_lazily(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    let bytes = noise(5_000_000, 10).into_bytes();
+    let mut d = Document::new("p", "file");
+    d.attachment = Some(BlobContent::from_bytes(bytes.clone(), "application/pdf"));
+    store.create(&mut d).await.unwrap();
+    let written = d.attachment.as_ref().unwrap();
+    assert_eq!(written.len(), Some(bytes.len() as u64));
+    assert_eq!(written.sha256().map(str::len), Some(64), "the hash is known after the write");
+
+    let got = store.get(("p", "file")).await.unwrap().unwrap();
+    let content = got.attachment.clone().expect("a reference");
+    assert_eq!(content.content_type(), Some("application/pdf"));
+    assert_eq!(content.read_all().await.unwrap(), bytes, "streamed and checked");
+    let chunks: Vec<Vec<u8>> = content.open().try_collect().await.unwrap();
+    assert!(chunks.len() >= 2, "read lazily, in chunks");
+
+    // A content taken from one entity and written into another gets its own blob.
+    let mut other = Document::new("p", "copy");
+    other.attachment = got.attachment.clone();
+    store.create(&mut other).await.unwrap();
+    let copy = store.get(("p", "copy")).await.unwrap().unwrap().attachment.unwrap();
+    let (a, b) = (content.reference().unwrap().path.clone(), copy.reference().unwrap().path.clone());
+    assert_ne!(a, b);
+    assert!(b.contains("/copy/"), "{b}");
+    // A blob gone since the read is an integrity error, never partial data.
+    env.blobs.as_ref().unwrap().delete(&crate::blob_options().container, &a, BlobCondition::None).await.unwrap();
+    let err = content.read_all().await.unwrap_err();
+    assert!(matches!(&err, Error::Integrity { reason, .. } if reason.contains("may have changed")), "{err}");
+    assert_eq!(copy.read_all().await.unwrap(), bytes, "the copy has its own blob");
+    // An empty file round-trips.
+    let mut empty = Document::new("p", "empty");
+    empty.attachment = Some(BlobContent::from_bytes(Vec::new(), "text/plain"));
+    store.create(&mut empty).await.unwrap();
+    let got = store.get(("p", "empty")).await.unwrap().unwrap().attachment.unwrap();
+    assert_eq!(got.read_all().await.unwrap(), Vec::<u8>::new());
+}
+
+pub async fn racing_writers_and_readers_never_mix_versions(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    let versions = [noise(700_000, 11), noise(900_000, 12)];
+    let mut d = Document::new("p", "hot");
+    d.body = versions[0].clone();
+    store.create(&mut d).await.unwrap();
+    let writer = {
+        let (store, versions) = (store.clone(), versions.clone());
+        tokio::spawn(async move {
+            for i in 0..6 {
+                let mut d = Document::new("p", "hot");
+                d.body = versions[i % 2].clone();
+                store.upsert(&mut d).await.expect("last writer wins");
+            }
+        })
+    };
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let (store, versions) = (store.clone(), versions.clone());
+            tokio::spawn(async move {
+                for _ in 0..6 {
+                    match store.get(("p", "hot")).await {
+                        Ok(Some(d)) => assert!(d.body == versions[0] || d.body == versions[1], "a mixed value"),
+                        Ok(None) => panic!("the row never disappears"),
+                        Err(Error::Conflict { .. }) => {} // changed during each of its 5 attempts: nothing mixed
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    writer.await.unwrap();
+    for r in readers {
+        r.await.unwrap();
+    }
+}
