@@ -125,7 +125,13 @@ async fn main() -> Result<(), Error> {
     // Query the partition, in RowKey order.
     let everyone = customers.query(QueryOptions::partition("eu")).await?;
     for c in &everyone {
-        println!("  {:<20} {:<6} {:<5} visits={}", c.email, c.name, format!("{:?}", c.tier), c.visits);
+        println!(
+            "  {:<20} {:<6} {:<5} visits={}",
+            c.email,
+            c.name,
+            format!("{:?}", c.tier),
+            c.visits
+        );
     }
     let count = customers.count(QueryOptions::partition("eu")).await?;
     println!("{count} customers in partition eu");

@@ -184,6 +184,14 @@ pub enum Error {
     /// The service could not be reached or did not answer in time.
     #[error("cannot reach the storage service: {0}")]
     Transport(String),
+    /// An orphan sweep could not delete some blobs; every orphan was tried.
+    #[error("the orphan sweep deleted {deleted} blobs and failed on {}: {}", failures.len(), failures.join("; "))]
+    SweepFailed {
+        /// Blobs deleted.
+        deleted: usize,
+        /// One line per blob (or partition) that failed.
+        failures: Vec<String>,
+    },
     /// A page cursor is damaged, or belongs to another query.
     #[error("invalid page cursor: {0}")]
     InvalidCursor(String),

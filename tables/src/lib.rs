@@ -77,9 +77,9 @@ pub mod __private {
         normalize_id, restore_id, Column, ColumnKind, Key, KeyMode, LargeEncoding, LargeForm, Schema, TableEntity,
         TableRecord,
     };
-    pub use crate::large::{encode_large_bytes, encode_large_json, encode_large_text};
     pub use crate::error::{Error, Result};
     pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};
+    pub use crate::large::{encode_large_bytes, encode_large_json, encode_large_text};
     pub use crate::query::typed::{Col, Filterable, JsonCol, LargeCol, Nested, OptCol, SkippedCol};
     pub use crate::stamp::{KeyPart, Stamp};
     pub use crate::store::Authorizer;

@@ -59,7 +59,10 @@ pub(crate) struct Blobs {
 
 impl fmt::Debug for Blobs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Blobs").field("backend", &self.backend).field("options", &self.options).finish()
+        f.debug_struct("Blobs")
+            .field("backend", &self.backend)
+            .field("options", &self.options)
+            .finish()
     }
 }
 

@@ -130,7 +130,12 @@ pub fn blob_options() -> BlobOptions {
 
 /// An environment on a fresh in-memory backend.
 pub fn memory_env(hint: &str) -> Env {
-    env_over(Kind::Memory, Arc::new(MemoryBackend::new()), Some(Arc::new(MemoryBlobBackend::new())), hint)
+    env_over(
+        Kind::Memory,
+        Arc::new(MemoryBackend::new()),
+        Some(Arc::new(MemoryBlobBackend::new())),
+        hint,
+    )
 }
 
 fn required() -> bool {

@@ -418,7 +418,11 @@ impl Document {
 
     /// Equality of the stored values (files compared by hash and length).
     pub fn same(&self, other: &Document) -> bool {
-        let strip = |d: &Document| Document { etag: None, attachment: None, ..d.clone() };
+        let strip = |d: &Document| Document {
+            etag: None,
+            attachment: None,
+            ..d.clone()
+        };
         strip(self) == strip(other)
     }
 }

@@ -10,7 +10,10 @@ use unified_tables_tests::model::Item;
 async fn seeded(n: i64) -> unified_tables::Store<Item> {
     let tables = Tables::with_backend(MemoryBackend::new().page_quirks(2));
     let store = tables.store_in::<Item>("Items");
-    store.create_batch(&(0..n).map(|i| Item::new("p", i)).collect::<Vec<_>>()).await.unwrap();
+    store
+        .create_batch(&(0..n).map(|i| Item::new("p", i)).collect::<Vec<_>>())
+        .await
+        .unwrap();
     store
 }
 

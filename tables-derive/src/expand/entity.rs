@@ -98,10 +98,10 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
             let ty = &f.ty;
             let value = match &f.storage {
                 Storage::Key(KeyRole::Partition) => {
-                    quote_spanned!(ty.span()=> <#ty as #p::KeyPart>::from_key_text(__pk.clone()))
+                    quote_spanned!(ty.span()=> <#ty as #p::KeyPart>::from_key_text(::core::mem::take(&mut __pk)))
                 }
                 Storage::Key(KeyRole::Row) => {
-                    quote_spanned!(ty.span()=> <#ty as #p::KeyPart>::from_key_text(__rk.clone()))
+                    quote_spanned!(ty.span()=> <#ty as #p::KeyPart>::from_key_text(::core::mem::take(&mut __rk)))
                 }
                 Storage::Key(KeyRole::Id) => {
                     let c = &f.column;
@@ -192,8 +192,8 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
 
             #[allow(unused_mut, unused_variables, clippy::redundant_clone)]
             fn from_row(mut __row: #p::Row) -> #p::Result<Self> {
-                let __pk = ::core::mem::take(&mut __row.partition_key);
-                let __rk = ::core::mem::take(&mut __row.row_key);
+                let mut __pk = ::core::mem::take(&mut __row.partition_key);
+                let mut __rk = ::core::mem::take(&mut __row.row_key);
                 let __etag = __row.etag.take();
                 let __ts = __row.timestamp.take();
                 #(#decodes)*

@@ -23,7 +23,7 @@ impl Naming {
     pub(crate) fn column(self, name: &str) -> TokenStream {
         match self {
             Naming::Literal => quote!(#name),
-            Naming::Prefixed => quote!(&::std::format!("{}{}", __prefix, #name)),
+            Naming::Prefixed => quote!(&[__prefix, #name].concat()),
         }
     }
 }
@@ -51,7 +51,11 @@ pub(crate) fn column_meta(f: &Field) -> TokenStream {
             quote_spanned!(inner.span()=> #p::ColumnKind::Flatten(<#inner as #p::TableRecord>::COLUMNS)),
             quote!(#optional),
         ),
-        Storage::Large { encoding, offload, codec } => {
+        Storage::Large {
+            encoding,
+            offload,
+            codec,
+        } => {
             let enc = match encoding {
                 SplitEncoding::Text => quote!(#p::LargeEncoding::Text),
                 SplitEncoding::Gzip => quote!(#p::LargeEncoding::Gzip),
@@ -159,7 +163,7 @@ fn nested_prefix(column: &str, naming: Naming) -> TokenStream {
             let lit = format!("{column}_");
             quote!(#lit)
         }
-        Naming::Prefixed => quote!(&::std::format!("{}{}_", __prefix, #column)),
+        Naming::Prefixed => quote!(&[__prefix, #column, "_"].concat()),
     }
 }
 

@@ -124,7 +124,12 @@ impl<B: BlobBackend + ?Sized> BlobBackend for std::sync::Arc<B> {
     async fn put(&self, container: &str, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
         (**self).put(container, name, bytes, options).await
     }
-    async fn get(&self, container: &str, name: &str, range: Option<Range<u64>>) -> Result<Option<(BlobProperties, Vec<u8>)>> {
+    async fn get(
+        &self,
+        container: &str,
+        name: &str,
+        range: Option<Range<u64>>,
+    ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
         (**self).get(container, name, range).await
     }
     async fn properties(&self, container: &str, name: &str) -> Result<Option<BlobProperties>> {

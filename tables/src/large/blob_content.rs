@@ -90,7 +90,10 @@ impl BlobContent {
 
     /// New content read once from a forward-only reader. The bytes are kept,
     /// so a retried write stores exactly the same bytes.
-    pub fn from_reader(mut reader: impl std::io::Read, content_type: impl Into<String>) -> std::io::Result<BlobContent> {
+    pub fn from_reader(
+        mut reader: impl std::io::Read,
+        content_type: impl Into<String>,
+    ) -> std::io::Result<BlobContent> {
         let mut bytes = Vec::new();
         reader.read_to_end(&mut bytes)?;
         Ok(BlobContent::from_bytes(bytes, content_type))
@@ -202,7 +205,8 @@ impl BlobContent {
                 } => {
                     let gone = || Error::Integrity {
                         column: reference.path.clone(),
-                        reason: "the blob is gone; the row may have changed since it was read: read the entity again".into(),
+                        reason: "the blob is gone; the row may have changed since it was read: read the entity again"
+                            .into(),
                     };
                     let end = (offset + READ_CHUNK).min(reference.length);
                     let range = if reference.length == 0 { None } else { Some(offset..end) };
@@ -214,7 +218,10 @@ impl BlobContent {
                     if bytes.len() as u64 != end - offset {
                         return Err(Error::Integrity {
                             column: reference.path.clone(),
-                            reason: format!("the blob is {} bytes shorter than its reference says", end - offset - bytes.len() as u64),
+                            reason: format!(
+                                "the blob is {} bytes shorter than its reference says",
+                                end - offset - bytes.len() as u64
+                            ),
                         });
                     }
                     hasher.update(&bytes);
@@ -224,7 +231,10 @@ impl BlobContent {
                         if actual != reference.sha256 {
                             return Err(Error::Integrity {
                                 column: reference.path.clone(),
-                                reason: format!("SHA-256 mismatch: the reference says {}, the blob hashes to {actual}", reference.sha256),
+                                reason: format!(
+                                    "SHA-256 mismatch: the reference says {}, the blob hashes to {actual}",
+                                    reference.sha256
+                                ),
                             });
                         }
                     }

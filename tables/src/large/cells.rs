@@ -83,12 +83,7 @@ pub(crate) fn stored_bytes(value: &Value, encoding: LargeEncoding) -> Vec<u8> {
 }
 
 /// The one-cell form of a value from its stored bytes.
-pub(crate) fn value_from_stored(
-    column: &str,
-    stored: &[u8],
-    encoding: &str,
-    form: LargeForm,
-) -> Result<Value> {
+pub(crate) fn value_from_stored(column: &str, stored: &[u8], encoding: &str, form: LargeForm) -> Result<Value> {
     let damaged = |reason: String| Error::Integrity {
         column: column.to_owned(),
         reason,
@@ -96,12 +91,17 @@ pub(crate) fn value_from_stored(
     let raw = match encoding {
         "gzip" => {
             let mut out = Vec::with_capacity(stored.len() * 4);
-            GzDecoder::new(stored).read_to_end(&mut out).map_err(|e| damaged(format!("the gzip data is damaged: {e}")))?;
+            GzDecoder::new(stored)
+                .read_to_end(&mut out)
+                .map_err(|e| damaged(format!("the gzip data is damaged: {e}")))?;
             out
         }
         "text" | "binary" => stored.to_vec(),
         "utf16le" => {
-            let units: Vec<u16> = stored.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+            let units: Vec<u16> = stored
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect();
             String::from_utf16_lossy(&units).into_bytes()
         }
         other => return Err(damaged(format!("unknown encoding `{other}`"))),
@@ -136,7 +136,10 @@ pub(crate) fn chunks(value: &Value, stored: &[u8], encoding: LargeEncoding) -> V
             out
         }
         _ => {
-            let mut out: Vec<Value> = stored.chunks(BINARY_CHUNK_BYTES).map(|c| Value::Binary(c.to_vec())).collect();
+            let mut out: Vec<Value> = stored
+                .chunks(BINARY_CHUNK_BYTES)
+                .map(|c| Value::Binary(c.to_vec()))
+                .collect();
             if out.is_empty() {
                 out.push(Value::Binary(Vec::new()));
             }
@@ -171,17 +174,26 @@ pub(crate) fn assemble(column: &str, cells: &Row, form: LargeForm) -> Result<Val
             Some(Value::String(s)) => stored.extend_from_slice(s.as_bytes()),
             Some(Value::Binary(b)) => stored.extend_from_slice(b),
             Some(other) => return Err(damaged(format!("chunk {i} is not text or binary: {other:?}"))),
-            None => return Err(damaged(format!("chunk {i} of {count} is missing; the row may have been damaged or changed while it was read"))),
+            None => {
+                return Err(damaged(format!(
+                    "chunk {i} of {count} is missing; the row may have been damaged or changed while it was read"
+                )))
+            }
         }
     }
     if let Some(Value::Int64(len)) = cells.get(&format!("{column}__len")) {
         if *len as usize != stored.len() {
-            return Err(damaged(format!("{} stored bytes, the manifest says {len}", stored.len())));
+            return Err(damaged(format!(
+                "{} stored bytes, the manifest says {len}",
+                stored.len()
+            )));
         }
     }
     let actual = sha256_hex(&stored);
     if actual != expected_hash {
-        return Err(damaged(format!("SHA-256 mismatch: stored {expected_hash}, computed {actual}")));
+        return Err(damaged(format!(
+            "SHA-256 mismatch: stored {expected_hash}, computed {actual}"
+        )));
     }
     value_from_stored(column, &stored, &encoding, form)
 }
@@ -202,11 +214,17 @@ mod tests {
 
     #[test]
     fn text_chunks_never_split_a_surrogate_pair() {
-        let s: String = std::iter::repeat_n('a', 31_999).chain(std::iter::repeat_n('😀', 3)).collect();
+        let s: String = std::iter::repeat_n('a', 31_999)
+            .chain(std::iter::repeat_n('😀', 3))
+            .collect();
         let parts = chunks(&Value::String(s.clone()), s.as_bytes(), LargeEncoding::Text);
         assert_eq!(parts.len(), 2);
         let Value::String(first) = &parts[0] else { panic!() };
-        assert_eq!(utf16_len(first), 31_999, "the pair that would straddle the boundary moves to the next chunk");
+        assert_eq!(
+            utf16_len(first),
+            31_999,
+            "the pair that would straddle the boundary moves to the next chunk"
+        );
         let joined: String = parts.iter().filter_map(Value::as_str).collect();
         assert_eq!(joined, s);
     }
@@ -230,9 +248,15 @@ mod tests {
             let last = b.len() - 1;
             b[last] ^= 1;
         }
-        assert!(matches!(assemble("Body", &flipped, LargeForm::Text), Err(Error::Integrity { .. })));
+        assert!(matches!(
+            assemble("Body", &flipped, LargeForm::Text),
+            Err(Error::Integrity { .. })
+        ));
         let mut missing = row.clone();
         missing.take("Body__c0");
-        assert!(matches!(assemble("Body", &missing, LargeForm::Text), Err(Error::Integrity { .. })));
+        assert!(matches!(
+            assemble("Body", &missing, LargeForm::Text),
+            Err(Error::Integrity { .. })
+        ));
     }
 }

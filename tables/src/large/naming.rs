@@ -19,12 +19,21 @@ pub fn escape_segment(segment: &str) -> String {
 
 /// The blob name of a value.
 pub fn blob_name(table: &str, partition_key: &str, row_key: &str, column: &str, sha256: &str) -> String {
-    format!("{}{}/{sha256}", row_prefix(table, partition_key, row_key), escape_segment(column))
+    format!(
+        "{}{}/{sha256}",
+        row_prefix(table, partition_key, row_key),
+        escape_segment(column)
+    )
 }
 
 /// The prefix (with its trailing `/`) of every blob of one row.
 pub fn row_prefix(table: &str, partition_key: &str, row_key: &str) -> String {
-    format!("{}/{}/{}/", escape_segment(table), escape_segment(partition_key), escape_segment(row_key))
+    format!(
+        "{}/{}/{}/",
+        escape_segment(table),
+        escape_segment(partition_key),
+        escape_segment(row_key)
+    )
 }
 
 /// The prefix of every blob of one partition.
@@ -38,7 +47,9 @@ pub fn is_offload_shape(name: &str) -> bool {
     parts.len() == 5
         && parts[..4].iter().all(|p| !p.is_empty())
         && parts[4].len() == 64
-        && parts[4].bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && parts[4]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 #[cfg(test)]

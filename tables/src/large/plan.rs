@@ -36,7 +36,11 @@ pub(crate) fn large_columns(columns: &'static [Column]) -> Vec<LargeColumn> {
     columns
         .iter()
         .filter_map(|c| match c.kind {
-            ColumnKind::Large { encoding, offload, form } => Some(LargeColumn {
+            ColumnKind::Large {
+                encoding,
+                offload,
+                form,
+            } => Some(LargeColumn {
                 name: c.name,
                 encoding,
                 offload,
@@ -145,7 +149,11 @@ pub(crate) fn plan(table: &str, mut row: Row, columns: &[LargeColumn], limits: L
         .filter_map(|c| {
             row.take(&inline_name(c.name, c.form)).map(|cell| Candidate {
                 column: *c,
-                tier: if fits_one_cell(&cell) { Tier::Inline } else { Tier::Split },
+                tier: if fits_one_cell(&cell) {
+                    Tier::Inline
+                } else {
+                    Tier::Split
+                },
                 cell,
                 stored: None,
             })
@@ -336,7 +344,9 @@ mod tests {
     };
 
     fn row_with(text: &str) -> Row {
-        Row::new("p", "r").with("Body", Value::String(text.to_owned())).with("Title", Value::String("t".into()))
+        Row::new("p", "r")
+            .with("Body", Value::String(text.to_owned()))
+            .with("Title", Value::String("t".into()))
     }
 
     #[test]
@@ -351,7 +361,10 @@ mod tests {
 
         let rows = plan("T", row_with(&"a".repeat(2_000_000)), &[BODY], LIMITS).unwrap();
         assert!(!rows.continuations.is_empty());
-        assert_eq!(rows.main.get(SPLIT_PARTS), Some(&Value::Int32(rows.continuations.len() as i32)));
+        assert_eq!(
+            rows.main.get(SPLIT_PARTS),
+            Some(&Value::Int32(rows.continuations.len() as i32))
+        );
         assert_eq!(rows.continuations[0].row_key, "r~0001");
         assert_eq!(rows.continuations[0].get(SPLIT_OF), Some(&Value::String("r".into())));
 
@@ -364,7 +377,10 @@ mod tests {
     fn refusals_name_the_column() {
         let never = LargeColumn { offload: false, ..BODY };
         let err = plan("T", row_with(&"€".repeat(1_500_000)), &[never], LIMITS).unwrap_err();
-        assert!(matches!(&err, Error::OversizedValue { column, .. } if column == "Body"), "{err}");
+        assert!(
+            matches!(&err, Error::OversizedValue { column, .. } if column == "Body"),
+            "{err}"
+        );
         let no_blobs = Limits { blobs: false, ..LIMITS };
         let err = plan("T", row_with(&"a".repeat(5_000_000)), &[BODY], no_blobs).unwrap_err();
         assert!(err.to_string().contains("no blob container"), "{err}");

@@ -70,9 +70,9 @@ impl<T: TableEntity> Store<T> {
     }
 
     async fn blob_container(&self) -> Result<&Blobs> {
-        let blobs = self.blobs().ok_or_else(|| Error::BlobOffloadNotConfigured {
-            column: String::new(),
-        })?;
+        let blobs = self
+            .blobs()
+            .ok_or_else(|| Error::BlobOffloadNotConfigured { column: String::new() })?;
         blobs
             .container_ready
             .get_or_try_init(|| blobs.backend.create_container(&blobs.options.container))
@@ -103,7 +103,13 @@ impl<T: TableEntity> Store<T> {
 
     /// Uploads a blob create-only; an existing blob of the same name (and so
     /// the same hash) counts as success and is touched.
-    async fn upload(&self, path: &str, bytes: Vec<u8>, content_type: Option<String>, encoding: Option<String>) -> Result<()> {
+    async fn upload(
+        &self,
+        path: &str,
+        bytes: Vec<u8>,
+        content_type: Option<String>,
+        encoding: Option<String>,
+    ) -> Result<()> {
         let blobs = self.blob_container().await?;
         let options = PutOptions {
             content_type,
@@ -124,11 +130,16 @@ impl<T: TableEntity> Store<T> {
     async fn release_blobs(&self, key: &Key, old: &BTreeSet<String>, new: &BTreeSet<String>) {
         let Some(blobs) = self.blobs() else { return };
         let own = row_prefix(&self.table, &key.partition_key, &key.row_key);
-        let released: Vec<&String> = old.iter().filter(|p| !new.contains(*p) && p.starts_with(&own)).collect();
+        let released: Vec<&String> = old
+            .iter()
+            .filter(|p| !new.contains(*p) && p.starts_with(&own))
+            .collect();
         if released.is_empty() {
             return;
         }
-        let Ok(service_now) = blobs.backend.now().await else { return };
+        let Ok(service_now) = blobs.backend.now().await else {
+            return;
+        };
         let grace = blobs.options.cleanup_grace;
         for path in released {
             let Ok(Some(props)) = blobs.backend.properties(&blobs.options.container, path).await else {
@@ -197,12 +208,20 @@ impl<T: TableEntity> Store<T> {
                 (None, Some(r)) => {
                     // A content taken from another row gets a blob of its own.
                     let bytes = content.read_all().await?;
-                    (BlobRef { path: own(&r.sha256), ..r.clone() }, Some(bytes))
+                    (
+                        BlobRef {
+                            path: own(&r.sha256),
+                            ..r.clone()
+                        },
+                        Some(bytes),
+                    )
                 }
                 (None, None) => continue,
             };
             if self.blobs().is_none() {
-                return Err(Error::BlobOffloadNotConfigured { column: column.to_owned() });
+                return Err(Error::BlobOffloadNotConfigured {
+                    column: column.to_owned(),
+                });
             }
             row.insert(
                 format!("{column}__blob"),
@@ -220,7 +239,12 @@ impl<T: TableEntity> Store<T> {
             attempt += 1;
             let stored = match kind {
                 LargeWrite::Create => None,
-                _ => self.tables.backend.get(&self.table, &key.partition_key, &key.row_key).await?,
+                _ => {
+                    self.tables
+                        .backend
+                        .get(&self.table, &key.partition_key, &key.row_key)
+                        .await?
+                }
             };
             let version = stored.as_ref().and_then(|s| s.etag.clone());
             match (&kind, &version) {
@@ -231,7 +255,9 @@ impl<T: TableEntity> Store<T> {
                         row_key: key.row_key.clone(),
                     })
                 }
-                (LargeWrite::Replace(IfMatch::ETag(wanted)), Some(v)) if wanted != v => return Err(self.conflict_of(&key)),
+                (LargeWrite::Replace(IfMatch::ETag(wanted)), Some(v)) if wanted != v => {
+                    return Err(self.conflict_of(&key))
+                }
                 _ => {}
             }
             if let (Some(old), true) = (&stored, crate::store::protect::has_protected(T::SCHEMA.columns)) {
@@ -247,12 +273,18 @@ impl<T: TableEntity> Store<T> {
             check_row_limits(&planned.main)?;
             // Blobs first (create-only), then the rows.
             for b in &planned.blobs {
-                self.upload(&b.reference.path, b.bytes.clone(), b.reference.content_type.clone(), b.content_encoding.clone())
-                    .await?;
+                self.upload(
+                    &b.reference.path,
+                    b.bytes.clone(),
+                    b.reference.content_type.clone(),
+                    b.content_encoding.clone(),
+                )
+                .await?;
             }
             for (reference, bytes) in &file_uploads {
                 if let Some(bytes) = bytes {
-                    self.upload(&reference.path, bytes.clone(), reference.content_type.clone(), None).await?;
+                    self.upload(&reference.path, bytes.clone(), reference.content_type.clone(), None)
+                        .await?;
                 }
             }
             let new_parts = planned.continuations.len();
@@ -328,7 +360,9 @@ impl<T: TableEntity> Store<T> {
                 continue;
             }
             return Err(match (status, &kind) {
-                (Some(409), LargeWrite::Create) if index == 0 => error.about_entity(&self.table, &key.partition_key, &key.row_key),
+                (Some(409), LargeWrite::Create) if index == 0 => {
+                    error.about_entity(&self.table, &key.partition_key, &key.row_key)
+                }
                 (Some(412), _) | (Some(409), _) | (Some(404), LargeWrite::Upsert) => self.conflict_of(&key),
                 _ => error.about_entity(&self.table, &key.partition_key, &key.row_key),
             });
@@ -352,8 +386,16 @@ impl<T: TableEntity> Store<T> {
         let request = QueryRequest {
             filter: Some(
                 Filter::eq("PartitionKey", Value::String(main.partition_key.clone()))
-                    .and(Filter::cmp("RowKey", CmpOp::Ge, Value::String(continuation_key(&main.row_key, 1))))
-                    .and(Filter::cmp("RowKey", CmpOp::Le, Value::String(continuation_key(&main.row_key, parts)))),
+                    .and(Filter::cmp(
+                        "RowKey",
+                        CmpOp::Ge,
+                        Value::String(continuation_key(&main.row_key, 1)),
+                    ))
+                    .and(Filter::cmp(
+                        "RowKey",
+                        CmpOp::Le,
+                        Value::String(continuation_key(&main.row_key, parts)),
+                    )),
             ),
             select: None,
             top: None,
@@ -387,7 +429,9 @@ impl<T: TableEntity> Store<T> {
             if !seen.contains(&continuation_key(&main.row_key, index)) {
                 return Err(Error::Integrity {
                     column: SPLIT_PARTS.into(),
-                    reason: format!("continuation row {index} of {parts} is missing; the row may have changed while it was read"),
+                    reason: format!(
+                        "continuation row {index} of {parts} is missing; the row may have changed while it was read"
+                    ),
                 });
             }
         }
@@ -397,16 +441,27 @@ impl<T: TableEntity> Store<T> {
             let blob_cell = format!("{name}__blob");
             let value = if let Some(Value::String(json)) = merged.get(&blob_cell).cloned() {
                 let reference = parse_ref(&blob_cell, &json)?;
-                let blobs = self.blobs().ok_or_else(|| Error::BlobOffloadNotConfigured { column: name.to_owned() })?;
-                let found = blobs.backend.get(&blobs.options.container, &reference.path, None).await?;
+                let blobs = self.blobs().ok_or_else(|| Error::BlobOffloadNotConfigured {
+                    column: name.to_owned(),
+                })?;
+                let found = blobs
+                    .backend
+                    .get(&blobs.options.container, &reference.path, None)
+                    .await?;
                 let (_, bytes) = found.ok_or_else(|| Error::Integrity {
                     column: name.to_owned(),
-                    reason: format!("the blob {} is missing; the row may have changed while it was read", reference.path),
+                    reason: format!(
+                        "the blob {} is missing; the row may have changed while it was read",
+                        reference.path
+                    ),
                 })?;
                 if bytes.len() as u64 != reference.length || sha256_hex(&bytes) != reference.sha256 {
                     return Err(Error::Integrity {
                         column: name.to_owned(),
-                        reason: format!("the blob {} does not match its reference (length or SHA-256)", reference.path),
+                        reason: format!(
+                            "the blob {} does not match its reference (length or SHA-256)",
+                            reference.path
+                        ),
                     });
                 }
                 merged.properties.remove(&blob_cell);
@@ -417,7 +472,8 @@ impl<T: TableEntity> Store<T> {
                 let prefix = format!("{name}__");
                 merged.properties.retain(|k, _| {
                     !(k.starts_with(&prefix)
-                        && (k[prefix.len()..].starts_with('c') && k[prefix.len() + 1..].bytes().all(|b| b.is_ascii_digit())
+                        && (k[prefix.len()..].starts_with('c')
+                            && k[prefix.len() + 1..].bytes().all(|b| b.is_ascii_digit())
                             || matches!(&k[prefix.len()..], "chunks" | "sha256" | "enc" | "len")))
                 });
                 Some(v)
@@ -448,7 +504,11 @@ impl<T: TableEntity> Store<T> {
                     return Ok(Some(entity));
                 }
                 Err(e @ Error::Integrity { .. }) => {
-                    let again = self.tables.backend.get(&self.table, &main.partition_key, &main.row_key).await?;
+                    let again = self
+                        .tables
+                        .backend
+                        .get(&self.table, &main.partition_key, &main.row_key)
+                        .await?;
                     match again {
                         None => return Ok(None),
                         Some(fresh) if fresh.etag != main.etag && attempt < RACE_ATTEMPTS => {
@@ -477,7 +537,12 @@ impl<T: TableEntity> Store<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let Some(stored) = self.tables.backend.get(&self.table, &key.partition_key, &key.row_key).await? else {
+            let Some(stored) = self
+                .tables
+                .backend
+                .get(&self.table, &key.partition_key, &key.row_key)
+                .await?
+            else {
                 if let IfMatch::ETag(_) = condition {
                     return Err(Error::NotFound {
                         table: self.table.clone(),
@@ -509,12 +574,22 @@ impl<T: TableEntity> Store<T> {
             let result = loop {
                 let attempt_ops = ops.clone();
                 let r = if attempt_ops.len() == 1 {
-                    self.tables.backend.execute(&self.table, attempt_ops.into_iter().next().expect("one op")).await.map(|_| ())
+                    self.tables
+                        .backend
+                        .execute(&self.table, attempt_ops.into_iter().next().expect("one op"))
+                        .await
+                        .map(|_| ())
                 } else {
-                    self.tables.backend.transaction(&self.table, attempt_ops).await.map(|_| ())
+                    self.tables
+                        .backend
+                        .transaction(&self.table, attempt_ops)
+                        .await
+                        .map(|_| ())
                 };
                 match r {
-                    Err(Error::Transaction { index, source }) if index > 0 && source.service_code().map(|c| c.0) == Some(404) => {
+                    Err(Error::Transaction { index, source })
+                        if index > 0 && source.service_code().map(|c| c.0) == Some(404) =>
+                    {
                         ops.remove(index);
                     }
                     other => break other,
@@ -522,12 +597,16 @@ impl<T: TableEntity> Store<T> {
             };
             match result {
                 Ok(()) => {
-                    self.release_blobs(key, &referenced_blobs(&stored), &BTreeSet::new()).await;
+                    self.release_blobs(key, &referenced_blobs(&stored), &BTreeSet::new())
+                        .await;
                     return Ok(true);
                 }
                 Err(e) => {
                     let status = e.service_code().map(|c| c.0);
-                    if matches!(status, Some(404) | Some(412)) && attempt < RACE_ATTEMPTS && matches!(condition, IfMatch::Any) {
+                    if matches!(status, Some(404) | Some(412))
+                        && attempt < RACE_ATTEMPTS
+                        && matches!(condition, IfMatch::Any)
+                    {
                         tokio::time::sleep(race_backoff(attempt)).await;
                         continue;
                     }
@@ -551,7 +630,11 @@ impl<T: TableEntity> Store<T> {
         let at = crate::store::now();
         for (i, entity) in entities.iter().enumerate() {
             let stamps = Stamps {
-                created: if create || entity.created_at().is_none() { Some(at) } else { None },
+                created: if create || entity.created_at().is_none() {
+                    Some(at)
+                } else {
+                    None
+                },
                 updated: Some(at),
             };
             let kind = if create { LargeWrite::Create } else { LargeWrite::Upsert };
@@ -589,12 +672,20 @@ impl<T: TableEntity> Store<T> {
         }
         let mut deleted = 0;
         for rk in &mains {
-            if self.delete_large(&Key::new(partition_key, rk.clone()), IfMatch::Any).await? {
+            if self
+                .delete_large(&Key::new(partition_key, rk.clone()), IfMatch::Any)
+                .await?
+            {
                 deleted += 1;
             }
         }
         for (owner, rk) in leftovers {
-            let main_exists = self.tables.backend.get(&self.table, partition_key, &owner).await?.is_some();
+            let main_exists = self
+                .tables
+                .backend
+                .get(&self.table, partition_key, &owner)
+                .await?
+                .is_some();
             if !main_exists {
                 let op = WriteOp::Delete {
                     partition_key: partition_key.to_owned(),

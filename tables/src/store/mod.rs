@@ -8,6 +8,9 @@ mod logs;
 mod paging;
 mod patch;
 pub(crate) mod protect;
+mod sweep;
+
+pub use sweep::SweepReport;
 mod query;
 
 pub use protect::Authorizer;

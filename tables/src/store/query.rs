@@ -154,7 +154,10 @@ impl Pages<'_> {
         if self.done {
             return Ok(None);
         }
-        let page = self.backend.query(self.table, &self.request, self.continuation.as_ref()).await?;
+        let page = self
+            .backend
+            .query(self.table, &self.request, self.continuation.as_ref())
+            .await?;
         self.continuation = page.continuation;
         self.done = self.continuation.is_none();
         Ok(Some(page.rows))

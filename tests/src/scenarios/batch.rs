@@ -128,10 +128,17 @@ pub async fn create_batch_respects_the_request_size_budget(env: &Env) {
     // 30,000 quotes: 60 KB of stored text, 60 KB of wire JSON once escaped (`\"`);
     // 100 of them are over the 4 MiB request limit, so the batch needs more than one transaction.
     let rows: Vec<Quoted> = (0..100)
-        .map(|i| Quoted { pk: "p".into(), rk: format!("{i:03}"), text: "\"".repeat(30_000) })
+        .map(|i| Quoted {
+            pk: "p".into(),
+            rk: format!("{i:03}"),
+            text: "\"".repeat(30_000),
+        })
         .collect();
     env.reset_counts();
-    store.create_batch(&rows).await.expect("packed within the request limit");
+    store
+        .create_batch(&rows)
+        .await
+        .expect("packed within the request limit");
     assert!(env.counts().transactions >= 2, "{:?}", env.counts());
     assert_eq!(store.count(QueryOptions::partition("p")).await.unwrap(), 100);
     assert_eq!(store.get(("p", "042")).await.unwrap().unwrap().text.len(), 30_000);

@@ -42,17 +42,29 @@ pub async fn every_tier_boundary_round_trips(env: &Env) {
             }
             "rows" => {
                 assert!(part_count(&row) >= 1, "{tier}: {}", part_count(&row));
-                let cont = env.backend().get(&env.table, "p", "rows~0001").await.unwrap().expect("~0001");
+                let cont = env
+                    .backend()
+                    .get(&env.table, "p", "rows~0001")
+                    .await
+                    .unwrap()
+                    .expect("~0001");
                 assert_eq!(cont.get("_SplitOf"), Some(&Value::String("rows".into())));
                 assert_eq!(cont.get("_SplitIndex"), Some(&Value::Int32(1)));
             }
             _ => {
-                assert!(row.get("Body__blob").is_some() && row.get("Body__chunks").is_none(), "{tier}");
+                assert!(
+                    row.get("Body__blob").is_some() && row.get("Body__chunks").is_none(),
+                    "{tier}"
+                );
             }
         }
     }
     // Binary and gzip encodings, JSON values, just below and above one cell.
-    for (rk, bytes) in [("bin-inline", 65_535usize), ("bin-split", 65_536), ("bin-rows", 2_000_000)] {
+    for (rk, bytes) in [
+        ("bin-inline", 65_535usize),
+        ("bin-split", 65_536),
+        ("bin-rows", 2_000_000),
+    ] {
         let mut d = Document::new("p", rk);
         d.data = noise(bytes, 9).into_bytes();
         d.notes = Some("note ".repeat(bytes / 5));
@@ -65,7 +77,10 @@ pub async fn every_tier_boundary_round_trips(env: &Env) {
     // Queries and counts see entities, never continuation rows.
     let all = store.query(QueryOptions::partition("p")).await.unwrap();
     assert_eq!(all.len(), cases.len() + 3);
-    assert_eq!(store.count(QueryOptions::partition("p")).await.unwrap(), (cases.len() + 3) as u64);
+    assert_eq!(
+        store.count(QueryOptions::partition("p")).await.unwrap(),
+        (cases.len() + 3) as u64
+    );
     let streamed: Vec<Document> = store.stream(QueryOptions::partition("p")).try_collect().await.unwrap();
     assert_eq!(streamed.len(), cases.len() + 3);
 }
@@ -118,18 +133,42 @@ pub async fn many_values_that_each_fit_move_to_split_form(env: &Env) {
     let mut w = Wide {
         pk: "p".into(),
         rk: "wide".into(),
-        a: cell(1), b: cell(2), c: cell(3), d: cell(4), e: cell(5), f: cell(6), g: cell(7), h: cell(8), i: cell(9),
-        j: cell(10), k: cell(11), l: cell(12), m: cell(13), n: cell(14), o: cell(15), p: cell(16), q: cell(17), r: cell(18),
+        a: cell(1),
+        b: cell(2),
+        c: cell(3),
+        d: cell(4),
+        e: cell(5),
+        f: cell(6),
+        g: cell(7),
+        h: cell(8),
+        i: cell(9),
+        j: cell(10),
+        k: cell(11),
+        l: cell(12),
+        m: cell(13),
+        n: cell(14),
+        o: cell(15),
+        p: cell(16),
+        q: cell(17),
+        r: cell(18),
     };
     let store = env.tables.store_in::<Wide>(&env.table);
-    store.create(&mut w).await.expect("18 cells of 30,000 chars (1.08 MB) fit once some move to split form");
+    store
+        .create(&mut w)
+        .await
+        .expect("18 cells of 30,000 chars (1.08 MB) fit once some move to split form");
     let row = raw(env, "wide").await;
     let moved = row.properties.keys().filter(|k| k.ends_with("__chunks")).count();
-    let kept = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M", "N", "O", "P", "Q", "R"]
-        .iter()
-        .filter(|c| row.get(c).is_some())
-        .count();
-    assert!(moved >= 1 && kept >= 1 && moved + kept == 18, "moved {moved}, kept {kept}: only as many as needed");
+    let kept = [
+        "A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M", "N", "O", "P", "Q", "R",
+    ]
+    .iter()
+    .filter(|c| row.get(c).is_some())
+    .count();
+    assert!(
+        moved >= 1 && kept >= 1 && moved + kept == 18,
+        "moved {moved}, kept {kept}: only as many as needed"
+    );
     assert_eq!(store.get(("p", "wide")).await.unwrap().unwrap(), w);
 }
 
@@ -145,13 +184,25 @@ pub async fn replacing_and_deleting_remove_the_old_parts(env: &Env) {
     store.update(&mut d).await.unwrap();
     assert_eq!(part_count(&raw(env, "doc").await), -1, "no split value left");
     for i in 1..=parts {
-        assert!(env.backend().get(&env.table, "p", &format!("doc~{i:04}")).await.unwrap().is_none(), "~{i:04} removed");
+        assert!(
+            env.backend()
+                .get(&env.table, "p", &format!("doc~{i:04}"))
+                .await
+                .unwrap()
+                .is_none(),
+            "~{i:04} removed"
+        );
     }
     // Grow again, then delete: every row goes.
     d.body = noise(1_500_000, 2);
     store.upsert(&mut d).await.unwrap();
     assert!(store.delete(("p", "doc")).await.unwrap());
-    let left = env.backend().query(&env.table, &Default::default(), None).await.unwrap().rows;
+    let left = env
+        .backend()
+        .query(&env.table, &Default::default(), None)
+        .await
+        .unwrap()
+        .rows;
     assert!(left.is_empty(), "{left:?}");
     assert!(!store.delete(("p", "doc")).await.unwrap());
 }
@@ -167,16 +218,35 @@ pub async fn damage_is_detected_on_read(env: &Env) {
     if let Some(Value::Binary(bytes)) = row.properties.get_mut("Data__c1") {
         bytes[10] ^= 0x40;
     }
-    b.execute(&env.table, WriteOp::Upsert { row, mode: unified_tables::UpdateMode::Replace }).await.unwrap();
+    b.execute(
+        &env.table,
+        WriteOp::Upsert {
+            row,
+            mode: unified_tables::UpdateMode::Replace,
+        },
+    )
+    .await
+    .unwrap();
     let err = store.get(("p", "flip")).await.unwrap_err();
-    assert!(matches!(&err, Error::Integrity { column, .. } if column == "Data"), "{err}");
+    assert!(
+        matches!(&err, Error::Integrity { column, .. } if column == "Data"),
+        "{err}"
+    );
     // A missing chunk cell.
     let mut d = Document::new("p", "chunk");
     d.body = noise(100_000, 4);
     store.create(&mut d).await.unwrap();
     let mut row = raw(env, "chunk").await;
     row.properties.remove("Body__c0");
-    b.execute(&env.table, WriteOp::Upsert { row, mode: unified_tables::UpdateMode::Replace }).await.unwrap();
+    b.execute(
+        &env.table,
+        WriteOp::Upsert {
+            row,
+            mode: unified_tables::UpdateMode::Replace,
+        },
+    )
+    .await
+    .unwrap();
     assert!(matches!(store.get(("p", "chunk")).await, Err(Error::Integrity { .. })));
     // A missing continuation row.
     let mut d = Document::new("p", "cont");
@@ -184,7 +254,11 @@ pub async fn damage_is_detected_on_read(env: &Env) {
     store.create(&mut d).await.unwrap();
     b.execute(
         &env.table,
-        WriteOp::Delete { partition_key: "p".into(), row_key: "cont~0001".into(), condition: unified_tables::IfMatch::Any },
+        WriteOp::Delete {
+            partition_key: "p".into(),
+            row_key: "cont~0001".into(),
+            condition: unified_tables::IfMatch::Any,
+        },
     )
     .await
     .unwrap();
@@ -193,13 +267,25 @@ pub async fn damage_is_detected_on_read(env: &Env) {
     let mut d = Document::new("p", "blob");
     d.body = noise(3_200_000, 6);
     store.create(&mut d).await.unwrap();
-    let reference: serde_json::Value =
-        serde_json::from_str(raw(env, "blob").await.get("Body__blob").and_then(Value::as_str).unwrap()).unwrap();
+    let reference: serde_json::Value = serde_json::from_str(
+        raw(env, "blob")
+            .await
+            .get("Body__blob")
+            .and_then(Value::as_str)
+            .unwrap(),
+    )
+    .unwrap();
     let path = reference["path"].as_str().unwrap().to_owned();
     let blobs = env.blobs.as_ref().unwrap();
-    blobs.delete(&crate::blob_options().container, &path, BlobCondition::None).await.unwrap();
+    blobs
+        .delete(&crate::blob_options().container, &path, BlobCondition::None)
+        .await
+        .unwrap();
     let err = store.get(("p", "blob")).await.unwrap_err();
-    assert!(matches!(&err, Error::Integrity { reason, .. } if reason.contains("missing")), "{err}");
+    assert!(
+        matches!(&err, Error::Integrity { reason, .. } if reason.contains("missing")),
+        "{err}"
+    );
     // Damaged rows stay deletable.
     for rk in ["flip", "chunk", "cont", "blob"] {
         assert!(store.delete(("p", rk)).await.unwrap(), "{rk}");
@@ -214,36 +300,58 @@ pub async fn values_that_cannot_be_stored_are_refused_before_anything_is_written
     let mut d = Document::new("p", "never");
     d.local = noise(4_500_000, 7);
     let err = store.create(&mut d).await.unwrap_err();
-    assert!(matches!(&err, Error::OversizedValue { column, reason, .. } if column == "Local" && reason.contains("never")), "{err}");
+    assert!(
+        matches!(&err, Error::OversizedValue { column, reason, .. } if column == "Local" && reason.contains("never")),
+        "{err}"
+    );
     // No blob store configured.
     let plain = unified_tables::Tables::with_backend(env.backend().clone()).store_in::<Document>(&env.table);
     let mut d = Document::new("p", "noblobs");
     d.body = noise(5_000_000, 8);
     let err = plain.create(&mut d).await.unwrap_err();
-    assert!(matches!(&err, Error::OversizedValue { column, .. } if column == "Body"), "{err}");
+    assert!(
+        matches!(&err, Error::OversizedValue { column, .. } if column == "Body"),
+        "{err}"
+    );
     // Keys with the continuation shape, or too long to carry it.
     for rk in ["a~0001", &"k".repeat(481)] {
         let err = store.create(&mut Document::new("p", rk)).await.unwrap_err();
         assert!(matches!(err, Error::InvalidKey { .. }), "{err}");
     }
     assert_eq!(env.counts().entity_requests(), 0, "nothing was sent");
-    assert!(store.create(&mut Document::new("p", "a~b")).await.is_ok(), "other `~` keys are fine");
+    assert!(
+        store.create(&mut Document::new("p", "a~b")).await.is_ok(),
+        "other `~` keys are fine"
+    );
 }
 
 pub async fn a_foreign_row_at_a_continuation_key_fails_the_write(env: &Env) {
     let store = env.tables.store_in::<Document>(&env.table);
     store.ensure_created().await.unwrap();
     env.backend()
-        .execute(&env.table, WriteOp::Insert(Row::new("p", "doc~0001").with("Other", Value::Int32(1))))
+        .execute(
+            &env.table,
+            WriteOp::Insert(Row::new("p", "doc~0001").with("Other", Value::Int32(1))),
+        )
         .await
         .unwrap();
     let mut d = Document::new("p", "doc");
     d.body = noise(1_500_000, 9);
     let err = store.create(&mut d).await.unwrap_err();
-    assert!(matches!(&err, Error::InvalidKey { key, .. } if key == "doc~0001"), "{err}");
-    assert!(env.backend().get(&env.table, "p", "doc").await.unwrap().is_none(), "nothing written");
+    assert!(
+        matches!(&err, Error::InvalidKey { key, .. } if key == "doc~0001"),
+        "{err}"
+    );
+    assert!(
+        env.backend().get(&env.table, "p", "doc").await.unwrap().is_none(),
+        "nothing written"
+    );
     let foreign = env.backend().get(&env.table, "p", "doc~0001").await.unwrap().unwrap();
-    assert_eq!(foreign.get("Other"), Some(&Value::Int32(1)), "the foreign row is left as it was");
+    assert_eq!(
+        foreign.get("Other"),
+        Some(&Value::Int32(1)),
+        "the foreign row is left as it was"
+    );
 }
 
 pub async fn files_are_blobs_read_lazily(env: &Env) {
@@ -254,7 +362,11 @@ pub async fn files_are_blobs_read_lazily(env: &Env) {
     store.create(&mut d).await.unwrap();
     let written = d.attachment.as_ref().unwrap();
     assert_eq!(written.len(), Some(bytes.len() as u64));
-    assert_eq!(written.sha256().map(str::len), Some(64), "the hash is known after the write");
+    assert_eq!(
+        written.sha256().map(str::len),
+        Some(64),
+        "the hash is known after the write"
+    );
 
     let got = store.get(("p", "file")).await.unwrap().unwrap();
     let content = got.attachment.clone().expect("a reference");
@@ -268,13 +380,24 @@ pub async fn files_are_blobs_read_lazily(env: &Env) {
     other.attachment = got.attachment.clone();
     store.create(&mut other).await.unwrap();
     let copy = store.get(("p", "copy")).await.unwrap().unwrap().attachment.unwrap();
-    let (a, b) = (content.reference().unwrap().path.clone(), copy.reference().unwrap().path.clone());
+    let (a, b) = (
+        content.reference().unwrap().path.clone(),
+        copy.reference().unwrap().path.clone(),
+    );
     assert_ne!(a, b);
     assert!(b.contains("/copy/"), "{b}");
     // A blob gone since the read is an integrity error, never partial data.
-    env.blobs.as_ref().unwrap().delete(&crate::blob_options().container, &a, BlobCondition::None).await.unwrap();
+    env.blobs
+        .as_ref()
+        .unwrap()
+        .delete(&crate::blob_options().container, &a, BlobCondition::None)
+        .await
+        .unwrap();
     let err = content.read_all().await.unwrap_err();
-    assert!(matches!(&err, Error::Integrity { reason, .. } if reason.contains("may have changed")), "{err}");
+    assert!(
+        matches!(&err, Error::Integrity { reason, .. } if reason.contains("may have changed")),
+        "{err}"
+    );
     assert_eq!(copy.read_all().await.unwrap(), bytes, "the copy has its own blob");
     // An empty file round-trips.
     let mut empty = Document::new("p", "empty");
@@ -319,4 +442,161 @@ pub async fn racing_writers_and_readers_never_mix_versions(env: &Env) {
     for r in readers {
         r.await.unwrap();
     }
+}
+
+fn blob_path(row: &Row, column: &str) -> String {
+    let json = row
+        .get(&format!("{column}__blob"))
+        .and_then(Value::as_str)
+        .expect("a blob reference");
+    serde_json::from_str::<serde_json::Value>(json).unwrap()["path"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+pub async fn released_blobs_are_cleaned_after_the_grace_and_orphans_swept(env: &Env) {
+    let blobs = env.blobs.clone().expect("a blob backend");
+    let container = crate::blob_options().container;
+    // With the default grace (5 minutes) a replaced blob is left for the sweep.
+    let store = env.tables.store_in::<Document>(&env.table);
+    let mut d = Document::new("p", "kept");
+    d.body = noise(3_200_000, 20);
+    store.create(&mut d).await.unwrap();
+    let first = blob_path(&raw(env, "kept").await, "Body");
+    d.body = noise(3_200_000, 21);
+    store.update(&mut d).await.unwrap();
+    let second = blob_path(&raw(env, "kept").await, "Body");
+    assert_ne!(first, second);
+    assert!(
+        blobs.properties(&container, &first).await.unwrap().is_some(),
+        "younger than the grace: kept"
+    );
+
+    // With no grace, a replace deletes the old blob once it is a second old (Last-Modified has 1 s resolution).
+    let eager = env
+        .tables
+        .clone()
+        .with_blobs(
+            blobs.clone(),
+            unified_tables::BlobOptions {
+                cleanup_grace: std::time::Duration::ZERO,
+                ..crate::blob_options()
+            },
+        )
+        .store_in::<Document>(&env.table);
+    let mut e = Document::new("p", "eager");
+    e.body = noise(3_200_000, 22);
+    eager.create(&mut e).await.unwrap();
+    let old = blob_path(&raw(env, "eager").await, "Body");
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+    e.body = noise(3_200_000, 23);
+    eager.update(&mut e).await.unwrap();
+    assert!(
+        blobs.properties(&container, &old).await.unwrap().is_none(),
+        "released and old enough: deleted"
+    );
+
+    // The sweep removes exactly the orphans: not referenced, old enough, of the offload shape.
+    let foreign = format!("{}/p/kept/notes.txt", env.table);
+    blobs
+        .put(&container, &foreign, b"not ours".to_vec(), Default::default())
+        .await
+        .unwrap();
+    let young = store
+        .sweep_orphan_blobs("p", std::time::Duration::from_secs(3_600))
+        .await
+        .unwrap();
+    assert_eq!(young.deleted, 0, "nothing is old enough");
+    let report = store.sweep_orphan_blobs("p", std::time::Duration::ZERO).await.unwrap();
+    assert_eq!(report.deleted, 1, "{report:?}");
+    assert!(
+        blobs.properties(&container, &first).await.unwrap().is_none(),
+        "the orphan is gone"
+    );
+    assert!(
+        blobs.properties(&container, &second).await.unwrap().is_some(),
+        "the referenced blob stays"
+    );
+    assert!(
+        blobs.properties(&container, &foreign).await.unwrap().is_some(),
+        "a blob of another shape stays"
+    );
+    assert_eq!(store.get(("p", "kept")).await.unwrap().unwrap().body, d.body);
+    // Table-wide: another partition's orphan.
+    let mut q = Document::new("q", "x");
+    q.body = noise(3_200_000, 24);
+    store.create(&mut q).await.unwrap();
+    let orphan = blob_path(&raw_in(env, "q", "x").await, "Body");
+    env.backend()
+        .execute(
+            &env.table,
+            WriteOp::Delete {
+                partition_key: "q".into(),
+                row_key: "x".into(),
+                condition: unified_tables::IfMatch::Any,
+            },
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    let all = store.sweep_all_orphan_blobs(std::time::Duration::ZERO).await.unwrap();
+    assert!(all.deleted >= 1, "{all:?}");
+    assert!(blobs.properties(&container, &orphan).await.unwrap().is_none());
+}
+
+async fn raw_in(env: &Env, pk: &str, rk: &str) -> Row {
+    env.backend().get(&env.table, pk, rk).await.unwrap().expect("row")
+}
+
+pub async fn leftover_continuation_rows_are_never_returned_and_are_reclaimed(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    let mut d = Document::new("p", "doc");
+    d.body = noise(1_500_000, 30);
+    store.create(&mut d).await.unwrap();
+    // Another writer deletes only the main row: its continuation rows are left over.
+    env.backend()
+        .execute(
+            &env.table,
+            WriteOp::Delete {
+                partition_key: "p".into(),
+                row_key: "doc".into(),
+                condition: unified_tables::IfMatch::Any,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(env.backend().get(&env.table, "p", "doc~0001").await.unwrap().is_some());
+    assert!(store.get(("p", "doc")).await.unwrap().is_none());
+    assert!(
+        store.query(QueryOptions::partition("p")).await.unwrap().is_empty(),
+        "leftovers are not entities"
+    );
+    assert_eq!(store.count(QueryOptions::partition("p")).await.unwrap(), 0);
+    // A new write of the same key takes the leftover keys back.
+    let mut again = Document::new("p", "doc");
+    again.body = noise(1_500_000, 31);
+    store.create(&mut again).await.expect("leftovers are reclaimed");
+    assert_eq!(store.get(("p", "doc")).await.unwrap().unwrap().body, again.body);
+    // A partition delete never separates a main row from its parts.
+    store
+        .create(&mut {
+            let mut e = Document::new("p", "other");
+            e.body = noise(1_200_000, 32);
+            e
+        })
+        .await
+        .unwrap();
+    assert_eq!(store.delete_partition("p").await.unwrap(), 2);
+    let left = env
+        .backend()
+        .query(&env.table, &Default::default(), None)
+        .await
+        .unwrap()
+        .rows;
+    assert!(
+        left.is_empty(),
+        "{:?}",
+        left.iter().map(|r| &r.row_key).collect::<Vec<_>>()
+    );
 }

@@ -157,13 +157,20 @@ pub async fn too_many_properties_are_refused(env: &Env) {
         assert!(b.get(&env.table, "p", "many").await.unwrap().is_some());
         b.execute(
             &env.table,
-            WriteOp::Delete { partition_key: "p".into(), row_key: "many".into(), condition: unified_tables::IfMatch::Any },
+            WriteOp::Delete {
+                partition_key: "p".into(),
+                row_key: "many".into(),
+                condition: unified_tables::IfMatch::Any,
+            },
         )
         .await
         .unwrap();
     } else {
         assert_eq!(result.unwrap_err().service_code(), Some((400, "TooManyProperties")));
-        assert!(b.get(&env.table, "p", "many").await.unwrap().is_none(), "nothing stored");
+        assert!(
+            b.get(&env.table, "p", "many").await.unwrap().is_none(),
+            "nothing stored"
+        );
     }
     row.properties.remove("P252");
     b.execute(

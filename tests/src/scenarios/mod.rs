@@ -92,6 +92,8 @@ macro_rules! for_each_scenario {
             large::a_foreign_row_at_a_continuation_key_fails_the_write,
             large::files_are_blobs_read_lazily,
             large::racing_writers_and_readers_never_mix_versions,
+            large::released_blobs_are_cleaned_after_the_grace_and_orphans_swept,
+            large::leftover_continuation_rows_are_never_returned_and_are_reclaimed,
         }
     };
 }

@@ -1,0 +1,214 @@
+//! Sweeping orphan blobs: blobs of the exact offload shape that no row
+//! references any more (lost races, crashes, releases younger than the
+//! cleanup grace).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use super::Store;
+use crate::backend::blob::BlobCondition;
+use crate::backend::QueryRequest;
+use crate::entity::{ColumnKind, TableEntity};
+use crate::error::{Error, KeyKind, Result};
+use crate::large::blob_content::parse_ref;
+use crate::large::naming::{escape_segment, is_offload_shape, partition_prefix};
+use crate::large::SPLIT_OF;
+use crate::query::Filter;
+use crate::value::Value;
+
+/// What a sweep did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Orphans deleted.
+    pub deleted: usize,
+    /// Blobs looked at.
+    pub examined: usize,
+}
+
+/// Reverses [`escape_segment`]: `%` alone is the empty key.
+fn unescape_segment(segment: &str) -> Option<String> {
+    if segment == "%" {
+        return Some(String::new());
+    }
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+impl<T: TableEntity> Store<T> {
+    /// Deletes the blobs of one partition that no row references and that
+    /// were last modified more than `older_than` ago (on the blob service's
+    /// clock). Only names of the exact offload shape
+    /// `{table}/{partitionKey}/{rowKey}/{column}/{sha256}` are touched, and each
+    /// delete is conditional on the blob being unmodified since it was listed,
+    /// so a write that reuses an old orphan is never undercut.
+    ///
+    /// `older_than` must exceed the longest write (blob upload to row commit).
+    /// Every orphan is tried; failures are reported together at the end.
+    pub async fn sweep_orphan_blobs(&self, partition_key: &str, older_than: Duration) -> Result<SweepReport> {
+        crate::entity::validate_key(KeyKind::PartitionKey, partition_key)?;
+        let blobs = self
+            .tables
+            .blobs
+            .as_deref()
+            .ok_or_else(|| Error::BlobOffloadNotConfigured { column: String::new() })?;
+        let container = &blobs.options.container;
+        blobs.backend.create_container(container).await?;
+        let now = blobs.backend.now().await?;
+        let cutoff = now.unix_nanos() - older_than.as_nanos() as i128;
+        // Every blob the partition's rows reference now.
+        let mut reference_cells: Vec<String> = T::SCHEMA
+            .columns
+            .iter()
+            .filter(|c| matches!(c.kind, ColumnKind::Large { .. } | ColumnKind::Blob))
+            .map(|c| format!("{}__blob", c.name))
+            .collect();
+        reference_cells.push(SPLIT_OF.to_owned());
+        let request = QueryRequest {
+            filter: Some(Filter::eq("PartitionKey", Value::String(partition_key.to_owned()))),
+            select: Some(reference_cells),
+            top: Some(super::MAX_PAGE_SIZE),
+        };
+        let mut referenced = BTreeSet::new();
+        let mut pages = self.pages(request).await?;
+        while let Some(rows) = pages.next().await? {
+            for row in rows {
+                for (k, v) in &row.properties {
+                    if let (true, Some(json)) = (k.ends_with("__blob"), v.as_str()) {
+                        if let Ok(r) = parse_ref(k, json) {
+                            referenced.insert(r.path);
+                        }
+                    }
+                }
+            }
+        }
+        let prefix = partition_prefix(&self.table, partition_key);
+        let mut report = SweepReport::default();
+        let mut failures = Vec::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let listing = blobs
+                .backend
+                .list(container, &prefix, None, marker.as_deref(), 5000)
+                .await?;
+            for item in listing.items {
+                report.examined += 1;
+                let old = item.properties.last_modified.unix_nanos() < cutoff;
+                if !is_offload_shape(&item.name) || referenced.contains(&item.name) || !old {
+                    continue;
+                }
+                let condition = BlobCondition::IfMatch(item.properties.etag.clone());
+                match blobs.backend.delete(container, &item.name, condition).await {
+                    Ok(true) => report.deleted += 1,
+                    Ok(false) => {}
+                    Err(e) => failures.push(format!("{}: {e}", item.name)),
+                }
+            }
+            match listing.next_marker {
+                Some(m) => marker = Some(m),
+                None => break,
+            }
+        }
+        if failures.is_empty() {
+            Ok(report)
+        } else {
+            Err(Error::SweepFailed {
+                deleted: report.deleted,
+                failures,
+            })
+        }
+    }
+
+    /// Sweeps every partition that has blobs (see [`Store::sweep_orphan_blobs`]).
+    /// A failing partition does not stop the others; the failures are reported together.
+    pub async fn sweep_all_orphan_blobs(&self, older_than: Duration) -> Result<SweepReport> {
+        let blobs = self
+            .tables
+            .blobs
+            .as_deref()
+            .ok_or_else(|| Error::BlobOffloadNotConfigured { column: String::new() })?;
+        let container = &blobs.options.container;
+        blobs.backend.create_container(container).await?;
+        let table_prefix = format!("{}/", escape_segment(&self.table));
+        let mut partitions = Vec::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let listing = blobs
+                .backend
+                .list(container, &table_prefix, Some("/"), marker.as_deref(), 5000)
+                .await?;
+            for p in listing.prefixes {
+                let segment = p[table_prefix.len()..].trim_end_matches('/');
+                if let Some(pk) = unescape_segment(segment) {
+                    partitions.push(pk);
+                }
+            }
+            match listing.next_marker {
+                Some(m) => marker = Some(m),
+                None => break,
+            }
+        }
+        let mut total = SweepReport::default();
+        let mut failures = Vec::new();
+        for pk in partitions {
+            match self.sweep_orphan_blobs(&pk, older_than).await {
+                Ok(r) => {
+                    total.deleted += r.deleted;
+                    total.examined += r.examined;
+                }
+                Err(Error::SweepFailed { deleted, failures: f }) => {
+                    total.deleted += deleted;
+                    failures.extend(f);
+                }
+                Err(e) => failures.push(format!("partition {pk:?}: {e}")),
+            }
+        }
+        if failures.is_empty() {
+            Ok(total)
+        } else {
+            Err(Error::SweepFailed {
+                deleted: total.deleted,
+                failures,
+            })
+        }
+    }
+
+    /// Runs the table-wide sweep every `interval`, for ever, logging each
+    /// round through `tracing`. Spawn it on the host's runtime:
+    ///
+    /// ```no_run
+    /// # use unified_tables::{TableEntity, Tables};
+    /// # #[derive(TableEntity)] struct Doc { #[table(partition_key)] pk: String, #[table(row_key)] rk: String }
+    /// # async fn host(db: Tables) {
+    /// use std::time::Duration;
+    /// let docs = db.store::<Doc>();
+    /// let sweeper = tokio::spawn(docs.sweep_forever(Duration::from_secs(3600), Duration::from_secs(3600)));
+    /// // ... on shutdown:
+    /// sweeper.abort();
+    /// # }
+    /// ```
+    pub async fn sweep_forever(self, interval: Duration, older_than: Duration) {
+        loop {
+            tokio::time::sleep(interval).await;
+            match self.sweep_all_orphan_blobs(older_than).await {
+                Ok(r) => {
+                    tracing::info!(table = %self.table, deleted = r.deleted, examined = r.examined, "orphan blob sweep")
+                }
+                Err(e) => {
+                    tracing::error!(table = %self.table, error = %e, "orphan blob sweep failed; retrying next round")
+                }
+            }
+        }
+    }
+}
