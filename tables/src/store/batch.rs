@@ -195,8 +195,10 @@ impl<T: TableEntity> Store<T> {
         let keyed = ops.into_iter().map(|op| (op.keys().0.to_owned(), op)).collect();
         let mut committed = 0;
         for group in group_by_partition(keyed) {
-            for range in pack(&group) {
-                let chunk = group[range].to_vec();
+            let ranges = pack(&group);
+            let mut rest = group.into_iter();
+            for range in ranges {
+                let chunk: Vec<WriteOp> = rest.by_ref().take(range.len()).collect();
                 let first_key = {
                     let (pk, rk) = chunk[0].keys();
                     Key::new(pk, rk)

@@ -206,6 +206,21 @@ mod tests {
     }
 
     #[test]
+    fn wire_size_is_the_length_of_the_body() {
+        let row = Row::new("p'\"", "ü")
+            .with("S", Value::String("a\"b\\c\u{1}é😀".into()))
+            .with("B", Value::Bool(false))
+            .with("I", Value::Int32(-12))
+            .with("L", Value::Int64(i64::MIN))
+            .with("D", Value::Double(1.5e-300))
+            .with("N", Value::Double(f64::NEG_INFINITY))
+            .with("T", Value::DateTime(DateTime::MAX))
+            .with("G", Value::Guid(Guid([7; 16])))
+            .with("X", Value::Binary(vec![1, 2, 3, 4]));
+        assert_eq!(wire_size(&row), serde_json::to_vec(&row_to_json(&row)).unwrap().len());
+    }
+
+    #[test]
     fn unannotated_numbers_are_typed_from_the_token() {
         let obj: Map<String, Json> = serde_json::from_str(r#"{"A":10.0,"B":10,"C":4294967296,"D":null}"#).unwrap();
         let row = row_from_json(&obj).unwrap();
