@@ -340,18 +340,28 @@ async fn main() -> Result<(), Failure> {
         bench.table,
         bench.blobs.blob_endpoint()
     );
-    println!("each value {SIZE} bytes; 1 warm-up, then the median of {REPEATS} runs; MB = 10^6 bytes of the value");
+    println!(
+        "each value {SIZE} bytes; 1 warm-up round, then the median of {REPEATS} rounds; MB/s = 10^6 bytes of the value per second"
+    );
     println!();
 
-    let mut lines = Vec::new();
-    for case in [Case::Text, Case::Gzip, Case::File] {
-        let mut rounds = Vec::new();
-        for run in 0..=REPEATS {
+    // One warm-up round of every case, then REPEATS measured rounds; the
+    // cases take turns, and library and raw swap order every round, so that
+    // the emulator's drift (garbage collection, growing data) hits both alike.
+    let cases = [Case::Text, Case::Gzip, Case::File];
+    let mut rounds: Vec<Vec<Round>> = vec![Vec::new(); cases.len()];
+    for run in 0..=REPEATS {
+        for (i, &case) in cases.iter().enumerate() {
             let rk = format!("{}-{run}", case.tag());
-            let (lib_write, lib_read) = bench.library(case, &rk).await?;
-            let (raw_write, raw_read) = bench.raw(case).await?;
+            let ((lib_write, lib_read), (raw_write, raw_read)) = if run % 2 == 0 {
+                let lib = bench.library(case, &rk).await?;
+                (lib, bench.raw(case).await?)
+            } else {
+                let raw = bench.raw(case).await?;
+                (bench.library(case, &rk).await?, raw)
+            };
             if run > 0 {
-                rounds.push(Round {
+                rounds[i].push(Round {
                     lib_write,
                     lib_read,
                     raw_write,
@@ -359,6 +369,9 @@ async fn main() -> Result<(), Failure> {
                 });
             }
         }
+    }
+    let mut lines = Vec::new();
+    for (&case, rounds) in cases.iter().zip(&rounds) {
         let pick = |f: fn(&Round) -> Duration| median(rounds.iter().map(f).collect());
         lines.push(Line {
             case,

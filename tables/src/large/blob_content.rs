@@ -136,10 +136,6 @@ impl BlobContent {
         self.pending.as_ref().map(|(b, t)| (b, t.as_deref()))
     }
 
-    pub(crate) fn source(&self) -> Option<&BlobSource> {
-        self.source.as_ref()
-    }
-
     /// Records that the content is stored at `reference`, readable through `source`.
     pub(crate) fn mark_stored(&mut self, reference: BlobRef, source: BlobSource) {
         self.pending = None;

@@ -65,7 +65,6 @@ pub fn is_continuation_key(row_key: &str) -> bool {
 /// A blob to upload before the rows are written.
 #[derive(Debug, Clone)]
 pub(crate) struct PlannedBlob {
-    pub(crate) column: String,
     pub(crate) reference: BlobRef,
     pub(crate) bytes: Vec<u8>,
     pub(crate) content_encoding: Option<String>,
@@ -198,7 +197,6 @@ pub(crate) fn plan(table: &str, mut row: Row, columns: &[LargeColumn], limits: L
                         Value::String(serde_json::to_string(&reference).unwrap_or_default()),
                     );
                     blobs.push(PlannedBlob {
-                        column: column.name.to_owned(),
                         reference,
                         content_encoding: (column.encoding == LargeEncoding::Gzip).then(|| "gzip".to_owned()),
                         bytes: stored,

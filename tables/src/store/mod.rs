@@ -4,6 +4,8 @@ mod batch;
 mod concurrency;
 mod crud;
 mod large;
+
+pub use large::MAX_LARGE_ROW_KEY;
 mod logs;
 mod paging;
 mod patch;
