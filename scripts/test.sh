@@ -108,11 +108,24 @@ key="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/K
 export UNIFIED_TABLES_TEST_CONNECTION="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=$key;TableEndpoint=http://127.0.0.1:$table_port/devstoreaccount1;BlobEndpoint=http://127.0.0.1:$blob_port/devstoreaccount1;"
 export UNIFIED_TABLES_REQUIRE_AZURE=1
 
-status=0
-cargo test --workspace --all-targets --no-fail-fast "$@" || status=$?
-doc_status=0
-cargo test --workspace --doc --no-fail-fast || doc_status=$?
+set +e
+cargo test --workspace --all-targets --no-fail-fast "$@" 2>&1 | tee "$tmp/tests.log"
+status=${PIPESTATUS[0]}
+cargo test --workspace --doc --no-fail-fast 2>&1 | tee -a "$tmp/tests.log"
+doc_status=${PIPESTATUS[0]}
+set -e
 if ((status == 0)); then
     status=$doc_status
 fi
+
+# One closing line over every test binary (cargo prints one summary per binary).
+sed 's/\x1b\[[0-9;]*m//g' "$tmp/tests.log" | awk '
+    /^test result:/ {
+        for (i = 1; i <= NF; i++) {
+            if ($(i) ~ /^passed;?$/) passed += $(i - 1)
+            if ($(i) ~ /^failed;?$/) failed += $(i - 1)
+            if ($(i) ~ /^ignored;?$/) ignored += $(i - 1)
+        }
+    }
+    END { printf "all tests: %d passed, %d failed, %d skipped\n", passed, failed, ignored }'
 exit "$status"
