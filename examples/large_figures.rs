@@ -273,7 +273,7 @@ impl Bench {
         let blob = row.properties.keys().find(|k| k.ends_with("__blob")).cloned();
         if let Some(cell) = blob {
             let json = row.get(&cell).and_then(Value::as_str).unwrap_or_default();
-            let length = serde_length(json).unwrap_or(0);
+            let length = blob_length(json).unwrap_or(0);
             let what = if case == Case::File { "file blob" } else { "blob" };
             return Ok(format!("{what}, {:.2} MB", length as f64 / 1e6));
         }
@@ -281,16 +281,17 @@ impl Bench {
             Some(Value::Int64(n)) => *n as f64 / 1e6,
             _ => 0.0,
         };
+        let encoding = row.get("Body__enc").and_then(Value::as_str).unwrap_or("?").to_owned();
         let parts = match row.get("_SplitParts") {
             Some(Value::Int32(n)) => *n,
             _ => 0,
         };
-        Ok(format!("1+{parts} rows, {len:.2} MB"))
+        Ok(format!("main + {parts} rows, {len:.2} MB {encoding}"))
     }
 }
 
 /// The `length` of a blob reference cell, without a JSON dependency.
-fn serde_length(json: &str) -> Option<u64> {
+fn blob_length(json: &str) -> Option<u64> {
     let start = json.find("\"length\":")? + "\"length\":".len();
     let digits: String = json[start..].chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
@@ -386,21 +387,21 @@ async fn main() -> Result<(), Failure> {
     }
 
     println!(
-        "{:<34} {:<20} | {:>17} {:>9} | {:>17} {:>9} | {:>7} {:>7}",
+        "{:<34} {:<26} | {:>17} {:>9} | {:>17} {:>9} | {:>7} {:>7}",
         "value", "stored by the library", "library write", "raw put", "library read", "raw get", "write", "read"
     );
     println!(
-        "{:<34} {:<20} | {:>17} {:>9} | {:>17} {:>9} | {:>7} {:>7}",
+        "{:<34} {:<26} | {:>17} {:>9} | {:>17} {:>9} | {:>7} {:>7}",
         "", "", "MB/s (ms)", "MB/s", "MB/s (ms)", "MB/s", "lib/raw", "lib/raw"
     );
-    println!("{}", "-".repeat(138));
+    println!("{}", "-".repeat(144));
     let mut verdicts = Vec::new();
     for line in &lines {
         let m = line.median;
         let write_ratio = m.raw_write.as_secs_f64() / m.lib_write.as_secs_f64();
         let read_ratio = m.raw_read.as_secs_f64() / m.lib_read.as_secs_f64();
         println!(
-            "{:<34} {:<20} | {:>8.1} ({:>5.0} ms) {:>9.1} | {:>8.1} ({:>5.0} ms) {:>9.1} | {:>6.2}x {:>6.2}x",
+            "{:<34} {:<26} | {:>8.1} ({:>5.0} ms) {:>9.1} | {:>8.1} ({:>5.0} ms) {:>9.1} | {:>6.2}x {:>6.2}x",
             line.case.label(),
             line.stored,
             mb_per_s(m.lib_write),

@@ -33,6 +33,44 @@ pub struct BlobRef {
     pub encoding: Option<String>,
 }
 
+/// The bytes of content not written yet: in memory, or spooled to a
+/// temporary file (a forward-only reader is read once).
+#[derive(Clone)]
+enum Bytes {
+    Memory(Arc<Vec<u8>>),
+    Spooled {
+        file: Arc<tempfile::NamedTempFile>,
+        len: u64,
+    },
+}
+
+impl Bytes {
+    fn len(&self) -> u64 {
+        match self {
+            Bytes::Memory(b) => b.len() as u64,
+            Bytes::Spooled { len, .. } => *len,
+        }
+    }
+
+    fn read(&self) -> Result<Arc<Vec<u8>>> {
+        match self {
+            Bytes::Memory(b) => Ok(b.clone()),
+            Bytes::Spooled { file, .. } => std::fs::read(file.path()).map(Arc::new).map_err(|e| Error::Integrity {
+                column: String::new(),
+                reason: format!("the spooled content could not be read back: {e}"),
+            }),
+        }
+    }
+
+    fn same(&self, other: &Bytes) -> bool {
+        match (self, other) {
+            (Bytes::Memory(a), Bytes::Memory(b)) => a == b,
+            (Bytes::Spooled { file: a, .. }, Bytes::Spooled { file: b, .. }) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
 /// Where a stored content can be read from.
 #[derive(Clone)]
 pub(crate) struct BlobSource {
@@ -53,7 +91,7 @@ pub(crate) struct BlobSource {
 /// ```
 #[derive(Clone)]
 pub struct BlobContent {
-    pending: Option<(Arc<Vec<u8>>, Option<String>)>,
+    pending: Option<(Bytes, Option<String>)>,
     stored: Option<BlobRef>,
     source: Option<BlobSource>,
 }
@@ -71,7 +109,7 @@ impl PartialEq for BlobContent {
     /// Two contents are equal when they hold the same bytes (by hash once stored).
     fn eq(&self, other: &Self) -> bool {
         match (&self.stored, &other.stored, &self.pending, &other.pending) {
-            (_, _, Some((a, _)), Some((b, _))) => a == b,
+            (_, _, Some((a, _)), Some((b, _))) => a.same(b),
             (Some(a), Some(b), None, None) => a.sha256 == b.sha256 && a.length == b.length,
             _ => false,
         }
@@ -82,21 +120,33 @@ impl BlobContent {
     /// New content to upload on the next write.
     pub fn from_bytes(bytes: impl Into<Vec<u8>>, content_type: impl Into<String>) -> BlobContent {
         BlobContent {
-            pending: Some((Arc::new(bytes.into()), Some(content_type.into()))),
+            pending: Some((Bytes::Memory(Arc::new(bytes.into())), Some(content_type.into()))),
             stored: None,
             source: None,
         }
     }
 
-    /// New content read once from a forward-only reader. The bytes are kept,
+    /// New content read once from a forward-only reader and spooled to a
+    /// temporary file (removed when the last copy of the content is dropped),
     /// so a retried write stores exactly the same bytes.
     pub fn from_reader(
         mut reader: impl std::io::Read,
         content_type: impl Into<String>,
     ) -> std::io::Result<BlobContent> {
-        let mut bytes = Vec::new();
-        reader.read_to_end(&mut bytes)?;
-        Ok(BlobContent::from_bytes(bytes, content_type))
+        let mut file = tempfile::NamedTempFile::new()?;
+        let len = std::io::copy(&mut reader, &mut file)?;
+        std::io::Write::flush(&mut file)?;
+        Ok(BlobContent {
+            pending: Some((
+                Bytes::Spooled {
+                    file: Arc::new(file),
+                    len,
+                },
+                Some(content_type.into()),
+            )),
+            stored: None,
+            source: None,
+        })
     }
 
     /// The stored reference, once the content has been written or read.
@@ -107,7 +157,7 @@ impl BlobContent {
     /// The length in bytes, when known.
     pub fn len(&self) -> Option<u64> {
         match (&self.pending, &self.stored) {
-            (Some((b, _)), _) => Some(b.len() as u64),
+            (Some((b, _)), _) => Some(b.len()),
             (None, Some(r)) => Some(r.length),
             _ => None,
         }
@@ -132,8 +182,11 @@ impl BlobContent {
         }
     }
 
-    pub(crate) fn pending(&self) -> Option<(&Arc<Vec<u8>>, Option<&str>)> {
-        self.pending.as_ref().map(|(b, t)| (b, t.as_deref()))
+    /// The bytes to upload and the content type, for content not written yet.
+    pub(crate) fn pending(&self) -> Option<Result<(Arc<Vec<u8>>, Option<&str>)>> {
+        self.pending
+            .as_ref()
+            .map(|(b, t)| b.read().map(|bytes| (bytes, t.as_deref())))
     }
 
     /// Records that the content is stored at `reference`, readable through `source`.
@@ -167,7 +220,10 @@ impl BlobContent {
             Failed(Option<Error>),
         }
         let state = match (&self.pending, &self.stored, &self.source) {
-            (Some((bytes, _)), _, _) => State::Pending(bytes.clone(), false),
+            (Some((bytes, _)), _, _) => match bytes.read() {
+                Ok(b) => State::Pending(b, false),
+                Err(e) => State::Failed(Some(e)),
+            },
             (None, Some(reference), Some(source)) => State::Remote {
                 source: source.clone(),
                 reference: reference.clone(),

@@ -10,6 +10,6 @@ pub use blob_content::{decode_blob_ref, encode_blob_ref, BlobContent, BlobRef};
 pub use cells::{encode_large_bytes, encode_large_json, encode_large_text};
 pub use cells::{BINARY_CHUNK_BYTES, TEXT_CHUNK_UNITS};
 pub use plan::{
-    continuation_key, is_continuation_key, MAIN_ROW_BUDGET, MAX_CONTINUATION_ROWS, ROW_WIRE_BUDGET, SPLIT_INDEX, SPLIT_OF,
-    SPLIT_PARTS,
+    continuation_key, is_continuation_key, MAIN_ROW_BUDGET, MAX_CONTINUATION_ROWS, ROW_WIRE_BUDGET, SPLIT_INDEX,
+    SPLIT_OF, SPLIT_PARTS,
 };

@@ -3,6 +3,7 @@
 //! integrity checks, and cleanup of released blobs.
 
 use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 
 use super::crud::{commit, race_backoff, Stamps, RACE_ATTEMPTS};
 use super::{check_row_limits, Store};
@@ -192,9 +193,9 @@ impl<T: TableEntity> Store<T> {
         let mut file_uploads: Vec<(BlobRef, Option<Vec<u8>>)> = Vec::new();
         for (column, content) in entity.blob_contents() {
             let own = |sha: &str| blob_name(&self.table, &key.partition_key, &key.row_key, column, sha);
-            let (reference, bytes) = match (content.pending(), content.reference()) {
+            let (reference, bytes) = match (content.pending().transpose()?, content.reference()) {
                 (Some((bytes, content_type)), _) => {
-                    let sha = sha256_hex(bytes);
+                    let sha = sha256_hex(&bytes);
                     let r = BlobRef {
                         path: own(&sha),
                         sha256: sha,
@@ -202,7 +203,7 @@ impl<T: TableEntity> Store<T> {
                         content_type: content_type.map(str::to_owned),
                         encoding: None,
                     };
-                    (r, Some((**bytes).clone()))
+                    (r, Some(Arc::unwrap_or_clone(bytes)))
                 }
                 (None, Some(r)) if r.path == own(&r.sha256) => (r.clone(), None),
                 (None, Some(r)) => {

@@ -600,3 +600,30 @@ pub async fn leftover_continuation_rows_are_never_returned_and_are_reclaimed(env
         left.iter().map(|r| &r.row_key).collect::<Vec<_>>()
     );
 }
+
+pub async fn a_reader_is_spooled_once(env: &Env) {
+    struct Once(std::io::Cursor<Vec<u8>>, bool);
+    impl std::io::Read for Once {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.read(buf)?;
+            if n == 0 {
+                assert!(!self.1, "a forward-only reader is read to its end once");
+                self.1 = true;
+            }
+            Ok(n)
+        }
+    }
+    let bytes = noise(300_000, 40).into_bytes();
+    let content = BlobContent::from_reader(Once(std::io::Cursor::new(bytes.clone()), false), "text/csv").unwrap();
+    assert_eq!(content.len(), Some(300_000));
+    let store = env.tables.store_in::<Document>(&env.table);
+    // Two writes of the same content (a retry) store the same bytes.
+    for rk in ["first", "second"] {
+        let mut d = Document::new("p", rk);
+        d.attachment = Some(content.clone());
+        store.create(&mut d).await.unwrap();
+        let got = store.get(("p", rk)).await.unwrap().unwrap().attachment.unwrap();
+        assert_eq!(got.read_all().await.unwrap(), bytes, "{rk}");
+        assert_eq!(got.content_type(), Some("text/csv"));
+    }
+}
