@@ -71,6 +71,9 @@ impl Bytes {
     }
 }
 
+/// The bytes and content type of content not written yet.
+pub(crate) type Pending<'a> = (Arc<Vec<u8>>, Option<&'a str>);
+
 /// Where a stored content can be read from.
 #[derive(Clone)]
 pub(crate) struct BlobSource {
@@ -183,7 +186,7 @@ impl BlobContent {
     }
 
     /// The bytes to upload and the content type, for content not written yet.
-    pub(crate) fn pending(&self) -> Option<Result<(Arc<Vec<u8>>, Option<&str>)>> {
+    pub(crate) fn pending(&self) -> Option<Result<Pending<'_>>> {
         self.pending
             .as_ref()
             .map(|(b, t)| b.read().map(|bytes| (bytes, t.as_deref())))
