@@ -70,7 +70,7 @@ impl<T: TableEntity> Store<T> {
         })
     }
 
-    async fn blob_container(&self) -> Result<&Blobs> {
+    pub(crate) async fn blob_container(&self) -> Result<&Blobs> {
         let blobs = self
             .blobs()
             .ok_or_else(|| Error::BlobOffloadNotConfigured { column: String::new() })?;

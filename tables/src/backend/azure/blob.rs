@@ -122,15 +122,9 @@ impl AzureBlobBackend {
     /// `https://acct.blob.core.windows.net`, or `http://127.0.0.1:10000/devstoreaccount1`
     /// for Azurite) with the account's name and base64 key.
     pub fn from_account(account_url: &str, account_name: &str, key: &str) -> Result<AzureBlobBackend> {
-        connection::check_account_key(key)?;
-        if account_name.is_empty() {
-            return Err(Error::Config("the account name is empty".into()));
-        }
         AzureBlobBackend::from_parsed(ConnectionString {
-            account_name: account_name.to_owned(),
-            credentials: Credentials::AccountKey(key.to_owned()),
-            table_endpoint: String::new(),
             blob_endpoint: connection::normalize_endpoint("account URL", account_url)?,
+            ..connection::with_account_key(account_name, key)?
         })
     }
 

@@ -265,3 +265,17 @@ fn account_from_endpoint(endpoint: &str) -> Option<String> {
     }
     host.split('.').next().map(str::to_owned)
 }
+
+/// A connection for an account name and key with no endpoint yet (checked).
+pub(crate) fn with_account_key(account_name: &str, key: &str) -> Result<ConnectionString> {
+    check_account_key(key)?;
+    if account_name.is_empty() {
+        return Err(Error::Config("the account name is empty".into()));
+    }
+    Ok(ConnectionString {
+        account_name: account_name.to_owned(),
+        credentials: Credentials::AccountKey(key.to_owned()),
+        table_endpoint: String::new(),
+        blob_endpoint: String::new(),
+    })
+}

@@ -96,15 +96,9 @@ impl AzureBackend {
     /// `https://acct.table.core.windows.net`, or `http://127.0.0.1:10002/devstoreaccount1`
     /// for Azurite) with the account's name and base64 key.
     pub fn from_account(account_url: &str, account_name: &str, key: &str) -> Result<AzureBackend> {
-        connection::check_account_key(key)?;
-        if account_name.is_empty() {
-            return Err(Error::Config("the account name is empty".into()));
-        }
         AzureBackend::from_parsed(ConnectionString {
-            account_name: account_name.to_owned(),
-            credentials: Credentials::AccountKey(key.to_owned()),
             table_endpoint: connection::normalize_endpoint("account URL", account_url)?,
-            blob_endpoint: String::new(),
+            ..connection::with_account_key(account_name, key)?
         })
     }
 
