@@ -153,9 +153,13 @@ fn take_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Result<Option<
     }
 }
 
+/// The value of an absent JSON cell: `null` where the type takes it, else an
+/// empty collection (`[]` or `{}`), as the .NET library leaves collections.
 fn null_json<T: DeserializeOwned>(column: &str) -> Result<T> {
     serde_json::from_value(serde_json::Value::Null)
-        .map_err(|_| super::absent(&suffixed(column, JSON_SUFFIX), "a JSON cell"))
+        .or_else(|_| serde_json::from_value(serde_json::Value::Array(Vec::new())))
+        .or_else(|_| serde_json::from_value(serde_json::Value::Object(serde_json::Map::new())))
+        .map_err(|_: serde_json::Error| super::absent(&suffixed(column, JSON_SUFFIX), "a JSON cell"))
 }
 
 macro_rules! json_container {

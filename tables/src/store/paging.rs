@@ -208,7 +208,17 @@ impl<T: TableEntity> Store<T> {
                 }
             }
             columns.dedup();
-            request.select = Some(columns);
+            // Continuation rows of large values are recognised by this marker.
+            columns.push(crate::large::SPLIT_OF.to_owned());
+            // A large value lives in cells whose names a projection cannot list
+            // (chunks, manifest, continuation rows): read such rows whole.
+            let large_selected = fields.iter().any(|f| {
+                T::SCHEMA.columns.iter().any(|c| {
+                    (c.field == f.as_str() || c.name == f.as_str())
+                        && matches!(c.kind, ColumnKind::Large { .. } | ColumnKind::Blob)
+                })
+            });
+            request.select = if large_selected { None } else { Some(columns) };
         }
         Ok(request)
     }

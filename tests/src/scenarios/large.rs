@@ -627,3 +627,27 @@ pub async fn a_reader_is_spooled_once(env: &Env) {
         assert_eq!(got.content_type(), Some("text/csv"));
     }
 }
+
+pub async fn projections_of_large_values_read_them_whole(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    let mut d = Document::new("p", "doc");
+    d.title = "T".into();
+    d.body = noise(1_300_000, 50);
+    store.create(&mut d).await.unwrap();
+    let got = store
+        .query(QueryOptions::partition("p").select(&["body"]))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1, "continuation rows are not entities, even in a projection");
+    assert_eq!(got[0].body, d.body, "a selected large value comes back whole");
+    let titles = store
+        .query(QueryOptions::partition("p").select(&["title"]))
+        .await
+        .unwrap();
+    assert_eq!(titles.len(), 1);
+    assert_eq!(
+        (titles[0].title.as_str(), titles[0].body.as_str()),
+        ("T", ""),
+        "unselected fields at their defaults"
+    );
+}

@@ -95,6 +95,7 @@ macro_rules! for_each_scenario {
             large::released_blobs_are_cleaned_after_the_grace_and_orphans_swept,
             large::leftover_continuation_rows_are_never_returned_and_are_reclaimed,
             large::a_reader_is_spooled_once,
+            large::projections_of_large_values_read_them_whole,
         }
     };
 }
