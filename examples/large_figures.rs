@@ -286,7 +286,7 @@ impl Bench {
             Some(Value::Int32(n)) => *n,
             _ => 0,
         };
-        Ok(format!("main + {parts} rows, {len:.2} MB {encoding}"))
+        Ok(format!("rows: 1 + {parts}, {len:.2} MB {encoding}"))
     }
 }
 

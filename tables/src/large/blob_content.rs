@@ -308,11 +308,40 @@ impl BlobContent {
         })
     }
 
-    /// Reads the whole content (see [`BlobContent::open`]).
+    /// Reads the whole content in one request, checking its length and
+    /// SHA-256 (see [`BlobContent::open`] for the errors).
     pub async fn read_all(&self) -> Result<Vec<u8>> {
-        use futures::TryStreamExt;
-        let parts: Vec<Vec<u8>> = self.open().try_collect().await?;
-        Ok(parts.concat())
+        match (&self.pending, &self.stored, &self.source) {
+            (Some((bytes, _)), _, _) => Ok(Arc::unwrap_or_clone(bytes.read()?)),
+            (None, Some(reference), Some(source)) => {
+                let (_, bytes) = source
+                    .backend
+                    .get(&source.container, &reference.path, None)
+                    .await?
+                    .ok_or_else(|| Error::Integrity {
+                        column: reference.path.clone(),
+                        reason: "the blob is gone; the row may have changed since it was read: read the entity again".into(),
+                    })?;
+                let actual: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+                if bytes.len() as u64 != reference.length || actual != reference.sha256 {
+                    return Err(Error::Integrity {
+                        column: reference.path.clone(),
+                        reason: format!(
+                            "the blob does not match its reference: {} bytes hashing to {actual}, expected {} bytes hashing to {}",
+                            bytes.len(),
+                            reference.length,
+                            reference.sha256
+                        ),
+                    });
+                }
+                Ok(bytes)
+            }
+            _ => {
+                use futures::TryStreamExt;
+                let parts: Vec<Vec<u8>> = self.open().try_collect().await?;
+                Ok(parts.concat())
+            }
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! Planning where each large value goes: one cell, split cells on the main
 //! row and continuation rows, or a blob.
 
+use std::borrow::Cow;
+
 use super::blob_content::BlobRef;
 use super::cells::{chunks, fits_one_cell, inline_name, manifest, sha256_hex, stored_bytes};
 use super::naming::blob_name;
@@ -94,21 +96,50 @@ enum Tier {
     Blob,
 }
 
-struct Candidate {
+struct Candidate<'r> {
     column: LargeColumn,
-    cell: Value,
-    stored: Option<Vec<u8>>,
+    cell: &'r Value,
+    /// The cell's stored size (computed once: it walks the whole value).
+    size: usize,
+    stored: Option<Cow<'r, [u8]>>,
+    chunks: Option<Vec<Value>>,
     tier: Tier,
 }
 
-impl Candidate {
+impl<'r> Candidate<'r> {
+    fn new(column: LargeColumn, cell: &'r Value) -> Candidate<'r> {
+        Candidate {
+            column,
+            tier: if fits_one_cell(cell) { Tier::Inline } else { Tier::Split },
+            size: if fits_one_cell(cell) { cell.stored_size() } else { usize::MAX / 2 },
+            cell,
+            stored: None,
+            chunks: None,
+        }
+    }
+
+    /// The stored bytes: the value's own bytes for `text` and `binary`, gzip for `gzip`.
     fn stored(&mut self) -> &[u8] {
-        let (cell, encoding) = (&self.cell, self.column.encoding);
-        self.stored.get_or_insert_with(|| stored_bytes(cell, encoding))
+        let (cell, encoding) = (self.cell, self.column.encoding);
+        self.stored.get_or_insert_with(|| match (encoding, cell) {
+            (LargeEncoding::Gzip, _) => Cow::Owned(stored_bytes(cell, encoding)),
+            (_, Value::String(s)) => Cow::Borrowed(s.as_bytes()),
+            (_, Value::Binary(b)) => Cow::Borrowed(b.as_slice()),
+            _ => Cow::Owned(Vec::new()),
+        })
+    }
+
+    fn chunks(&mut self) -> &[Value] {
+        if self.chunks.is_none() {
+            let (cell, encoding) = (self.cell, self.column.encoding);
+            let parts = chunks(cell, self.stored(), encoding);
+            self.chunks = Some(parts);
+        }
+        self.chunks.as_deref().unwrap_or_default()
     }
 
     fn cell_size(&self) -> usize {
-        self.cell.stored_size()
+        self.size
     }
 }
 
@@ -124,7 +155,7 @@ fn content_type(form: LargeForm) -> &'static str {
 fn chunk_cost(name: &str, value: &Value) -> (usize, usize) {
     let stored = 8 + 2 * utf16_len(name) + value.stored_size();
     let wire = match value {
-        Value::String(s) => serde_json::to_string(s).map(|j| j.len()).unwrap_or(s.len() * 6) + name.len() + 4,
+        Value::String(s) => wire::string_size(s) + name.len() + 4,
         Value::Binary(b) => b.len().div_ceil(3) * 4 + 2 * name.len() + 40,
         _ => 64,
     };
@@ -142,21 +173,25 @@ fn oversized(column: &str, bytes: usize, limit: usize, reason: String) -> Error 
 
 /// Plans the rows and blobs of `row`, whose large columns hold their full
 /// one-cell form.
-pub(crate) fn plan(table: &str, mut row: Row, columns: &[LargeColumn], limits: Limits) -> Result<Plan> {
+pub(crate) fn plan(table: &str, full: &Row, columns: &[LargeColumn], limits: Limits) -> Result<Plan> {
+    let names: Vec<String> = columns.iter().map(|c| inline_name(c.name, c.form)).collect();
+    // The ordinary cells, without the large values (which are only borrowed).
+    let row = Row {
+        partition_key: full.partition_key.clone(),
+        row_key: full.row_key.clone(),
+        properties: full
+            .properties
+            .iter()
+            .filter(|(k, _)| !names.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        etag: None,
+        timestamp: None,
+    };
     let mut candidates: Vec<Candidate> = columns
         .iter()
-        .filter_map(|c| {
-            row.take(&inline_name(c.name, c.form)).map(|cell| Candidate {
-                column: *c,
-                tier: if fits_one_cell(&cell) {
-                    Tier::Inline
-                } else {
-                    Tier::Split
-                },
-                cell,
-                stored: None,
-            })
-        })
+        .zip(&names)
+        .filter_map(|(c, name)| full.get(name).map(|cell| Candidate::new(*c, cell)))
         .collect();
     for c in candidates.iter_mut().filter(|c| c.tier == Tier::Split) {
         if c.stored().len() > limits.threshold && c.column.offload && limits.blobs {
@@ -170,14 +205,13 @@ pub(crate) fn plan(table: &str, mut row: Row, columns: &[LargeColumn], limits: L
         let mut any_split = false;
         for c in candidates.iter_mut() {
             match c.tier {
-                Tier::Inline => main.insert(inline_name(c.column.name, c.column.form), c.cell.clone()),
+                Tier::Inline => main.insert(inline_name(c.column.name, c.column.form), (*c.cell).clone()),
                 Tier::Split => {
                     any_split = true;
                     let name = c.column.name;
                     let encoding = c.column.encoding;
-                    let stored = c.stored().to_vec();
-                    let count = chunks(&c.cell, &stored, encoding).len();
-                    for (k, v) in manifest(name, count, &stored, encoding) {
+                    let count = c.chunks().len();
+                    for (k, v) in manifest(name, count, c.stored(), encoding) {
                         main.insert(k, v);
                     }
                 }
@@ -254,9 +288,7 @@ pub(crate) fn plan(table: &str, mut row: Row, columns: &[LargeColumn], limits: L
         let (mut stored_size, mut wire_size) = (rows[0].stored_size(), wire::wire_size(&rows[0]));
         for c in candidates.iter_mut().filter(|c| c.tier == Tier::Split) {
             let name = c.column.name;
-            let encoding = c.column.encoding;
-            let stored = c.stored().to_vec();
-            for (i, chunk) in chunks(&c.cell, &stored, encoding).into_iter().enumerate() {
+            for (i, chunk) in c.chunks().iter().cloned().enumerate() {
                 let cell = format!("{name}__c{i}");
                 let (s, w) = chunk_cost(&cell, &chunk);
                 let full = {
@@ -349,15 +381,15 @@ mod tests {
 
     #[test]
     fn tiers_by_size() {
-        let inline = plan("T", row_with(&"a".repeat(32_767)), &[BODY], LIMITS).unwrap();
+        let inline = plan("T", &row_with(&"a".repeat(32_767)), &[BODY], LIMITS).unwrap();
         assert!(inline.main.get("Body").is_some() && inline.continuations.is_empty() && inline.blobs.is_empty());
 
-        let split = plan("T", row_with(&"a".repeat(32_768)), &[BODY], LIMITS).unwrap();
+        let split = plan("T", &row_with(&"a".repeat(32_768)), &[BODY], LIMITS).unwrap();
         assert!(split.main.get("Body").is_none());
         assert_eq!(split.main.get("Body__chunks"), Some(&Value::Int32(2)));
         assert_eq!(split.main.get(SPLIT_PARTS), Some(&Value::Int32(0)));
 
-        let rows = plan("T", row_with(&"a".repeat(2_000_000)), &[BODY], LIMITS).unwrap();
+        let rows = plan("T", &row_with(&"a".repeat(2_000_000)), &[BODY], LIMITS).unwrap();
         assert!(!rows.continuations.is_empty());
         assert_eq!(
             rows.main.get(SPLIT_PARTS),
@@ -366,7 +398,7 @@ mod tests {
         assert_eq!(rows.continuations[0].row_key, "r~0001");
         assert_eq!(rows.continuations[0].get(SPLIT_OF), Some(&Value::String("r".into())));
 
-        let blob = plan("T", row_with(&"a".repeat(3_145_729)), &[BODY], LIMITS).unwrap();
+        let blob = plan("T", &row_with(&"a".repeat(3_145_729)), &[BODY], LIMITS).unwrap();
         assert_eq!(blob.blobs.len(), 1);
         assert!(blob.main.get("Body__blob").is_some() && blob.main.get("Body__chunks").is_none());
     }
@@ -374,13 +406,13 @@ mod tests {
     #[test]
     fn refusals_name_the_column() {
         let never = LargeColumn { offload: false, ..BODY };
-        let err = plan("T", row_with(&"€".repeat(1_500_000)), &[never], LIMITS).unwrap_err();
+        let err = plan("T", &row_with(&"€".repeat(1_500_000)), &[never], LIMITS).unwrap_err();
         assert!(
             matches!(&err, Error::OversizedValue { column, .. } if column == "Body"),
             "{err}"
         );
         let no_blobs = Limits { blobs: false, ..LIMITS };
-        let err = plan("T", row_with(&"a".repeat(5_000_000)), &[BODY], no_blobs).unwrap_err();
+        let err = plan("T", &row_with(&"a".repeat(5_000_000)), &[BODY], no_blobs).unwrap_err();
         assert!(err.to_string().contains("no blob container"), "{err}");
     }
 

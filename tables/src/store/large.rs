@@ -190,7 +190,7 @@ impl<T: TableEntity> Store<T> {
         self.check_large_key(&key.row_key)?;
         // Files: new content gets its own blob under this row's name.
         let mut stored_files: Vec<(&'static str, BlobRef)> = Vec::new();
-        let mut file_uploads: Vec<(BlobRef, Option<Vec<u8>>)> = Vec::new();
+        let mut file_uploads: Vec<(BlobRef, Option<Arc<Vec<u8>>>)> = Vec::new();
         for (column, content) in entity.blob_contents() {
             let own = |sha: &str| blob_name(&self.table, &key.partition_key, &key.row_key, column, sha);
             let (reference, bytes) = match (content.pending().transpose()?, content.reference()) {
@@ -203,7 +203,7 @@ impl<T: TableEntity> Store<T> {
                         content_type: content_type.map(str::to_owned),
                         encoding: None,
                     };
-                    (r, Some(Arc::unwrap_or_clone(bytes)))
+                    (r, Some(bytes))
                 }
                 (None, Some(r)) if r.path == own(&r.sha256) => (r.clone(), None),
                 (None, Some(r)) => {
@@ -214,7 +214,7 @@ impl<T: TableEntity> Store<T> {
                             path: own(&r.sha256),
                             ..r.clone()
                         },
-                        Some(bytes),
+                        Some(Arc::new(bytes)),
                     )
                 }
                 (None, None) => continue,
@@ -270,21 +270,16 @@ impl<T: TableEntity> Store<T> {
                 blobs: self.blobs().is_some(),
                 extra_ops: old_parts,
             };
-            let planned = plan(&self.table, row.clone(), &columns, limits)?;
+            let mut planned = plan(&self.table, &row, &columns, limits)?;
             check_row_limits(&planned.main)?;
             // Blobs first (create-only), then the rows.
-            for b in &planned.blobs {
-                self.upload(
-                    &b.reference.path,
-                    b.bytes.clone(),
-                    b.reference.content_type.clone(),
-                    b.content_encoding.clone(),
-                )
-                .await?;
+            for b in std::mem::take(&mut planned.blobs) {
+                self.upload(&b.reference.path, b.bytes, b.reference.content_type, b.content_encoding)
+                    .await?;
             }
             for (reference, bytes) in &file_uploads {
                 if let Some(bytes) = bytes {
-                    self.upload(&reference.path, bytes.clone(), reference.content_type.clone(), None)
+                    self.upload(&reference.path, (**bytes).clone(), reference.content_type.clone(), None)
                         .await?;
                 }
             }
@@ -467,7 +462,7 @@ impl<T: TableEntity> Store<T> {
                 }
                 merged.properties.remove(&blob_cell);
                 let encoding = reference.encoding.as_deref().unwrap_or("binary");
-                Some(value_from_stored(name, &bytes, encoding, column.form)?)
+                Some(value_from_stored(name, bytes, encoding, column.form)?)
             } else if merged.get(&format!("{name}__chunks")).is_some() {
                 let v = assemble(name, &merged, column.form)?;
                 let prefix = format!("{name}__");
