@@ -320,7 +320,8 @@ impl BlobContent {
                     .await?
                     .ok_or_else(|| Error::Integrity {
                         column: reference.path.clone(),
-                        reason: "the blob is gone; the row may have changed since it was read: read the entity again".into(),
+                        reason: "the blob is gone; the row may have changed since it was read: read the entity again"
+                            .into(),
                     })?;
                 let actual: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
                 if bytes.len() as u64 != reference.length || actual != reference.sha256 {

@@ -111,7 +111,12 @@ impl<'r> Candidate<'r> {
         Candidate {
             column,
             tier: if fits_one_cell(cell) { Tier::Inline } else { Tier::Split },
-            size: if fits_one_cell(cell) { cell.stored_size() } else { usize::MAX / 2 },
+            // Exact for a value that fits one cell; for a larger one, two bytes per
+            // UTF-8 byte (an upper bound, without walking the text).
+            size: match cell {
+                Value::String(s) if !fits_one_cell(cell) => s.len() * 2 + 4,
+                _ => cell.stored_size(),
+            },
             cell,
             stored: None,
             chunks: None,
