@@ -92,6 +92,16 @@ pub trait BlobBackend: Send + Sync + fmt::Debug + 'static {
         range: Option<Range<u64>>,
     ) -> Result<Option<(BlobProperties, Vec<u8>)>>;
 
+    /// Reads a whole blob with the lower-case hex SHA-256 of its bytes,
+    /// hashed as they arrive where the backend can (so a checked read costs
+    /// little more than a plain one).
+    async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
+        Ok(self.get(container, name, None).await?.map(|(props, bytes)| {
+            let sha = crate::large::cells::sha256_hex(&bytes);
+            (props, bytes, sha)
+        }))
+    }
+
     /// The blob's properties, or `None` if it does not exist.
     async fn properties(&self, container: &str, name: &str) -> Result<Option<BlobProperties>>;
 
@@ -131,6 +141,9 @@ impl<B: BlobBackend + ?Sized> BlobBackend for std::sync::Arc<B> {
         range: Option<Range<u64>>,
     ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
         (**self).get(container, name, range).await
+    }
+    async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
+        (**self).get_hashed(container, name).await
     }
     async fn properties(&self, container: &str, name: &str) -> Result<Option<BlobProperties>> {
         (**self).properties(container, name).await

@@ -314,16 +314,15 @@ impl BlobContent {
         match (&self.pending, &self.stored, &self.source) {
             (Some((bytes, _)), _, _) => Ok(Arc::unwrap_or_clone(bytes.read()?)),
             (None, Some(reference), Some(source)) => {
-                let (_, bytes) = source
+                let (_, bytes, actual) = source
                     .backend
-                    .get(&source.container, &reference.path, None)
+                    .get_hashed(&source.container, &reference.path)
                     .await?
                     .ok_or_else(|| Error::Integrity {
                         column: reference.path.clone(),
                         reason: "the blob is gone; the row may have changed since it was read: read the entity again"
                             .into(),
                     })?;
-                let actual: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
                 if bytes.len() as u64 != reference.length || actual != reference.sha256 {
                     return Err(Error::Integrity {
                         column: reference.path.clone(),

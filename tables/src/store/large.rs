@@ -442,16 +442,16 @@ impl<T: TableEntity> Store<T> {
                 })?;
                 let found = blobs
                     .backend
-                    .get(&blobs.options.container, &reference.path, None)
+                    .get_hashed(&blobs.options.container, &reference.path)
                     .await?;
-                let (_, bytes) = found.ok_or_else(|| Error::Integrity {
+                let (_, bytes, sha) = found.ok_or_else(|| Error::Integrity {
                     column: name.to_owned(),
                     reason: format!(
                         "the blob {} is missing; the row may have changed while it was read",
                         reference.path
                     ),
                 })?;
-                if bytes.len() as u64 != reference.length || sha256_hex(&bytes) != reference.sha256 {
+                if bytes.len() as u64 != reference.length || sha != reference.sha256 {
                     return Err(Error::Integrity {
                         column: name.to_owned(),
                         reason: format!(

@@ -192,7 +192,7 @@ impl AzureBlobBackend {
         let response = self.pipeline.send(&ctx, &mut request).await.map_err(map_error)?;
         let (_, headers, body) = response.deconstruct();
         let bytes = body.collect().await.map_err(map_error)?;
-        Ok((headers, bytes.to_vec()))
+        Ok((headers, Vec::from(bytes)))
     }
 
     /// Get Blob Properties: the properties and the response headers, or
@@ -364,6 +364,33 @@ impl BlobBackend for AzureBlobBackend {
             }
             Err(e) => Err(e),
         }
+    }
+
+    async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
+        use sha2::{Digest, Sha256};
+        let name = MemoryBlobBackend::canonical_name(name)?;
+        let url = self.blob_url(container, &name)?;
+        let mut request =
+            azure_storage::clients::finalize_request(url, Method::Get, Headers::new(), None).map_err(map_error)?;
+        let mut ctx = Context::new();
+        ctx.insert(ServiceType::Blob);
+        let response = match self.pipeline.send(&ctx, &mut request).await.map_err(map_error) {
+            Ok(r) => r,
+            Err(e) if is_blob_missing(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let (_, headers, mut body) = response.deconstruct();
+        let props = properties_from_headers(&headers)?;
+        // Hash each chunk as it arrives, so the check overlaps the transfer.
+        let mut hasher = Sha256::new();
+        let mut bytes = Vec::with_capacity(usize::try_from(props.length).unwrap_or(0));
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(map_error)?;
+            hasher.update(&chunk);
+            bytes.extend_from_slice(&chunk);
+        }
+        let sha = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        Ok(Some((props, bytes, sha)))
     }
 
     async fn properties(&self, container: &str, name: &str) -> Result<Option<BlobProperties>> {
