@@ -24,7 +24,8 @@ pub async fn every_tier_boundary_round_trips(env: &Env) {
         ("inline", 32_767, "one cell"),
         ("split", 32_768, "split cells on the main row"),
         ("rows", 1_200_000, "continuation rows"),
-        ("blob", 3_145_729, "a blob"),
+        ("edge", 3_145_728, "continuation rows, at the offload threshold"),
+        ("blob", 3_145_729, "a blob, one byte over the threshold"),
     ];
     for (rk, chars, tier) in &cases {
         let mut d = Document::new("p", rk);
@@ -40,7 +41,7 @@ pub async fn every_tier_boundary_round_trips(env: &Env) {
                 assert_eq!(row.get("Body__enc"), Some(&Value::String("text".into())));
                 assert_eq!(part_count(&row), 0);
             }
-            "rows" => {
+            "rows" | "edge" => {
                 assert!(part_count(&row) >= 1, "{tier}: {}", part_count(&row));
                 let cont = env
                     .backend()
@@ -74,15 +75,24 @@ pub async fn every_tier_boundary_round_trips(env: &Env) {
     }
     let row = raw(env, "bin-split").await;
     assert_eq!(row.get("Data__enc"), Some(&Value::String("binary".into())));
+    // A value that never leaves the table: just within one transaction it is stored in rows.
+    let mut d = Document::new("p", "local");
+    d.local = noise(3_700_000, 77);
+    store
+        .create(&mut d)
+        .await
+        .expect("3.7 MB fits one transaction (4 MiB less framing)");
+    assert!(store.get(("p", "local")).await.unwrap().unwrap().same(&d));
+    assert!(raw(env, "local").await.get("Local__blob").is_none());
     // Queries and counts see entities, never continuation rows.
     let all = store.query(QueryOptions::partition("p")).await.unwrap();
-    assert_eq!(all.len(), cases.len() + 3);
+    assert_eq!(all.len(), cases.len() + 4);
     assert_eq!(
         store.count(QueryOptions::partition("p")).await.unwrap(),
-        (cases.len() + 3) as u64
+        (cases.len() + 4) as u64
     );
     let streamed: Vec<Document> = store.stream(QueryOptions::partition("p")).try_collect().await.unwrap();
-    assert_eq!(streamed.len(), cases.len() + 3);
+    assert_eq!(streamed.len(), cases.len() + 4);
 }
 
 pub async fn many_values_that_each_fit_move_to_split_form(env: &Env) {
