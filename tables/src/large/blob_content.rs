@@ -264,7 +264,7 @@ impl BlobContent {
                             .into(),
                     };
                     let end = (offset + READ_CHUNK).min(reference.length);
-                    let range = if reference.length == 0 { None } else { Some(offset..end) };
+                    let range = Some(offset..end);
                     let (_, bytes) = source
                         .backend
                         .get(&source.container, &reference.path, range)
@@ -274,8 +274,9 @@ impl BlobContent {
                         return Err(Error::Integrity {
                             column: reference.path.clone(),
                             reason: format!(
-                                "the blob is {} bytes shorter than its reference says",
-                                end - offset - bytes.len() as u64
+                                "the blob returned {} bytes for a {}-byte range: its length differs from its reference",
+                                bytes.len(),
+                                end - offset
                             ),
                         });
                     }

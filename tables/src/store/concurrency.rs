@@ -273,7 +273,15 @@ impl<T: TableEntity> Store<T> {
             };
             let write_error = match written {
                 Ok(_) => return Ok(Outcome::Updated(entity)),
-                Err(e @ (Error::InvalidKey { .. } | Error::InvalidValue { .. } | Error::OversizedValue { .. })) => {
+                Err(
+                    e @ (Error::InvalidKey { .. }
+                    | Error::InvalidValue { .. }
+                    | Error::OversizedValue { .. }
+                    | Error::Protected { .. }
+                    | Error::LimitExceeded { .. }
+                    | Error::BlobOffloadNotConfigured { .. }
+                    | Error::MissingETag { .. }),
+                ) => {
                     // Refused before sending: nothing to classify.
                     return Err(e);
                 }
@@ -295,7 +303,9 @@ impl<T: TableEntity> Store<T> {
                 }
             };
             let fresh_version = fresh.as_ref().map(|(_, etag)| etag.clone());
-            if fresh_version == read_version {
+            // A create that lost to a row deleted again since: the state moved, try again.
+            let vanished = insert && fresh_version.is_none();
+            if fresh_version == read_version && !vanished {
                 // The version did not move: the write failed for a reason a retry cannot fix.
                 return Err(write_error);
             }

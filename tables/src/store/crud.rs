@@ -50,6 +50,8 @@ impl<T: TableEntity> Store<T> {
             .get(&self.table, &key.partition_key, &key.row_key)
             .await?
         {
+            // A continuation row of a large value is not an entity.
+            Some(row) if row.get(crate::large::SPLIT_OF).is_some() => Ok(None),
             Some(row) if self.is_large() => {
                 let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
                 Ok(self.decode_large(row).await?.map(|e| {
@@ -69,12 +71,13 @@ impl<T: TableEntity> Store<T> {
     pub async fn exists(&self, key: impl Into<Lookup>) -> Result<bool> {
         let key = self.resolve(key)?;
         self.ensure_created().await?;
+        // A continuation row of a large value is not an entity.
         Ok(self
             .tables
             .backend
             .get(&self.table, &key.partition_key, &key.row_key)
             .await?
-            .is_some())
+            .is_some_and(|row| row.get(crate::large::SPLIT_OF).is_none()))
     }
 
     /// Inserts or replaces the entity, unconditionally, in one round trip.

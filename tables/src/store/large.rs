@@ -205,7 +205,22 @@ impl<T: TableEntity> Store<T> {
                     };
                     (r, Some(bytes))
                 }
-                (None, Some(r)) if r.path == own(&r.sha256) => (r.clone(), None),
+                (None, Some(r)) if r.path == own(&r.sha256) => {
+                    // The row's own blob, kept: it must still exist, and is touched so a
+                    // concurrent release (older than the grace) does not delete it under this write.
+                    let blobs = self.blob_container().await?;
+                    if let Err(e) = blobs.backend.touch(&blobs.options.container, &r.path).await {
+                        return Err(match e.service_code().map(|c| c.0) {
+                            Some(404) => Error::Integrity {
+                                column: column.to_owned(),
+                                reason: "the file was read from a version whose blob is gone: read the entity again"
+                                    .into(),
+                            },
+                            _ => e,
+                        });
+                    }
+                    (r.clone(), None)
+                }
                 (None, Some(r)) => {
                     // A content taken from another row gets a blob of its own.
                     let bytes = content.read_all().await?;
@@ -312,14 +327,25 @@ impl<T: TableEntity> Store<T> {
                     condition: IfMatch::Any,
                 });
             }
-            let result: Result<WriteOutcome> = if ops.len() == 1 {
-                self.tables.backend.execute(&self.table, ops.remove(0)).await
-            } else {
-                self.tables
-                    .backend
-                    .transaction(&self.table, ops)
-                    .await
-                    .map(|mut outcomes| outcomes.swap_remove(0))
+            // Stale continuation rows already gone (a damaged entity) are dropped from the transaction.
+            let result: Result<WriteOutcome> = loop {
+                let r = if ops.len() == 1 {
+                    self.tables.backend.execute(&self.table, ops[0].clone()).await
+                } else {
+                    self.tables
+                        .backend
+                        .transaction(&self.table, ops.clone())
+                        .await
+                        .map(|mut outcomes| outcomes.swap_remove(0))
+                };
+                match r {
+                    Err(Error::Transaction { index, source })
+                        if index > new_parts && source.service_code().map(|c| c.0) == Some(404) =>
+                    {
+                        ops.remove(index);
+                    }
+                    other => break other,
+                }
             };
             let (index, error) = match result {
                 Ok(outcome) => {
@@ -474,6 +500,24 @@ impl<T: TableEntity> Store<T> {
                 });
                 Some(v)
             } else {
+                // Parts of a split value without its chunk count are damage, not an absent value.
+                let prefix = format!("{name}__");
+                let stray = merged.properties.keys().find(|k| {
+                    k.strip_prefix(&prefix).is_some_and(|rest| {
+                        matches!(rest, "sha256" | "enc" | "len")
+                            || rest
+                                .strip_prefix('c')
+                                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                    })
+                });
+                if let Some(cell) = stray {
+                    return Err(Error::Integrity {
+                        column: name.to_owned(),
+                        reason: format!(
+                            "the row holds `{cell}` but no `{name}__chunks`: the split value is incomplete"
+                        ),
+                    });
+                }
                 None
             };
             if let Some(v) = value {
@@ -533,11 +577,13 @@ impl<T: TableEntity> Store<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            // A continuation row is not an entity: deleting its key is a no-op.
             let Some(stored) = self
                 .tables
                 .backend
                 .get(&self.table, &key.partition_key, &key.row_key)
                 .await?
+                .filter(|row| row.get(SPLIT_OF).is_none())
             else {
                 if let IfMatch::ETag(_) = condition {
                     return Err(Error::NotFound {

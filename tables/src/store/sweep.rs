@@ -8,11 +8,10 @@ use std::time::Duration;
 use super::Store;
 use crate::backend::blob::BlobCondition;
 use crate::backend::QueryRequest;
-use crate::entity::{ColumnKind, TableEntity};
+use crate::entity::TableEntity;
 use crate::error::{Error, KeyKind, Result};
 use crate::large::blob_content::parse_ref;
 use crate::large::naming::{escape_segment, is_offload_shape, partition_prefix};
-use crate::large::SPLIT_OF;
 use crate::query::Filter;
 use crate::value::Value;
 
@@ -67,17 +66,11 @@ impl<T: TableEntity> Store<T> {
         blobs.backend.create_container(container).await?;
         let now = blobs.backend.now().await?;
         let cutoff = now.unix_nanos() - older_than.as_nanos() as i128;
-        // Every blob the partition's rows reference now.
-        let mut reference_cells: Vec<String> = T::SCHEMA
-            .columns
-            .iter()
-            .filter(|c| matches!(c.kind, ColumnKind::Large { .. } | ColumnKind::Blob))
-            .map(|c| format!("{}__blob", c.name))
-            .collect();
-        reference_cells.push(SPLIT_OF.to_owned());
+        // Every blob the partition's rows reference now, whatever type wrote them:
+        // the rows are read whole, every `__blob` cell counts.
         let request = QueryRequest {
             filter: Some(Filter::eq("PartitionKey", Value::String(partition_key.to_owned()))),
-            select: Some(reference_cells),
+            select: None,
             top: Some(super::MAX_PAGE_SIZE),
         };
         let mut referenced = BTreeSet::new();

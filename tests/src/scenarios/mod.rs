@@ -11,6 +11,7 @@ pub mod logs;
 pub mod patch;
 pub mod protect;
 pub mod query;
+pub mod review;
 pub mod transactions;
 pub mod values;
 
@@ -96,6 +97,13 @@ macro_rules! for_each_scenario {
             large::leftover_continuation_rows_are_never_returned_and_are_reclaimed,
             large::a_reader_is_spooled_once,
             large::projections_of_large_values_read_them_whole,
+            review::a_point_read_never_returns_a_continuation_row,
+            review::deleting_a_continuation_key_leaves_the_entity_whole,
+            review::a_split_value_without_its_manifest_is_integrity,
+            review::shrinking_an_entity_with_a_missing_continuation_row_succeeds,
+            review::the_sweep_keeps_blobs_referenced_by_another_type_on_the_table,
+            review::a_damaged_file_reference_is_integrity_not_a_panic,
+            review::writing_back_a_released_file_does_not_store_a_dangling_reference,
         }
     };
 }
