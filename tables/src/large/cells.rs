@@ -185,8 +185,13 @@ pub(crate) fn assemble(column: &str, cells: &Row, form: LargeForm) -> Result<Val
             }
         }
     }
-    if let Some(Value::Int64(len)) = cells.get(&format!("{column}__len")) {
-        if *len as usize != stored.len() {
+    let declared = match cells.get(&format!("{column}__len")) {
+        Some(Value::Int64(n)) => Some(*n),
+        Some(Value::Int32(n)) => Some(*n as i64),
+        _ => None,
+    };
+    if let Some(len) = declared {
+        if len < 0 || len as usize != stored.len() {
             return Err(damaged(format!(
                 "{} stored bytes, the manifest says {len}",
                 stored.len()

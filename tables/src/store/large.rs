@@ -462,7 +462,10 @@ impl<T: TableEntity> Store<T> {
             let name = column.name;
             let blob_cell = format!("{name}__blob");
             let value = if let Some(Value::String(json)) = merged.get(&blob_cell).cloned() {
-                let reference = parse_ref(&blob_cell, &json)?;
+                let reference = parse_ref(&blob_cell, &json).map_err(|e| Error::Integrity {
+                    column: name.to_owned(),
+                    reason: format!("the blob reference is damaged: {e}"),
+                })?;
                 let blobs = self.blobs().ok_or_else(|| Error::BlobOffloadNotConfigured {
                     column: name.to_owned(),
                 })?;
