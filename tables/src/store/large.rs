@@ -22,6 +22,14 @@ use crate::value::{ETag, Row, Value};
 /// The longest RowKey of a type with large values (room for `~0001`).
 pub const MAX_LARGE_ROW_KEY: usize = 480;
 
+/// The blob references of an entity's files, by column.
+type FileRefs = Vec<(&'static str, BlobRef)>;
+/// Files to upload before the rows are written (`None`: the blob exists).
+type FileUploads = Vec<(BlobRef, Option<Arc<Vec<u8>>>)>;
+
+/// A blob to upload: path, bytes, content type, content encoding.
+type Upload = (String, Vec<u8>, Option<String>, Option<String>);
+
 /// What a large write does to the stored row.
 #[derive(Debug, Clone)]
 pub(crate) enum LargeWrite {
@@ -48,6 +56,47 @@ fn referenced_blobs(row: &Row) -> BTreeSet<String> {
         .filter(|(k, _)| k.ends_with("__blob"))
         .filter_map(|(k, v)| v.as_str().and_then(|json| parse_ref(k, json).ok()).map(|r| r.path))
         .collect()
+}
+
+/// The operations that write one entity: its main row (inserted, or
+/// replaced on condition of the version read), its continuation rows, and
+/// deletes of the continuation rows it no longer needs.
+fn unit_ops(
+    kind: &LargeWrite,
+    version: Option<&ETag>,
+    key: &Key,
+    planned: &crate::large::plan::Plan,
+    old_parts: usize,
+    leftovers: &HashSet<usize>,
+) -> Vec<WriteOp> {
+    let main_op = match version {
+        Some(v) if !matches!(kind, LargeWrite::Create) => WriteOp::Update {
+            row: planned.main.clone(),
+            mode: UpdateMode::Replace,
+            condition: IfMatch::ETag(v.clone()),
+        },
+        _ => WriteOp::Insert(planned.main.clone()),
+    };
+    let mut ops = vec![main_op];
+    for (i, cont) in planned.continuations.iter().enumerate() {
+        let index = i + 1;
+        ops.push(if index <= old_parts || leftovers.contains(&index) {
+            WriteOp::Upsert {
+                row: cont.clone(),
+                mode: UpdateMode::Replace,
+            }
+        } else {
+            WriteOp::Insert(cont.clone())
+        });
+    }
+    for index in planned.continuations.len() + 1..=old_parts {
+        ops.push(WriteOp::Delete {
+            partition_key: key.partition_key.clone(),
+            row_key: continuation_key(&key.row_key, index),
+            condition: IfMatch::Any,
+        });
+    }
+    ops
 }
 
 impl<T: TableEntity> Store<T> {
@@ -188,64 +237,7 @@ impl<T: TableEntity> Store<T> {
         let key = Key::new(row.partition_key.clone(), row.row_key.clone());
         key.validate()?;
         self.check_large_key(&key.row_key)?;
-        // Files: new content gets its own blob under this row's name.
-        let mut stored_files: Vec<(&'static str, BlobRef)> = Vec::new();
-        let mut file_uploads: Vec<(BlobRef, Option<Arc<Vec<u8>>>)> = Vec::new();
-        for (column, content) in entity.blob_contents() {
-            let own = |sha: &str| blob_name(&self.table, &key.partition_key, &key.row_key, column, sha);
-            let (reference, bytes) = match (content.pending().transpose()?, content.reference()) {
-                (Some((bytes, content_type)), _) => {
-                    let sha = sha256_hex(&bytes);
-                    let r = BlobRef {
-                        path: own(&sha),
-                        sha256: sha,
-                        length: bytes.len() as u64,
-                        content_type: content_type.map(str::to_owned),
-                        encoding: None,
-                    };
-                    (r, Some(bytes))
-                }
-                (None, Some(r)) if r.path == own(&r.sha256) => {
-                    // The row's own blob, kept: it must still exist, and is touched so a
-                    // concurrent release (older than the grace) does not delete it under this write.
-                    let blobs = self.blob_container().await?;
-                    if let Err(e) = blobs.backend.touch(&blobs.options.container, &r.path).await {
-                        return Err(match e.service_code().map(|c| c.0) {
-                            Some(404) => Error::Integrity {
-                                column: column.to_owned(),
-                                reason: "the file was read from a version whose blob is gone: read the entity again"
-                                    .into(),
-                            },
-                            _ => e,
-                        });
-                    }
-                    (r.clone(), None)
-                }
-                (None, Some(r)) => {
-                    // A content taken from another row gets a blob of its own.
-                    let bytes = content.read_all().await?;
-                    (
-                        BlobRef {
-                            path: own(&r.sha256),
-                            ..r.clone()
-                        },
-                        Some(Arc::new(bytes)),
-                    )
-                }
-                (None, None) => continue,
-            };
-            if self.blobs().is_none() {
-                return Err(Error::BlobOffloadNotConfigured {
-                    column: column.to_owned(),
-                });
-            }
-            row.insert(
-                format!("{column}__blob"),
-                Value::String(serde_json::to_string(&reference).unwrap_or_default()),
-            );
-            stored_files.push((column, reference.clone()));
-            file_uploads.push((reference, bytes));
-        }
+        let (stored_files, file_uploads) = self.prepare_files(entity, &mut row, &key).await?;
         let columns = large_columns(T::SCHEMA.columns);
         let threshold = self.blobs().map_or(usize::MAX, |b| b.options.threshold_bytes);
         self.ensure_created().await?;
@@ -299,34 +291,7 @@ impl<T: TableEntity> Store<T> {
                 }
             }
             let new_parts = planned.continuations.len();
-            let main_op = match (&kind, &version) {
-                (LargeWrite::Create, _) | (LargeWrite::Upsert, None) => WriteOp::Insert(planned.main.clone()),
-                (_, Some(v)) => WriteOp::Update {
-                    row: planned.main.clone(),
-                    mode: UpdateMode::Replace,
-                    condition: IfMatch::ETag(v.clone()),
-                },
-                (LargeWrite::Replace(_), None) => unreachable!("checked above"),
-            };
-            let mut ops = vec![main_op];
-            for (i, cont) in planned.continuations.iter().enumerate() {
-                let index = i + 1;
-                ops.push(if index <= old_parts || leftovers.contains(&index) {
-                    WriteOp::Upsert {
-                        row: cont.clone(),
-                        mode: UpdateMode::Replace,
-                    }
-                } else {
-                    WriteOp::Insert(cont.clone())
-                });
-            }
-            for index in new_parts + 1..=old_parts {
-                ops.push(WriteOp::Delete {
-                    partition_key: key.partition_key.clone(),
-                    row_key: continuation_key(&key.row_key, index),
-                    condition: IfMatch::Any,
-                });
-            }
+            let mut ops = unit_ops(&kind, version.as_ref(), &key, &planned, old_parts, &leftovers);
             // Stale continuation rows already gone (a damaged entity) are dropped from the transaction.
             let result: Result<WriteOutcome> = loop {
                 let r = if ops.len() == 1 {
@@ -389,6 +354,70 @@ impl<T: TableEntity> Store<T> {
                 _ => error.about_entity(&self.table, &key.partition_key, &key.row_key),
             });
         }
+    }
+
+    /// Files of an entity: new content gets a blob of its own under this
+    /// row's name (uploaded later); a kept blob is touched. Writes the
+    /// reference cells into `row`. Returns the references and the uploads.
+    async fn prepare_files(&self, entity: &T, row: &mut Row, key: &Key) -> Result<(FileRefs, FileUploads)> {
+        let mut stored_files: Vec<(&'static str, BlobRef)> = Vec::new();
+        let mut file_uploads: Vec<(BlobRef, Option<Arc<Vec<u8>>>)> = Vec::new();
+        for (column, content) in entity.blob_contents() {
+            let own = |sha: &str| blob_name(&self.table, &key.partition_key, &key.row_key, column, sha);
+            let (reference, bytes) = match (content.pending().transpose()?, content.reference()) {
+                (Some((bytes, content_type)), _) => {
+                    let sha = sha256_hex(&bytes);
+                    let r = BlobRef {
+                        path: own(&sha),
+                        sha256: sha,
+                        length: bytes.len() as u64,
+                        content_type: content_type.map(str::to_owned),
+                        encoding: None,
+                    };
+                    (r, Some(bytes))
+                }
+                (None, Some(r)) if r.path == own(&r.sha256) => {
+                    // The row's own blob, kept: it must still exist, and is touched so a
+                    // concurrent release (older than the grace) does not delete it under this write.
+                    let blobs = self.blob_container().await?;
+                    if let Err(e) = blobs.backend.touch(&blobs.options.container, &r.path).await {
+                        return Err(match e.service_code().map(|c| c.0) {
+                            Some(404) => Error::Integrity {
+                                column: column.to_owned(),
+                                reason: "the file was read from a version whose blob is gone: read the entity again"
+                                    .into(),
+                            },
+                            _ => e,
+                        });
+                    }
+                    (r.clone(), None)
+                }
+                (None, Some(r)) => {
+                    // A content taken from another row gets a blob of its own.
+                    let bytes = content.read_all().await?;
+                    (
+                        BlobRef {
+                            path: own(&r.sha256),
+                            ..r.clone()
+                        },
+                        Some(Arc::new(bytes)),
+                    )
+                }
+                (None, None) => continue,
+            };
+            if self.blobs().is_none() {
+                return Err(Error::BlobOffloadNotConfigured {
+                    column: column.to_owned(),
+                });
+            }
+            row.insert(
+                format!("{column}__blob"),
+                Value::String(serde_json::to_string(&reference).unwrap_or_default()),
+            );
+            stored_files.push((column, reference.clone()));
+            file_uploads.push((reference, bytes));
+        }
+        Ok((stored_files, file_uploads))
     }
 
     fn conflict_of(&self, key: &Key) -> Error {
@@ -673,25 +702,215 @@ impl<T: TableEntity> Store<T> {
             self.check_large_key(&key.row_key)?;
         }
         let at = crate::store::now();
+        let stamps_of = |entity: &T| Stamps {
+            created: if create || entity.created_at().is_none() {
+                Some(at)
+            } else {
+                None
+            },
+            updated: Some(at),
+        };
+        let kind = if create { LargeWrite::Create } else { LargeWrite::Upsert };
+        let columns = large_columns(T::SCHEMA.columns);
+        let threshold = self.blobs().map_or(usize::MAX, |b| b.options.threshold_bytes);
+        self.ensure_created().await?;
+        // Plan every entity as a unit: its rows, its blobs, the version it replaces.
+        struct Unit {
+            entity: usize,
+            key: Key,
+            ops: Vec<WriteOp>,
+            uploads: Vec<Upload>,
+            old_refs: BTreeSet<String>,
+            new_refs: BTreeSet<String>,
+        }
+        let mut units = Vec::with_capacity(entities.len());
         for (i, entity) in entities.iter().enumerate() {
-            let stamps = Stamps {
-                created: if create || entity.created_at().is_none() {
-                    Some(at)
-                } else {
-                    None
-                },
-                updated: Some(at),
-            };
-            let kind = if create { LargeWrite::Create } else { LargeWrite::Upsert };
-            if let Err(e) = self.write_large_rows(entity, stamps, kind).await {
+            let stamps = stamps_of(entity);
+            let failed = |e: Error, committed: usize| {
                 let key = entity.key();
-                return Err(Error::BatchFailed {
-                    committed: i,
+                Error::BatchFailed {
+                    committed,
                     partition_key: key.partition_key,
                     row_key: key.row_key,
                     source: Box::new(e),
-                });
+                }
+            };
+            let mut row = entity.to_row(&self.encode_options()).map_err(|e| failed(e, 0))?;
+            if let (Some(at), Some(col)) = (stamps.created, T::SCHEMA.created_column) {
+                row.insert(col, Value::DateTime(at));
             }
+            if let (Some(at), Some(col)) = (stamps.updated, T::SCHEMA.updated_column) {
+                row.insert(col, Value::DateTime(at));
+            }
+            let key = Key::new(row.partition_key.clone(), row.row_key.clone());
+            let (_, files) = self
+                .prepare_files(entity, &mut row, &key)
+                .await
+                .map_err(|e| failed(e, 0))?;
+            // Upserts read each row first and replace it on condition of that version.
+            let stored = if create {
+                None
+            } else {
+                self.tables
+                    .backend
+                    .get(&self.table, &key.partition_key, &key.row_key)
+                    .await?
+            };
+            let version = stored.as_ref().and_then(|s| s.etag.clone());
+            let old_parts = stored.as_ref().map_or(0, split_parts);
+            let limits = Limits {
+                threshold,
+                blobs: self.blobs().is_some(),
+                extra_ops: old_parts,
+            };
+            let planned = plan(&self.table, &row, &columns, limits).map_err(|e| failed(e, 0))?;
+            check_row_limits(&planned.main).map_err(|e| failed(e, 0))?;
+            let ops = unit_ops(&kind, version.as_ref(), &key, &planned, old_parts, &HashSet::new());
+            let mut uploads: Vec<Upload> = planned
+                .blobs
+                .iter()
+                .map(|b| {
+                    (
+                        b.reference.path.clone(),
+                        b.bytes.clone(),
+                        b.reference.content_type.clone(),
+                        b.content_encoding.clone(),
+                    )
+                })
+                .collect();
+            for (reference, bytes) in files {
+                if let Some(bytes) = bytes {
+                    uploads.push((
+                        reference.path,
+                        Arc::unwrap_or_clone(bytes),
+                        reference.content_type,
+                        None,
+                    ));
+                }
+            }
+            units.push(Unit {
+                entity: i,
+                key,
+                ops,
+                uploads,
+                old_refs: stored.as_ref().map(referenced_blobs).unwrap_or_default(),
+                new_refs: referenced_blobs(&planned.main),
+            });
+        }
+        // Pack whole units, partition by partition, into transactions; a unit never straddles two.
+        let mut order: Vec<String> = Vec::new();
+        let mut groups: std::collections::HashMap<String, Vec<Unit>> = std::collections::HashMap::new();
+        for unit in units {
+            let pk = unit.key.partition_key.clone();
+            groups
+                .entry(pk.clone())
+                .or_insert_with(|| {
+                    order.push(pk);
+                    Vec::new()
+                })
+                .push(unit);
+        }
+        let mut committed = 0;
+        let mut released: Vec<(Key, BTreeSet<String>, BTreeSet<String>)> = Vec::new();
+        for pk in order {
+            let group = groups.remove(&pk).unwrap_or_default();
+            let mut transactions: Vec<Vec<Unit>> = Vec::new();
+            let (mut ops, mut bytes) = (0usize, 0usize);
+            for unit in group {
+                let size: usize = unit
+                    .ops
+                    .iter()
+                    .map(|op| op.row().map_or(0, crate::value::wire::wire_size) + 400)
+                    .sum();
+                let fits = ops + unit.ops.len() <= crate::store::MAX_TRANSACTION_OPS
+                    && bytes + size <= crate::store::TRANSACTION_BODY_BUDGET;
+                if transactions.is_empty() || !fits {
+                    transactions.push(Vec::new());
+                    ops = 0;
+                    bytes = 0;
+                }
+                ops += unit.ops.len();
+                bytes += size;
+                if let Some(last) = transactions.last_mut() {
+                    last.push(unit);
+                }
+            }
+            for tx in transactions {
+                // Each transaction's blobs are uploaded just before it.
+                for unit in &tx {
+                    for (path, data, content_type, encoding) in &unit.uploads {
+                        self.upload(path, data.clone(), content_type.clone(), encoding.clone())
+                            .await?;
+                    }
+                }
+                let all: Vec<WriteOp> = tx.iter().flat_map(|u| u.ops.iter().cloned()).collect();
+                let result = if all.len() == 1 {
+                    self.tables
+                        .backend
+                        .execute(&self.table, all[0].clone())
+                        .await
+                        .map(|_| ())
+                } else {
+                    self.tables.backend.transaction(&self.table, all).await.map(|_| ())
+                };
+                match result {
+                    Ok(()) => {
+                        committed += tx.len();
+                        released.extend(tx.into_iter().map(|u| (u.key, u.old_refs, u.new_refs)));
+                    }
+                    Err(e) => {
+                        let (index, source) = match e {
+                            Error::Transaction { index, source } => (index, *source),
+                            other => (0, other),
+                        };
+                        // Which entity the failing operation belongs to.
+                        let mut at = index;
+                        let unit = tx
+                            .iter()
+                            .find(|u| {
+                                if at < u.ops.len() {
+                                    true
+                                } else {
+                                    at -= u.ops.len();
+                                    false
+                                }
+                            })
+                            .unwrap_or(&tx[0]);
+                        let status = source.service_code().map(|c| c.0);
+                        if !create && matches!(status, Some(404) | Some(409) | Some(412)) {
+                            // An upsert lost a race: the transaction applied nothing; write its
+                            // entities one by one, each retrying as a single write does.
+                            for u in &tx {
+                                let entity = &entities[u.entity];
+                                if let Err(e) = self
+                                    .write_large_rows(entity, stamps_of(entity), LargeWrite::Upsert)
+                                    .await
+                                {
+                                    return Err(Error::BatchFailed {
+                                        committed,
+                                        partition_key: u.key.partition_key.clone(),
+                                        row_key: u.key.row_key.clone(),
+                                        source: Box::new(e),
+                                    });
+                                }
+                                committed += 1;
+                            }
+                            continue;
+                        }
+                        let source = source.about_entity(&self.table, &unit.key.partition_key, &unit.key.row_key);
+                        return Err(Error::BatchFailed {
+                            committed,
+                            partition_key: unit.key.partition_key.clone(),
+                            row_key: unit.key.row_key.clone(),
+                            source: Box::new(source),
+                        });
+                    }
+                }
+            }
+        }
+        // Blobs the replaced rows no longer reference, once every transaction committed.
+        for (key, old, new) in released {
+            self.release_blobs(&key, &old, &new).await;
         }
         Ok(entities.len())
     }

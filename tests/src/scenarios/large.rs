@@ -661,3 +661,73 @@ pub async fn projections_of_large_values_read_them_whole(env: &Env) {
         "unselected fields at their defaults"
     );
 }
+
+pub async fn batches_pack_whole_entities_into_transactions(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    store.ensure_created().await.unwrap();
+    let docs: Vec<Document> = (0..30)
+        .map(|i| {
+            let mut d = Document::new("p", &format!("d{i:02}"));
+            d.body = match i % 3 {
+                0 => format!("small {i}"),
+                1 => noise(40_000, i),  // split cells on the main row
+                _ => noise(400_000, i), // continuation rows
+            };
+            d
+        })
+        .collect();
+    env.reset_counts();
+    assert_eq!(store.create_batch(&docs).await.unwrap(), 30);
+    let c = env.counts();
+    assert!(
+        c.transactions + c.writes < 30,
+        "whole entities share transactions: {c:?}"
+    );
+    for d in &docs {
+        assert!(
+            store.get(("p", d.rk.as_str())).await.unwrap().unwrap().same(d),
+            "{}",
+            d.rk
+        );
+    }
+    // Upserts shrink every entity: their stale continuation rows go in the same transactions.
+    let small: Vec<Document> = docs
+        .iter()
+        .map(|d| Document {
+            body: "x".into(),
+            ..d.clone()
+        })
+        .collect();
+    assert_eq!(store.upsert_batch(&small).await.unwrap(), 30);
+    let rows = env
+        .backend()
+        .query(&env.table, &Default::default(), None)
+        .await
+        .unwrap()
+        .rows;
+    assert_eq!(rows.len(), 30, "only main rows are left");
+    assert_eq!(store.count(QueryOptions::partition("p")).await.unwrap(), 30);
+    // A repeated key is refused before anything is written; so is a continuation-shaped key.
+    let twice = vec![Document::new("p", "again"), Document::new("p", "again")];
+    assert!(matches!(
+        store.create_batch(&twice).await,
+        Err(Error::InvalidKey { .. })
+    ));
+    let shaped = vec![Document::new("p", "fine"), Document::new("p", "bad~0001")];
+    assert!(matches!(
+        store.create_batch(&shaped).await,
+        Err(Error::InvalidKey { .. })
+    ));
+    assert!(
+        !store.exists(("p", "fine")).await.unwrap(),
+        "nothing of a refused batch is written"
+    );
+    // An existing key fails its transaction; earlier transactions stay committed.
+    let mut clash: Vec<Document> = (0..3).map(|i| Document::new("q", &format!("c{i}"))).collect();
+    clash.push(Document::new("p", "d00"));
+    let err = store.create_batch(&clash).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::BatchFailed { committed: 3, row_key, .. } if row_key == "d00"),
+        "{err}"
+    );
+}

@@ -97,6 +97,7 @@ macro_rules! for_each_scenario {
             large::leftover_continuation_rows_are_never_returned_and_are_reclaimed,
             large::a_reader_is_spooled_once,
             large::projections_of_large_values_read_them_whole,
+            large::batches_pack_whole_entities_into_transactions,
             review::a_point_read_never_returns_a_continuation_row,
             review::deleting_a_continuation_key_leaves_the_entity_whole,
             review::a_split_value_without_its_manifest_is_integrity,
