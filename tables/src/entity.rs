@@ -236,6 +236,23 @@ impl Schema {
         out
     }
 
+    /// Whether the type has large values or files (evaluated at compile time where used in `const`).
+    pub const fn has_large_values(&self) -> bool {
+        let mut i = 0;
+        while i < self.columns.len() {
+            if matches!(self.columns[i].kind, ColumnKind::Large { .. } | ColumnKind::Blob) {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+
+    /// Whether any column, nested ones included, is `#[protected]`.
+    pub const fn has_protected(&self) -> bool {
+        protected_in(self.columns)
+    }
+
     /// The columns whose values are protected.
     pub fn protected_columns(&self) -> impl Iterator<Item = &'static Column> {
         self.columns.iter().filter(|c| !c.protected.is_empty())
@@ -252,6 +269,22 @@ impl Schema {
     pub fn blob_columns(&self) -> impl Iterator<Item = &'static Column> {
         self.columns.iter().filter(|c| matches!(c.kind, ColumnKind::Blob))
     }
+}
+
+const fn protected_in(columns: &[Column]) -> bool {
+    let mut i = 0;
+    while i < columns.len() {
+        if !columns[i].protected.is_empty() {
+            return true;
+        }
+        if let ColumnKind::Flatten(children) = columns[i].kind {
+            if protected_in(children) {
+                return true;
+            }
+        }
+        i += 1;
+    }
+    false
 }
 
 fn expand(columns: &'static [Column], prefix: &str, out: &mut Vec<String>) {

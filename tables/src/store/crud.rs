@@ -5,7 +5,6 @@ use std::time::Duration;
 use rand::Rng;
 
 use super::large::LargeWrite;
-use super::protect::has_protected;
 use super::{now, Concurrency, Lookup, Store};
 use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
 use crate::entity::TableEntity;
@@ -93,7 +92,7 @@ impl<T: TableEntity> Store<T> {
             return self.write_large(entity, stamps, LargeWrite::Upsert).await;
         }
         let row = self.encode_stamped(entity, stamps)?;
-        if has_protected(T::SCHEMA.columns) {
+        if const { T::SCHEMA.has_protected() } {
             let outcome = self.guarded_write(&row, None).await?;
             return Ok(commit(entity, stamps, outcome));
         }
@@ -188,7 +187,7 @@ impl<T: TableEntity> Store<T> {
             return self.write_large(entity, stamps, LargeWrite::Replace(condition)).await;
         }
         let row = self.encode_stamped(entity, stamps)?;
-        if has_protected(T::SCHEMA.columns) {
+        if const { T::SCHEMA.has_protected() } {
             let outcome = self.guarded_write(&row, Some(&condition)).await?;
             return Ok(commit(entity, stamps, outcome));
         }

@@ -9,7 +9,7 @@ use super::crud::{commit, race_backoff, Stamps, RACE_ATTEMPTS};
 use super::{check_row_limits, Store};
 use crate::backend::blob::{BlobCondition, PutOptions};
 use crate::backend::{IfMatch, QueryRequest, UpdateMode, WriteOp, WriteOutcome};
-use crate::entity::{ColumnKind, Key, TableEntity};
+use crate::entity::{Key, TableEntity};
 use crate::error::{Error, KeyKind, Result};
 use crate::large::blob_content::{parse_ref, BlobRef, BlobSource};
 use crate::large::cells::{assemble, inline_name, sha256_hex, value_from_stored};
@@ -102,10 +102,7 @@ fn unit_ops(
 impl<T: TableEntity> Store<T> {
     /// Whether entities of this type have large values or files.
     pub(crate) fn is_large(&self) -> bool {
-        T::SCHEMA
-            .columns
-            .iter()
-            .any(|c| matches!(c.kind, ColumnKind::Large { .. } | ColumnKind::Blob))
+        const { T::SCHEMA.has_large_values() }
     }
 
     fn blobs(&self) -> Option<&Blobs> {
@@ -268,7 +265,7 @@ impl<T: TableEntity> Store<T> {
                 }
                 _ => {}
             }
-            if let (Some(old), true) = (&stored, crate::store::protect::has_protected(T::SCHEMA.columns)) {
+            if let (Some(old), true) = (&stored, const { T::SCHEMA.has_protected() }) {
                 self.check_protected(Some(old), &row)?;
             }
             let old_parts = stored.as_ref().map_or(0, split_parts);

@@ -51,13 +51,6 @@ fn protected(columns: &'static [Column], prefix: &str, out: &mut Vec<(String, &'
     }
 }
 
-/// Whether entities of this type have protected columns.
-pub(crate) fn has_protected(columns: &'static [Column]) -> bool {
-    let mut out = Vec::new();
-    protected(columns, "", &mut out);
-    !out.is_empty()
-}
-
 /// The cells a column occupies in a row (its plain cell and suffixed forms).
 fn cells<'r>(row: &'r Row, column: &str) -> BTreeMap<&'r str, &'r Value> {
     let suffixed = format!("{column}__");
