@@ -130,15 +130,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
             quote!(let #local = #value;)
         })
         .collect();
-    let inits: Vec<TokenStream> = cont
-        .fields
-        .iter()
-        .map(|f| {
-            let fi = &f.ident;
-            let local = fields::local(f);
-            quote!(#fi: #local)
-        })
-        .collect();
+    let inits = fields::inits(&cont.fields);
 
     let system = |role| cont.field_with_system(role).map(|f| f.ident.clone());
     let etag_get = match system(SystemRole::ETag) {

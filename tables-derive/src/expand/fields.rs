@@ -252,3 +252,15 @@ pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) ->
         Storage::Key(_) | Storage::System(_) => unreachable!("keys and system fields are decoded by the entity"),
     }
 }
+
+/// `field: __f_field` for every field, to build the struct from its decoded locals.
+pub(crate) fn inits(fields: &[Field]) -> Vec<TokenStream> {
+    fields
+        .iter()
+        .map(|f| {
+            let fi = &f.ident;
+            let local = local(f);
+            quote!(#fi: #local)
+        })
+        .collect()
+}

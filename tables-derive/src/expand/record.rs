@@ -30,15 +30,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
             quote!(let #local = #value;)
         })
         .collect();
-    let inits: Vec<TokenStream> = cont
-        .fields
-        .iter()
-        .map(|f| {
-            let fi = &f.ident;
-            let local = fields::local(f);
-            quote!(#fi: #local)
-        })
-        .collect();
+    let inits = fields::inits(&cont.fields);
     let columns_ident = quote::format_ident!("{}Columns", ident);
     let (columns_def, columns_ty, columns_init) = super::typed::columns(cont, &columns_ident);
     let update_ident = quote::format_ident!("{}Update", ident);

@@ -57,13 +57,8 @@ impl<T: TableEntity> Store<T> {
     /// Every orphan is tried; failures are reported together at the end.
     pub async fn sweep_orphan_blobs(&self, partition_key: &str, older_than: Duration) -> Result<SweepReport> {
         crate::entity::validate_key(KeyKind::PartitionKey, partition_key)?;
-        let blobs = self
-            .tables
-            .blobs
-            .as_deref()
-            .ok_or_else(|| Error::BlobOffloadNotConfigured { column: String::new() })?;
+        let blobs = self.blob_container().await?;
         let container = &blobs.options.container;
-        blobs.backend.create_container(container).await?;
         let now = blobs.backend.now().await?;
         let cutoff = now.unix_nanos() - older_than.as_nanos() as i128;
         // Every blob the partition's rows reference now, whatever type wrote them:
@@ -126,13 +121,8 @@ impl<T: TableEntity> Store<T> {
     /// Sweeps every partition that has blobs (see [`Store::sweep_orphan_blobs`]).
     /// A failing partition does not stop the others; the failures are reported together.
     pub async fn sweep_all_orphan_blobs(&self, older_than: Duration) -> Result<SweepReport> {
-        let blobs = self
-            .tables
-            .blobs
-            .as_deref()
-            .ok_or_else(|| Error::BlobOffloadNotConfigured { column: String::new() })?;
+        let blobs = self.blob_container().await?;
         let container = &blobs.options.container;
-        blobs.backend.create_container(container).await?;
         let table_prefix = format!("{}/", escape_segment(&self.table));
         let mut partitions = Vec::new();
         let mut marker: Option<String> = None;

@@ -559,22 +559,9 @@ mod tests {
     use super::*;
     use crate::backend::azure::{EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY};
 
-    const ENV: &str = "UNIFIED_TABLES_TEST_CONNECTION";
-
     fn live() -> Option<AzureBlobBackend> {
-        match std::env::var(ENV) {
-            Ok(cs) if !cs.trim().is_empty() => {
-                Some(AzureBlobBackend::from_connection_string(&cs).expect("valid test connection"))
-            }
-            _ => {
-                assert!(
-                    std::env::var_os("UNIFIED_TABLES_REQUIRE_AZURE").is_none(),
-                    "UNIFIED_TABLES_REQUIRE_AZURE is set but {ENV} is not"
-                );
-                println!("skipped: {ENV} is not set (scripts/test.sh starts Azurite and sets it)");
-                None
-            }
-        }
+        crate::backend::azure::test_connection()
+            .map(|cs| AzureBlobBackend::from_connection_string(&cs).expect("valid test connection"))
     }
 
     /// A fresh container on the live service.

@@ -413,3 +413,21 @@ impl Backend for AzureBackend {
         Ok(Page { rows, continuation })
     }
 }
+
+/// The test connection string, or `None` (with one line) when it is not set.
+/// With `UNIFIED_TABLES_REQUIRE_AZURE` set, a missing one fails the test.
+#[cfg(test)]
+pub(crate) fn test_connection() -> Option<String> {
+    const ENV: &str = "UNIFIED_TABLES_TEST_CONNECTION";
+    match std::env::var(ENV) {
+        Ok(cs) if !cs.trim().is_empty() => Some(cs),
+        _ => {
+            assert!(
+                std::env::var_os("UNIFIED_TABLES_REQUIRE_AZURE").is_none(),
+                "UNIFIED_TABLES_REQUIRE_AZURE is set but {ENV} is not"
+            );
+            println!("skipped: {ENV} is not set (scripts/test.sh starts Azurite and sets it)");
+            None
+        }
+    }
+}

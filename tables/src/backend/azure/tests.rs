@@ -17,19 +17,8 @@ use crate::value::{Guid, Value};
 const ENV: &str = "UNIFIED_TABLES_TEST_CONNECTION";
 
 fn live() -> Option<AzureBackend> {
-    match std::env::var(ENV) {
-        Ok(cs) if !cs.trim().is_empty() => {
-            Some(AzureBackend::from_connection_string(&cs).expect("valid test connection"))
-        }
-        _ => {
-            assert!(
-                std::env::var_os("UNIFIED_TABLES_REQUIRE_AZURE").is_none(),
-                "UNIFIED_TABLES_REQUIRE_AZURE is set but {ENV} is not"
-            );
-            println!("skipped: {ENV} is not set (scripts/test.sh starts Azurite and sets it)");
-            None
-        }
-    }
+    crate::backend::azure::test_connection()
+        .map(|cs| AzureBackend::from_connection_string(&cs).expect("valid test connection"))
 }
 
 /// A table name unique to this test run.
