@@ -8,6 +8,7 @@
 //! unless `CI=true` or `UNIFIED_TABLES_REQUIRE_AZURE=1`, in which case they fail.
 
 pub mod blob_scenarios;
+pub mod differential;
 pub mod model;
 pub mod scenarios;
 
