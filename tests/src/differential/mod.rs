@@ -15,6 +15,7 @@
 pub mod driver;
 pub mod model;
 pub mod ops;
+pub mod outcome;
 
 use rand::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
