@@ -15,9 +15,9 @@
 //!
 //! - `UNIFIED_TABLES_DIFF_CASES=n`: run `n` sequences per entity type on the
 //!   in-memory backend and `n / 3` (at least 1) on Azure, instead of the
-//!   default 64 and 6.
+//!   default 64 and 16.
 //! - `UNIFIED_TABLES_DIFF_OPS=n`: at most `n` operations per sequence
-//!   (default 16 on the in-memory backend, 10 on Azure).
+//!   (default 16 on the in-memory backend, 12 on Azure).
 //! - `UNIFIED_TABLES_DIFF_SEED=n`: the seed of the random sequences (default:
 //!   a random one). Every run prints its seed; a failure prints the seed and
 //!   the shrunk sequence, which can be kept as a test in `regressions` below.
@@ -41,13 +41,13 @@ fn env_number(name: &str) -> Option<u64> {
 
 /// Sequences per entity type and the longest sequence on a backend.
 fn budget(kind: Kind) -> (u32, usize) {
-    let default_ops = if kind == Kind::Memory { 16 } else { 10 };
+    let default_ops = if kind == Kind::Memory { 16 } else { 12 };
     let ops = env_number("UNIFIED_TABLES_DIFF_OPS").map_or(default_ops, |n| n as usize);
     let cases = match (env_number("UNIFIED_TABLES_DIFF_CASES"), kind) {
         (Some(n), Kind::Memory) => n as u32,
         (Some(n), Kind::Azure) => (n as u32 / 3).max(1),
         (None, Kind::Memory) => 64,
-        (None, Kind::Azure) => 6,
+        (None, Kind::Azure) => 16,
     };
     (cases, ops)
 }
