@@ -1,7 +1,7 @@
 //! The traits the derives implement, and the column metadata they generate.
 
 use crate::codec::{EncodeOptions, ValueKind};
-use crate::error::{Error, KeyKind, Result};
+use crate::error::{KeyKind, Result};
 use crate::value::{DateTime, ETag, Row};
 
 /// A struct stored as one row of a table. Implement it with
@@ -291,8 +291,8 @@ fn expand(columns: &'static [Column], prefix: &str, out: &mut Vec<String>) {
     for c in columns {
         match c.kind {
             ColumnKind::Flatten(children) => expand(children, &format!("{prefix}{}_", c.name), out),
-            ColumnKind::Value(ValueKind::Json) => out.push(format!("{prefix}{}__Json", c.name)),
-            ColumnKind::Blob => out.push(format!("{prefix}{}__blob", c.name)),
+            ColumnKind::Value(ValueKind::Json) => out.push(crate::layout::json_cell(&format!("{prefix}{}", c.name))),
+            ColumnKind::Blob => out.push(crate::layout::blob_cell(&format!("{prefix}{}", c.name))),
             _ => out.push(format!("{prefix}{}", c.name)),
         }
     }
@@ -344,8 +344,8 @@ impl Key {
     /// units, none of `/ \ # ?`, no control characters (U+0000..U+001F,
     /// U+007F..U+009F).
     pub fn validate(&self) -> Result<()> {
-        validate_key(KeyKind::PartitionKey, &self.partition_key)?;
-        validate_key(KeyKind::RowKey, &self.row_key)
+        crate::service::validate_key(KeyKind::PartitionKey, &self.partition_key)?;
+        crate::service::validate_key(KeyKind::RowKey, &self.row_key)
     }
 }
 
@@ -353,47 +353,6 @@ impl<A: Into<String>, B: Into<String>> From<(A, B)> for Key {
     fn from((pk, rk): (A, B)) -> Key {
         Key::new(pk, rk)
     }
-}
-
-/// The longest key the service accepts, in UTF-16 units.
-pub const MAX_KEY_UNITS: usize = 1024;
-
-/// Checks one key against the service's rules.
-pub fn validate_key(which: KeyKind, key: &str) -> Result<()> {
-    let shown = || {
-        if key.len() > 64 {
-            let mut end = 64;
-            while !key.is_char_boundary(end) {
-                end -= 1;
-            }
-            format!("{}…", &key[..end])
-        } else {
-            key.to_owned()
-        }
-    };
-    let units = crate::value::utf16_len(key);
-    if units > MAX_KEY_UNITS {
-        return Err(Error::InvalidKey {
-            which,
-            key: shown(),
-            reason: format!("it is {units} UTF-16 units long and the service allows at most {MAX_KEY_UNITS}"),
-        });
-    }
-    if let Some(c) = key.chars().find(|c| is_refused_key_char(*c)) {
-        return Err(Error::InvalidKey {
-            which,
-            key: shown(),
-            reason: format!(
-                "it contains {c:?}; keys may not contain '/', '\\', '#', '?' or control characters (encode them, e.g. replace '/' with another separator)"
-            ),
-        });
-    }
-    Ok(())
-}
-
-/// Whether the service refuses this character in a key.
-pub fn is_refused_key_char(c: char) -> bool {
-    matches!(c, '/' | '\\' | '#' | '?') || matches!(c as u32, 0x00..=0x1F | 0x7F..=0x9F)
 }
 
 /// Normalizes a composite id as the .NET library does: trim Unicode

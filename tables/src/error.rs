@@ -200,7 +200,83 @@ pub enum Error {
     Config(String),
 }
 
+/// What kind of failure an [`Error`] is, whatever carried it: the same kind
+/// for a refusal the service sent and for one this crate detected itself.
+///
+/// ```
+/// use unified_tables::{Error, ErrorKind};
+/// assert_eq!(Error::service(412, "UpdateConditionNotSatisfied", "").kind(), ErrorKind::PreconditionFailed);
+/// assert_eq!(Error::service(409, "EntityAlreadyExists", "").kind(), ErrorKind::AlreadyExists);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The entity, blob, table or container does not exist (404).
+    NotFound,
+    /// What a create would make exists already (409 `…AlreadyExists`).
+    AlreadyExists,
+    /// The stored version is not the one the write was conditional on (412,
+    /// or [`Error::Conflict`]).
+    PreconditionFailed,
+    /// The resource is busy with another operation (other 409 answers).
+    Busy,
+    /// The service asked the client to slow down (429, 503 `ServerBusy`).
+    Throttled,
+    /// The service did not answer, or failed (408, 5xx, transport errors).
+    Unavailable,
+    /// The request was refused as malformed or over a limit, by the service
+    /// (400, 413) or before sending.
+    Invalid,
+    /// Stored data could not be read back (a decode or integrity failure).
+    Damaged,
+    /// Anything else.
+    Other,
+}
+
 impl Error {
+    /// What kind of failure this is. Store code decides on kinds, never on
+    /// raw status numbers; backends keep the service's status and code in
+    /// [`Error::Service`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::AlreadyExists { .. } => ErrorKind::AlreadyExists,
+            Error::Conflict { .. } => ErrorKind::PreconditionFailed,
+            Error::Transaction { source, .. } | Error::BatchFailed { source, .. } => source.kind(),
+            Error::Service { status, code, .. } => match (*status, code.as_str()) {
+                (404, _) => ErrorKind::NotFound,
+                (409, code) if code.ends_with("AlreadyExists") => ErrorKind::AlreadyExists,
+                (409, _) => ErrorKind::Busy,
+                (412, _) => ErrorKind::PreconditionFailed,
+                (429, _) | (503, "ServerBusy") => ErrorKind::Throttled,
+                (408, _) | (500..=599, _) => ErrorKind::Unavailable,
+                (400 | 413 | 414 | 416, _) => ErrorKind::Invalid,
+                _ => ErrorKind::Other,
+            },
+            Error::Transport(_) => ErrorKind::Unavailable,
+            Error::Decode { .. } | Error::Integrity { .. } => ErrorKind::Damaged,
+            _ if self.is_refusal() => ErrorKind::Invalid,
+            _ => ErrorKind::Other,
+        }
+    }
+
+    /// Whether this error was raised before anything was sent: nothing was
+    /// stored, and retrying the same call cannot succeed.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            Error::MissingETag { .. }
+                | Error::InvalidKey { .. }
+                | Error::InvalidValue { .. }
+                | Error::OversizedValue { .. }
+                | Error::LimitExceeded { .. }
+                | Error::Protected { .. }
+                | Error::BlobOffloadNotConfigured { .. }
+                | Error::InvalidCursor(_)
+                | Error::Config(_)
+        )
+    }
+
     /// A service error with the given status, code and message.
     pub fn service(status: u16, code: impl Into<String>, message: impl Into<String>) -> Error {
         Error::Service {

@@ -45,27 +45,27 @@ mod entity;
 mod error;
 pub mod keys;
 pub mod large;
+pub mod layout;
 pub mod query;
+pub mod service;
 mod stamp;
 pub mod store;
 mod tables;
 pub mod update;
 mod value;
 
-pub use backend::{Backend, IfMatch, UpdateMode, WriteOp, WriteOutcome};
 pub use codec::{EncodeOptions, OversizedCellPolicy, TableValue};
 pub use entity::{
-    is_refused_key_char, normalize_id, restore_id, validate_key, Column, ColumnKind, Key, KeyMode, LargeEncoding,
-    Schema, TableEntity, TableRecord, MAX_KEY_UNITS,
+    normalize_id, restore_id, Column, ColumnKind, Key, KeyMode, LargeEncoding, Schema, TableEntity, TableRecord,
 };
-pub use error::{Error, KeyKind, Result};
+pub use error::{Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
 pub use stamp::{KeyPart, Stamp};
 pub use store::{Concurrency, Count, Cursor, EntityPage, Lookup, Outcome, QueryOptions, Store, StoreOptions};
 pub use tables::{BlobOptions, Tables};
 pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord};
 pub use value::wire;
-pub use value::{cmp_utf16, utf16_len, DateTime, ETag, EdmType, Guid, ParseGuidError, Row, Value};
+pub use value::{cmp_utf16, sha256_hex, utf16_len, DateTime, ETag, EdmType, Guid, ParseGuidError, Row, Value};
 
 /// Items the derive's generated code refers to. Not a public API.
 #[doc(hidden)]
@@ -98,7 +98,7 @@ pub mod __private {
 
     /// The content of a required blob field, or an error naming its column.
     pub fn require_blob(content: Option<BlobContent>, column: &str) -> Result<BlobContent> {
-        content.ok_or_else(|| crate::codec::absent(&format!("{column}__blob"), "a blob reference"))
+        content.ok_or_else(|| crate::codec::absent(&crate::layout::blob_cell(column), "a blob reference"))
     }
 
     /// Error for an enum cell that names no variant.

@@ -136,3 +136,32 @@ impl Tables {
         Store::new(self.clone(), table.into())
     }
 }
+
+#[cfg(feature = "azure")]
+impl Tables {
+    /// Tables over Azure Table Storage or Azurite, from a storage connection
+    /// string (see [`ConnectionString`](crate::backend::azure::ConnectionString) for the accepted forms). Nothing is
+    /// sent until the first operation; a malformed string is [`Error::Config`](crate::Error::Config).
+    ///
+    /// ```no_run
+    /// use unified_tables::Tables;
+    /// // Azurite on its default ports:
+    /// let db = Tables::connect("UseDevelopmentStorage=true")?;
+    /// // An Azure storage account:
+    /// let db = Tables::connect(
+    ///     "DefaultEndpointsProtocol=https;AccountName=myaccount;AccountKey=bXlrZXk=;EndpointSuffix=core.windows.net",
+    /// )?;
+    /// # let _ = db;
+    /// # Ok::<(), unified_tables::Error>(())
+    /// ```
+    pub fn connect(connection_string: &str) -> crate::Result<Tables> {
+        use crate::backend::azure::{AzureBackend, AzureBlobBackend, ConnectionString};
+        let parsed = ConnectionString::parse(connection_string)?;
+        let tables = Tables::with_backend(AzureBackend::from_parsed(parsed.clone())?);
+        // Large values and files go to the account's blob endpoint when it has one.
+        Ok(match AzureBlobBackend::from_parsed(parsed) {
+            Ok(blobs) => tables.with_blobs(blobs, crate::BlobOptions::default()),
+            Err(_) => tables,
+        })
+    }
+}

@@ -15,8 +15,28 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::codec::{EncodeOptions, TableValue, GZIP_SUFFIX};
-use crate::store::Authorizer;
 use crate::value::{ETag, Row};
+
+/// Decides whether the current caller holds a role. Supplied by the
+/// application (typically per request) through [`Store::with_authorizer`].
+///
+/// Closures implement it:
+///
+/// ```
+/// use unified_tables::store::Authorizer;
+/// let admin_only = |role: &str| role == "admin";
+/// assert!(admin_only.has_role("admin"));
+/// ```
+pub trait Authorizer: Send + Sync {
+    /// Whether the caller holds `role`.
+    fn has_role(&self, role: &str) -> bool;
+}
+
+impl<F: Fn(&str) -> bool + Send + Sync> Authorizer for F {
+    fn has_role(&self, role: &str) -> bool {
+        self(role)
+    }
+}
 
 /// Type state of a builder that may not set protected fields.
 #[derive(Debug, Clone, Copy)]

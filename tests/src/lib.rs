@@ -19,7 +19,8 @@ use unified_tables::backend::azure::{AzureBackend, AzureBlobBackend};
 use unified_tables::backend::blob::BlobBackend;
 use unified_tables::backend::counting::{CountingBackend, Counts};
 use unified_tables::backend::memory::{MemoryBackend, MemoryBlobBackend};
-use unified_tables::{Backend, BlobOptions, StoreOptions, Tables};
+use unified_tables::backend::Backend;
+use unified_tables::{BlobOptions, StoreOptions, Tables};
 
 /// The environment variable holding the Azure / Azurite connection string.
 pub const CONNECTION_VAR: &str = "UNIFIED_TABLES_TEST_CONNECTION";
@@ -35,8 +36,9 @@ pub enum Kind {
     Azure,
 }
 
-/// One scenario's world: a backend wrapped in a request counter, and a
-/// table name no other test uses.
+/// One scenario's world: a table backend and a blob backend wrapped in
+/// request counters sharing one set of counts, and a table name no other
+/// test uses.
 #[derive(Debug, Clone)]
 pub struct Env {
     /// Which backend.
@@ -47,12 +49,12 @@ pub struct Env {
     pub counter: CountingBackend<Arc<dyn Backend>>,
     /// A fresh table name for this scenario.
     pub table: String,
-    /// The blob backend large values and files go to.
+    /// The blob backend large values and files go to (counted into the same counts as `counter`).
     pub blobs: Option<Arc<dyn BlobBackend>>,
 }
 
 impl Env {
-    /// Request counts since the last [`Env::reset_counts`].
+    /// Request counts (table and blob) since the last [`Env::reset_counts`].
     pub fn counts(&self) -> Counts {
         self.counter.counts()
     }
@@ -106,6 +108,7 @@ pub fn unique_table(hint: &str) -> String {
 
 fn env_over(kind: Kind, backend: Arc<dyn Backend>, blobs: Option<Arc<dyn BlobBackend>>, hint: &str) -> Env {
     let counter = CountingBackend::new(backend);
+    let blobs = blobs.map(|b| Arc::new(counter.share_counts(b)) as Arc<dyn BlobBackend>);
     let mut tables = Tables::with_backend(counter.clone());
     if let Some(b) = &blobs {
         tables = tables.with_blobs(b.clone(), blob_options());
@@ -117,6 +120,21 @@ fn env_over(kind: Kind, backend: Arc<dyn Backend>, blobs: Option<Arc<dyn BlobBac
         table: unique_table(hint),
         blobs,
     }
+}
+
+/// [`blob_options`] with no cleanup grace: a replaced blob is released as
+/// soon as it is older than the blob service's one-second clock.
+pub fn eager_blob_options() -> BlobOptions {
+    BlobOptions {
+        cleanup_grace: std::time::Duration::ZERO,
+        ..blob_options()
+    }
+}
+
+/// Tables of `env` whose blob store releases replaced blobs without a grace.
+pub fn eager_tables(env: &Env) -> Tables {
+    let blobs = env.blobs.clone().expect("a blob backend");
+    env.tables.clone().with_blobs(blobs, eager_blob_options())
 }
 
 /// Blob options for tests: a container of this run, the default threshold and grace.

@@ -426,3 +426,55 @@ impl Document {
         strip(self) == strip(other)
     }
 }
+
+/// A document as an older version of a program stored it: its large
+/// values and file under their old column names.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[table(name = "Document")]
+pub struct OldDocument {
+    #[table(partition_key)]
+    pub pk: String,
+    #[table(row_key)]
+    pub rk: String,
+    #[table(split = "gzip")]
+    pub old_body: String,
+    #[table(split = "text")]
+    pub old_lines: Vec<String>,
+    #[blob_content]
+    pub old_file: Option<unified_tables::BlobContent>,
+}
+
+/// The same document today: the large values and the file renamed, the
+/// old names kept as aliases.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[table(name = "Document")]
+pub struct RenamedDocument {
+    #[table(partition_key)]
+    pub pk: String,
+    #[table(row_key)]
+    pub rk: String,
+    #[alias("OldBody")]
+    #[table(split = "gzip")]
+    pub body: String,
+    #[alias("OldLines")]
+    #[table(split = "text")]
+    pub lines: Vec<String>,
+    #[alias("OldFile")]
+    #[blob_content]
+    pub file: Option<unified_tables::BlobContent>,
+    #[table(etag)]
+    pub etag: Option<ETag>,
+}
+
+/// Every date type, for the codec's date tests.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+pub struct Dates {
+    #[table(partition_key)]
+    pub pk: String,
+    #[table(row_key)]
+    pub rk: String,
+    pub when: unified_tables::DateTime,
+    pub chrono_when: chrono::DateTime<chrono::Utc>,
+    pub time_when: time::OffsetDateTime,
+    pub system_when: std::time::SystemTime,
+}

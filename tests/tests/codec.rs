@@ -2,13 +2,14 @@
 //! shared with the .NET library (dotnet-formats.md §1.3 - §1.6).
 
 use std::io::{Read, Write};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use base64::Engine as _;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use unified_tables::wire::{row_from_json, row_to_json};
 use unified_tables::{DateTime, EncodeOptions, Error, Guid, OversizedCellPolicy, Row, TableEntity, TableEnum, Value};
+use unified_tables_tests::model::Dates;
 
 // ---------------------------------------------------------------------------
 // Entities
@@ -23,18 +24,6 @@ struct Ints {
     big: i64,
     small: i32,
     ubig: u64,
-}
-
-#[derive(TableEntity, Debug, Clone, PartialEq)]
-struct Dates {
-    #[table(partition_key)]
-    pk: String,
-    #[table(row_key)]
-    rk: String,
-    when: DateTime,
-    chrono_when: chrono::DateTime<chrono::Utc>,
-    time_when: time::OffsetDateTime,
-    system_when: SystemTime,
 }
 
 #[derive(TableEntity, Debug, Clone, PartialEq)]

@@ -1,6 +1,6 @@
-//! The service may return an empty page that still carries a continuation.
+//! The service may return an empty page that still carries a token.
 //! The in-memory backend can be told to do so on every n-th page; every
-//! reader must keep going until the continuation is gone.
+//! reader must keep going until the token is gone.
 
 use futures::TryStreamExt;
 use unified_tables::backend::memory::MemoryBackend;

@@ -243,9 +243,9 @@ pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) ->
         }
         Storage::Blob { optional } => {
             if *optional {
-                quote!(#p::decode_blob_ref(&mut __row, #col)?)
+                quote!({ #resolved #p::decode_blob_ref(&mut __row, __c)? })
             } else {
-                quote!(#p::require_blob(#p::decode_blob_ref(&mut __row, #col)?, #col)?)
+                quote!({ #resolved #p::require_blob(#p::decode_blob_ref(&mut __row, __c)?, #col)? })
             }
         }
         Storage::Skip => quote_spanned!(ty.span()=> <#ty as #p::Default>::default()),

@@ -97,7 +97,7 @@ pub trait BlobBackend: Send + Sync + fmt::Debug + 'static {
     /// little more than a plain one).
     async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
         Ok(self.get(container, name, None).await?.map(|(props, bytes)| {
-            let sha = crate::large::cells::sha256_hex(&bytes);
+            let sha = crate::value::sha256_hex(&bytes);
             (props, bytes, sha)
         }))
     }

@@ -1,13 +1,15 @@
 //! A decorator that counts the requests sent to the backend it wraps.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{Backend, Continuation, Page, QueryRequest, WriteOp, WriteOutcome};
+use super::blob::{BlobBackend, BlobCondition, BlobListing, BlobProperties, PutOptions};
+use super::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::Result;
-use crate::value::Row;
+use crate::value::{DateTime, Row};
 
 /// Counts of requests by kind.
 #[derive(Debug, Default)]
@@ -17,6 +19,36 @@ pub struct RequestCounts {
     writes: AtomicU64,
     transactions: AtomicU64,
     queries: AtomicU64,
+    blob_containers: AtomicU64,
+    blob_puts: AtomicU64,
+    blob_gets: AtomicU64,
+    blob_range_gets: AtomicU64,
+    blob_properties: AtomicU64,
+    blob_touches: AtomicU64,
+    blob_deletes: AtomicU64,
+    blob_lists: AtomicU64,
+    blob_clock_reads: AtomicU64,
+}
+
+impl RequestCounts {
+    fn all(&self) -> [&AtomicU64; 14] {
+        [
+            &self.tables,
+            &self.gets,
+            &self.writes,
+            &self.transactions,
+            &self.queries,
+            &self.blob_containers,
+            &self.blob_puts,
+            &self.blob_gets,
+            &self.blob_range_gets,
+            &self.blob_properties,
+            &self.blob_touches,
+            &self.blob_deletes,
+            &self.blob_lists,
+            &self.blob_clock_reads,
+        ]
+    }
 }
 
 /// A snapshot of [`RequestCounts`].
@@ -32,6 +64,24 @@ pub struct Counts {
     pub transactions: u64,
     /// Query pages.
     pub queries: u64,
+    /// Blob container creations.
+    pub blob_containers: u64,
+    /// Blob uploads (conditional or not).
+    pub blob_puts: u64,
+    /// Whole-blob reads (plain or hashed).
+    pub blob_gets: u64,
+    /// Reads of a byte range of a blob.
+    pub blob_range_gets: u64,
+    /// Blob property reads.
+    pub blob_properties: u64,
+    /// Blob touches.
+    pub blob_touches: u64,
+    /// Blob deletes (conditional or not).
+    pub blob_deletes: u64,
+    /// Blob listing pages.
+    pub blob_lists: u64,
+    /// Reads of the blob service's clock.
+    pub blob_clock_reads: u64,
 }
 
 impl Counts {
@@ -39,15 +89,37 @@ impl Counts {
     pub fn entity_requests(&self) -> u64 {
         self.gets + self.writes + self.transactions + self.queries
     }
+
+    /// Every blob request (container creations and clock reads included).
+    pub fn blob_requests(&self) -> u64 {
+        self.blob_containers
+            + self.blob_puts
+            + self.blob_gets
+            + self.blob_range_gets
+            + self.blob_properties
+            + self.blob_touches
+            + self.blob_deletes
+            + self.blob_lists
+            + self.blob_clock_reads
+    }
+
+    /// Blob reads of either kind (whole or ranged).
+    pub fn blob_reads(&self) -> u64 {
+        self.blob_gets + self.blob_range_gets
+    }
 }
 
-/// Wraps a backend and counts each request it forwards.
+/// Wraps a backend and counts each request it forwards: a table
+/// [`Backend`], a [`BlobBackend`], or both. Counters made with
+/// [`CountingBackend::share_counts`] add to the same counts.
 ///
 /// ```
-/// use unified_tables::backend::{counting::CountingBackend, memory::MemoryBackend};
+/// use unified_tables::backend::{counting::CountingBackend, memory::{MemoryBackend, MemoryBlobBackend}};
 /// let counting = CountingBackend::new(MemoryBackend::new());
+/// let blobs = counting.share_counts(MemoryBlobBackend::new());
 /// let counts = counting.counts();
-/// assert_eq!(counts.entity_requests(), 0);
+/// assert_eq!(counts.entity_requests() + counts.blob_requests(), 0);
+/// assert_eq!(blobs.counts(), counts);
 /// ```
 #[derive(Debug, Clone)]
 pub struct CountingBackend<B> {
@@ -55,7 +127,7 @@ pub struct CountingBackend<B> {
     counts: Arc<RequestCounts>,
 }
 
-impl<B: Backend> CountingBackend<B> {
+impl<B> CountingBackend<B> {
     /// Counts the requests sent to `inner`.
     pub fn new(inner: B) -> CountingBackend<B> {
         CountingBackend {
@@ -64,27 +136,40 @@ impl<B: Backend> CountingBackend<B> {
         }
     }
 
-    /// The counts so far.
-    pub fn counts(&self) -> Counts {
-        let c = &self.counts;
-        Counts {
-            tables: c.tables.load(Ordering::Relaxed),
-            gets: c.gets.load(Ordering::Relaxed),
-            writes: c.writes.load(Ordering::Relaxed),
-            transactions: c.transactions.load(Ordering::Relaxed),
-            queries: c.queries.load(Ordering::Relaxed),
+    /// Counts the requests sent to `inner` into this decorator's counts, so
+    /// one snapshot covers, e.g., a table backend and a blob backend.
+    pub fn share_counts<C>(&self, inner: C) -> CountingBackend<C> {
+        CountingBackend {
+            inner,
+            counts: self.counts.clone(),
         }
     }
 
-    /// Sets every count back to zero.
+    /// The counts so far.
+    pub fn counts(&self) -> Counts {
+        let c = &self.counts;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Counts {
+            tables: load(&c.tables),
+            gets: load(&c.gets),
+            writes: load(&c.writes),
+            transactions: load(&c.transactions),
+            queries: load(&c.queries),
+            blob_containers: load(&c.blob_containers),
+            blob_puts: load(&c.blob_puts),
+            blob_gets: load(&c.blob_gets),
+            blob_range_gets: load(&c.blob_range_gets),
+            blob_properties: load(&c.blob_properties),
+            blob_touches: load(&c.blob_touches),
+            blob_deletes: load(&c.blob_deletes),
+            blob_lists: load(&c.blob_lists),
+            blob_clock_reads: load(&c.blob_clock_reads),
+        }
+    }
+
+    /// Sets every count back to zero (also those of counters sharing them).
     pub fn reset(&self) {
-        for c in [
-            &self.counts.tables,
-            &self.counts.gets,
-            &self.counts.writes,
-            &self.counts.transactions,
-            &self.counts.queries,
-        ] {
+        for c in self.counts.all() {
             c.store(0, Ordering::Relaxed);
         }
     }
@@ -116,8 +201,110 @@ impl<B: Backend> Backend for CountingBackend<B> {
         bump(&self.counts.transactions);
         self.inner.transaction(table, ops).await
     }
-    async fn query(&self, table: &str, request: &QueryRequest, continuation: Option<&Continuation>) -> Result<Page> {
+    async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
         bump(&self.counts.queries);
-        self.inner.query(table, request, continuation).await
+        self.inner.query(table, request, token).await
+    }
+}
+
+#[async_trait]
+impl<B: BlobBackend> BlobBackend for CountingBackend<B> {
+    async fn create_container(&self, container: &str) -> Result<()> {
+        bump(&self.counts.blob_containers);
+        self.inner.create_container(container).await
+    }
+    async fn put(&self, container: &str, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
+        bump(&self.counts.blob_puts);
+        self.inner.put(container, name, bytes, options).await
+    }
+    async fn get(
+        &self,
+        container: &str,
+        name: &str,
+        range: Option<Range<u64>>,
+    ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
+        match range {
+            Some(_) => bump(&self.counts.blob_range_gets),
+            None => bump(&self.counts.blob_gets),
+        }
+        self.inner.get(container, name, range).await
+    }
+    async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
+        bump(&self.counts.blob_gets);
+        self.inner.get_hashed(container, name).await
+    }
+    async fn properties(&self, container: &str, name: &str) -> Result<Option<BlobProperties>> {
+        bump(&self.counts.blob_properties);
+        self.inner.properties(container, name).await
+    }
+    async fn touch(&self, container: &str, name: &str) -> Result<BlobProperties> {
+        bump(&self.counts.blob_touches);
+        self.inner.touch(container, name).await
+    }
+    async fn delete(&self, container: &str, name: &str, condition: BlobCondition) -> Result<bool> {
+        bump(&self.counts.blob_deletes);
+        self.inner.delete(container, name, condition).await
+    }
+    async fn list(
+        &self,
+        container: &str,
+        prefix: &str,
+        delimiter: Option<&str>,
+        marker: Option<&str>,
+        max_results: u32,
+    ) -> Result<BlobListing> {
+        bump(&self.counts.blob_lists);
+        self.inner.list(container, prefix, delimiter, marker, max_results).await
+    }
+    async fn now(&self) -> Result<DateTime> {
+        bump(&self.counts.blob_clock_reads);
+        self.inner.now().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::memory::{MemoryBackend, MemoryBlobBackend};
+
+    #[tokio::test]
+    async fn blob_requests_are_counted_by_kind_into_shared_counts() {
+        let tables = CountingBackend::new(MemoryBackend::new());
+        let blobs = tables.share_counts(MemoryBlobBackend::new());
+        blobs.create_container("box").await.unwrap();
+        blobs
+            .put("box", "a", b"bytes".to_vec(), PutOptions::default())
+            .await
+            .unwrap();
+        blobs.get("box", "a", None).await.unwrap();
+        blobs.get("box", "a", Some(1..3)).await.unwrap();
+        blobs.get_hashed("box", "a").await.unwrap();
+        blobs.properties("box", "a").await.unwrap();
+        blobs.touch("box", "a").await.unwrap();
+        blobs.list("box", "", None, None, 10).await.unwrap();
+        blobs.now().await.unwrap();
+        blobs.delete("box", "a", BlobCondition::None).await.unwrap();
+        tables.get("t", "p", "r").await.ok();
+        let c = tables.counts();
+        assert_eq!(c, blobs.counts(), "one set of counts");
+        assert_eq!(
+            (c.blob_containers, c.blob_puts, c.blob_gets, c.blob_range_gets),
+            (1, 1, 2, 1),
+            "{c:?}"
+        );
+        assert_eq!(
+            (
+                c.blob_properties,
+                c.blob_touches,
+                c.blob_lists,
+                c.blob_clock_reads,
+                c.blob_deletes
+            ),
+            (1, 1, 1, 1, 1),
+            "{c:?}"
+        );
+        assert_eq!((c.blob_requests(), c.blob_reads(), c.entity_requests()), (10, 3, 1));
+        blobs.reset();
+        assert_eq!(tables.counts(), Counts::default());
     }
 }

@@ -1,15 +1,18 @@
 //! A decorator that injects failures, for reliability tests.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::{Backend, Continuation, Page, QueryRequest, WriteOp, WriteOutcome};
+use super::blob::{BlobBackend, BlobCondition, BlobListing, BlobProperties, PutOptions};
+use super::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
-use crate::value::Row;
+use crate::value::{DateTime, Row};
 
-/// Which requests a planned fault applies to.
+/// Which requests a planned fault applies to. Table and container
+/// management are never failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultTarget {
     /// Point reads.
@@ -20,6 +23,20 @@ pub enum FaultTarget {
     Transaction,
     /// Query pages.
     Query,
+    /// Blob uploads.
+    BlobPut,
+    /// Blob reads: whole, hashed or ranged.
+    BlobGet,
+    /// Blob property reads.
+    BlobProperties,
+    /// Blob touches.
+    BlobTouch,
+    /// Blob deletes.
+    BlobDelete,
+    /// Blob listing pages.
+    BlobList,
+    /// Reads of the blob service's clock.
+    BlobClock,
 }
 
 /// When a fault fires relative to the real request.
@@ -39,13 +56,17 @@ struct Fault {
     error: fn() -> Error,
 }
 
-/// Wraps a backend and fails the next matching requests as planned.
+/// Wraps a backend (a table [`Backend`], a [`BlobBackend`], or both) and
+/// fails the next matching requests as planned.
 ///
 /// ```
 /// use unified_tables::backend::faulty::{FaultyBackend, FaultTarget, FaultTiming};
-/// use unified_tables::backend::memory::MemoryBackend;
+/// use unified_tables::backend::memory::{MemoryBackend, MemoryBlobBackend};
 /// let faulty = FaultyBackend::new(MemoryBackend::new());
 /// faulty.fail_next(FaultTarget::Write, FaultTiming::Before, || unified_tables::Error::service(503, "ServerBusy", "The server is busy."));
+/// let blobs = FaultyBackend::new(MemoryBlobBackend::new());
+/// blobs.fail_next(FaultTarget::BlobDelete, FaultTiming::After, || unified_tables::Error::service(500, "InternalError", "The server encountered an internal error."));
+/// assert_eq!(blobs.pending(), 1);
 /// ```
 #[derive(Debug, Clone)]
 pub struct FaultyBackend<B> {
@@ -53,7 +74,7 @@ pub struct FaultyBackend<B> {
     faults: Arc<Mutex<VecDeque<Fault>>>,
 }
 
-impl<B: Backend> FaultyBackend<B> {
+impl<B> FaultyBackend<B> {
     /// Wraps `inner`; no faults are planned.
     pub fn new(inner: B) -> FaultyBackend<B> {
         FaultyBackend {
@@ -131,11 +152,118 @@ impl<B: Backend> Backend for FaultyBackend<B> {
     async fn transaction(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
         with_fault(self.take(FaultTarget::Transaction), self.inner.transaction(table, ops)).await
     }
-    async fn query(&self, table: &str, request: &QueryRequest, continuation: Option<&Continuation>) -> Result<Page> {
+    async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
+        with_fault(self.take(FaultTarget::Query), self.inner.query(table, request, token)).await
+    }
+}
+
+#[async_trait]
+impl<B: BlobBackend> BlobBackend for FaultyBackend<B> {
+    async fn create_container(&self, container: &str) -> Result<()> {
+        self.inner.create_container(container).await
+    }
+    async fn put(&self, container: &str, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
         with_fault(
-            self.take(FaultTarget::Query),
-            self.inner.query(table, request, continuation),
+            self.take(FaultTarget::BlobPut),
+            self.inner.put(container, name, bytes, options),
         )
         .await
+    }
+    async fn get(
+        &self,
+        container: &str,
+        name: &str,
+        range: Option<Range<u64>>,
+    ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
+        with_fault(self.take(FaultTarget::BlobGet), self.inner.get(container, name, range)).await
+    }
+    async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
+        with_fault(self.take(FaultTarget::BlobGet), self.inner.get_hashed(container, name)).await
+    }
+    async fn properties(&self, container: &str, name: &str) -> Result<Option<BlobProperties>> {
+        with_fault(
+            self.take(FaultTarget::BlobProperties),
+            self.inner.properties(container, name),
+        )
+        .await
+    }
+    async fn touch(&self, container: &str, name: &str) -> Result<BlobProperties> {
+        with_fault(self.take(FaultTarget::BlobTouch), self.inner.touch(container, name)).await
+    }
+    async fn delete(&self, container: &str, name: &str, condition: BlobCondition) -> Result<bool> {
+        with_fault(
+            self.take(FaultTarget::BlobDelete),
+            self.inner.delete(container, name, condition),
+        )
+        .await
+    }
+    async fn list(
+        &self,
+        container: &str,
+        prefix: &str,
+        delimiter: Option<&str>,
+        marker: Option<&str>,
+        max_results: u32,
+    ) -> Result<BlobListing> {
+        with_fault(
+            self.take(FaultTarget::BlobList),
+            self.inner.list(container, prefix, delimiter, marker, max_results),
+        )
+        .await
+    }
+    async fn now(&self) -> Result<DateTime> {
+        with_fault(self.take(FaultTarget::BlobClock), self.inner.now()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::memory::MemoryBlobBackend;
+    use crate::error::ErrorKind;
+
+    fn busy() -> Error {
+        Error::service(503, "ServerBusy", "The server is busy.")
+    }
+
+    #[tokio::test]
+    async fn blob_faults_fire_before_or_after_the_request() {
+        let blobs = FaultyBackend::new(MemoryBlobBackend::new());
+        blobs.create_container("box").await.unwrap();
+        blobs.fail_next(FaultTarget::BlobPut, FaultTiming::Before, busy);
+        assert!(blobs
+            .put("box", "a", b"1".to_vec(), PutOptions::default())
+            .await
+            .is_err());
+        assert!(blobs.properties("box", "a").await.unwrap().is_none(), "never sent");
+        blobs.fail_next(FaultTarget::BlobPut, FaultTiming::After, busy);
+        assert!(blobs
+            .put("box", "a", b"1".to_vec(), PutOptions::default())
+            .await
+            .is_err());
+        assert!(
+            blobs.properties("box", "a").await.unwrap().is_some(),
+            "applied, response lost"
+        );
+        // Reads of every shape share one target; other targets are not consumed.
+        blobs.fail_after(FaultTarget::BlobGet, 1, FaultTiming::Before, busy);
+        blobs.fail_next(FaultTarget::BlobDelete, FaultTiming::Before, busy);
+        assert!(
+            blobs.get("box", "a", Some(0..1)).await.unwrap().is_some(),
+            "skipped once"
+        );
+        let err = blobs.get_hashed("box", "a").await.unwrap_err();
+        assert_eq!(err.kind(), busy().kind());
+        assert_eq!(blobs.pending(), 1);
+        assert!(blobs.delete("box", "a", BlobCondition::None).await.is_err());
+        assert!(blobs.delete("box", "a", BlobCondition::None).await.unwrap());
+        assert_eq!(blobs.pending(), 0);
+        blobs.fail_next(FaultTarget::BlobTouch, FaultTiming::Before, busy);
+        assert_eq!(blobs.touch("box", "a").await.unwrap_err().kind(), busy().kind());
+        assert_eq!(
+            blobs.touch("box", "a").await.unwrap_err().kind(),
+            ErrorKind::NotFound,
+            "the fault is spent"
+        );
     }
 }

@@ -11,6 +11,7 @@ pub mod blob;
 pub mod counting;
 pub mod faulty;
 pub mod memory;
+pub(crate) mod pack;
 
 #[cfg(feature = "azure")]
 pub mod azure;
@@ -118,7 +119,7 @@ pub struct QueryRequest {
 
 /// Where the next page of a query starts, as the service reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Continuation {
+pub struct PageToken {
     /// `x-ms-continuation-NextPartitionKey`.
     pub next_partition_key: String,
     /// `x-ms-continuation-NextRowKey`, which the service may omit.
@@ -126,13 +127,13 @@ pub struct Continuation {
 }
 
 /// One page of query results. A page can be empty and still carry a
-/// continuation: only a missing continuation ends the query.
+/// page token: only a missing token ends the query.
 #[derive(Debug, Clone, Default)]
 pub struct Page {
     /// The rows, in (PartitionKey, RowKey) order.
     pub rows: Vec<Row>,
     /// Where the next page starts, or `None` at the end.
-    pub continuation: Option<Continuation>,
+    pub next: Option<PageToken>,
 }
 
 /// Row-level table storage with the service's semantics.
@@ -162,8 +163,8 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
     /// operation order.
     async fn transaction(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>>;
 
-    /// Reads one page of a query, starting at `continuation` if given.
-    async fn query(&self, table: &str, request: &QueryRequest, continuation: Option<&Continuation>) -> Result<Page>;
+    /// Reads one page of a query, starting at `token` if given.
+    async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page>;
 }
 
 #[async_trait]
@@ -183,7 +184,7 @@ impl<B: Backend + ?Sized> Backend for Arc<B> {
     async fn transaction(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
         (**self).transaction(table, ops).await
     }
-    async fn query(&self, table: &str, request: &QueryRequest, continuation: Option<&Continuation>) -> Result<Page> {
-        (**self).query(table, request, continuation).await
+    async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
+        (**self).query(table, request, token).await
     }
 }

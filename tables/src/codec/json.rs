@@ -10,7 +10,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use super::scalar::gunzip_cell;
 use super::{
     suffixed, with_suffixed, EncodeOptions, OversizedCellPolicy, TableValue, ValueKind, GZIP_SUFFIX, JSON_SUFFIX,
-    MAX_CELL_BYTES, TRUNCATED_SUFFIX,
+    MAX_CELL_BYTES, MAX_GZIP_CELL_INFLATED_BYTES, TRUNCATED_SUFFIX,
 };
 use crate::error::{Error, Result};
 use crate::value::{utf16_len, Row, Value};
@@ -23,15 +23,65 @@ pub(crate) fn gzip_base64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(packed)
 }
 
-pub(crate) fn gunzip_base64(text: &str) -> std::result::Result<Vec<u8>, String> {
+/// Why gzip data could not be unpacked.
+#[derive(Debug)]
+pub(crate) enum GunzipError {
+    /// Not gzip, truncated, or failing its CRC or length check.
+    Damaged(String),
+    /// It unpacks to more than the limit allows.
+    TooLarge {
+        /// The most bytes the data may unpack to.
+        limit: usize,
+    },
+}
+
+/// Deflate expands data at most about 1032-fold; a claim beyond that is false.
+const DEFLATE_MAX_RATIO: usize = 1032;
+
+/// Unpacks one gzip member, refusing output larger than `limit` bytes; it
+/// never holds more than `limit` bytes of output.
+///
+/// The size the gzip trailer declares is untrusted: it only sizes the first
+/// allocation, and then no larger than the limit, what deflate can expand the
+/// input to, and a small multiple of the input.
+pub(crate) fn gunzip_bounded(packed: &[u8], limit: usize) -> std::result::Result<Vec<u8>, GunzipError> {
+    let declared = match packed.len().checked_sub(4).and_then(|at| packed.get(at..)) {
+        Some(&[a, b, c, d]) => usize::try_from(u32::from_le_bytes([a, b, c, d])).unwrap_or(usize::MAX),
+        _ => 0,
+    };
+    let first = declared
+        .min(limit)
+        .min(packed.len().saturating_mul(DEFLATE_MAX_RATIO))
+        .min(packed.len().saturating_mul(16).max(1 << 16));
+    let mut out = Vec::with_capacity(first);
+    let mut decoder = GzDecoder::new(packed);
+    let mut buf = [0u8; 32 * 1024];
+    loop {
+        let n = match decoder.read(&mut buf) {
+            Ok(0) => return Ok(out),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(GunzipError::Damaged(format!("not gzip data, or damaged: {e}"))),
+        };
+        let len = out.len().saturating_add(n);
+        if len > limit {
+            return Err(GunzipError::TooLarge { limit });
+        }
+        if len > out.capacity() {
+            // Grow by doubling, but never past the limit.
+            let target = out.capacity().saturating_mul(2).clamp(len, limit);
+            out.reserve_exact(target - out.len());
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Unpacks the base64 text of a `{Col}__GZip` cell (bounded by [`MAX_GZIP_CELL_INFLATED_BYTES`]).
+pub(crate) fn gunzip_base64(text: &str) -> std::result::Result<Vec<u8>, GunzipError> {
     let packed = base64::engine::general_purpose::STANDARD
         .decode(text.as_bytes())
-        .map_err(|e| format!("not base64: {e}"))?;
-    let mut out = Vec::with_capacity(packed.len() * 4);
-    GzDecoder::new(packed.as_slice())
-        .read_to_end(&mut out)
-        .map_err(|e| format!("not gzip: {e}"))?;
-    Ok(out)
+        .map_err(|e| GunzipError::Damaged(format!("not base64: {e}")))?;
+    gunzip_bounded(&packed, MAX_GZIP_CELL_INFLATED_BYTES)
 }
 
 /// Writes `value` as one JSON cell under `column` (`{column}__Json`, or
@@ -147,8 +197,11 @@ fn take_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Result<Option<
     }
     match row.take(column) {
         Some(Value::String(text)) => serde_json::from_str(&text).map(Some).map_err(|e| bad(column, e)),
-        // A plain cell of another type is consumed and read as JSON null.
-        Some(_) => null_json(column).map(Some),
+        Some(other) => Err(super::type_mismatch(
+            column,
+            &format!("a JSON cell `{column}{JSON_SUFFIX}` (or a string cell holding JSON)"),
+            &other,
+        )),
         None => Ok(None),
     }
 }

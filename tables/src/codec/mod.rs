@@ -6,23 +6,26 @@
 //! become one JSON cell `{Col}__Json` (gzip-compressed into `{Col}__GZip`
 //! when it would not fit a cell).
 
+mod dates;
+mod ids;
 mod json;
 mod scalar;
 
 pub use json::{decode_json, encode_json};
+pub(crate) use json::{gunzip_bounded, GunzipError};
 pub use scalar::{decode_binary, encode_binary};
 
 use crate::error::{Error, Result};
 use crate::value::{EdmType, Row, Value};
 
-/// Suffix of a JSON cell.
-pub const JSON_SUFFIX: &str = "__Json";
-/// Suffix of a gzip-compressed JSON cell.
-pub const GZIP_SUFFIX: &str = "__GZip";
-/// Suffix of the marker cell written when a value was trimmed.
-pub const TRUNCATED_SUFFIX: &str = "__Truncated";
-/// The most bytes one string or binary cell may hold (strings count 2 bytes per UTF-16 unit).
-pub const MAX_CELL_BYTES: usize = 65_535;
+pub use crate::layout::{GZIP_SUFFIX, JSON_SUFFIX, TRUNCATED_SUFFIX};
+pub use crate::service::MAX_CELL_BYTES;
+/// The most bytes the gzip data of one `{Col}__GZip` cell may unpack to (32 MiB).
+///
+/// A cell the service accepts holds at most 32,767 base64 characters, about
+/// 24 KB of gzip, which deflate cannot expand past about 25 MB; a cell that
+/// unpacks to more is refused with [`Error::Integrity`].
+pub const MAX_GZIP_CELL_INFLATED_BYTES: usize = 32 << 20;
 
 /// What to do with a value too large for its cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -98,6 +101,7 @@ pub(crate) fn has_any_form(row: &Row, column: &str) -> bool {
     row.get(column).is_some()
         || with_suffixed(column, JSON_SUFFIX, |name| row.get(name).is_some())
         || with_suffixed(column, GZIP_SUFFIX, |name| row.get(name).is_some())
+        || with_suffixed(column, crate::layout::BLOB_SUFFIX, |name| row.get(name).is_some())
 }
 
 /// Calls `f` with the name `{column}{suffix}`, built on the stack for

@@ -1,12 +1,13 @@
-//! Native Edm cells: strings, numbers, booleans, instants, GUIDs, binary.
+//! Native Edm cells: strings, numbers, booleans, decimals, binary; the
+//! cell reader every scalar shares.
 
-use super::json::{gunzip_base64, gzip_base64};
+use super::json::{gunzip_base64, gzip_base64, GunzipError};
 use super::{
     type_mismatch, with_suffixed, EncodeOptions, OversizedCellPolicy, TableValue, ValueKind, GZIP_SUFFIX, JSON_SUFFIX,
     MAX_CELL_BYTES, TRUNCATED_SUFFIX,
 };
 use crate::error::{Error, Result};
-use crate::value::{utf16_len, DateTime, EdmType, Guid, Row, Value};
+use crate::value::{utf16_len, EdmType, Row, Value};
 
 /// UTF-16 units kept when a string is trimmed.
 const TRIM_KEEP_UNITS: usize = 30_000;
@@ -71,28 +72,128 @@ impl TableValue for String {
                         found: e.to_string(),
                     });
                 }
-                if let Some(Value::String(json)) = with_suffixed(column, JSON_SUFFIX, |name| row.take(name)) {
-                    return serde_json::from_str(&json).map_err(|e| Error::Decode {
+                match with_suffixed(column, JSON_SUFFIX, |name| row.take(name)) {
+                    Some(Value::String(json)) => serde_json::from_str(&json).map_err(|e| Error::Decode {
                         column: format!("{column}{JSON_SUFFIX}"),
                         expected: "a JSON string".into(),
                         found: e.to_string(),
-                    });
+                    }),
+                    Some(other) => Err(type_mismatch(
+                        &format!("{column}{JSON_SUFFIX}"),
+                        "a string cell holding a JSON string",
+                        &other,
+                    )),
+                    None => Ok(String::new()),
                 }
-                Ok(String::new())
             }
         }
     }
 }
 
+/// Unpacks a `{Col}__GZip` cell: a damaged one is a [`Error::Decode`], one
+/// that unpacks past [`super::MAX_GZIP_CELL_INFLATED_BYTES`] an [`Error::Integrity`].
 pub(super) fn gunzip_cell(column: &str, cell: &Value) -> Result<Vec<u8>> {
     match cell {
-        Value::String(text) => gunzip_base64(text).map_err(|reason| Error::Decode {
-            column: format!("{column}{GZIP_SUFFIX}"),
-            expected: "base64 of gzip data".into(),
-            found: reason,
+        Value::String(text) => gunzip_base64(text).map_err(|e| match e {
+            GunzipError::Damaged(reason) => Error::Decode {
+                column: format!("{column}{GZIP_SUFFIX}"),
+                expected: "base64 of gzip data".into(),
+                found: reason,
+            },
+            GunzipError::TooLarge { limit } => Error::Integrity {
+                column: format!("{column}{GZIP_SUFFIX}"),
+                reason: format!(
+                    "the gzip data unpacks to more than {limit} bytes, more than any cell the service accepts can hold"
+                ),
+            },
         }),
         other => Err(type_mismatch(&format!("{column}{GZIP_SUFFIX}"), "a string", other)),
     }
+}
+
+/// The cell a scalar field reads, and the column to name in errors about it.
+pub(super) struct ScalarCell {
+    pub(super) value: Value,
+    /// `Some` when the value came from a `{Col}__Json` or `{Col}__GZip` cell.
+    json_column: Option<String>,
+}
+
+impl ScalarCell {
+    pub(super) fn column<'a>(&'a self, column: &'a str) -> &'a str {
+        self.json_column.as_deref().unwrap_or(column)
+    }
+}
+
+/// Takes the cell of a scalar field: the plain column, or else a
+/// `{Col}__Json` (or `{Col}__GZip`) cell holding one JSON number, string or
+/// boolean. The .NET library stores `short`, `ushort`, `sbyte`, `char` and
+/// `float` that way (`5`, `"a"`, `1.5`). A JSON integer reads as an Int64
+/// cell (or as its digits when above `i64::MAX`), a fraction as a Double, a
+/// string as a String. Any other JSON is a [`Error::Decode`] naming the cell.
+pub(super) fn take_scalar(row: &mut Row, column: &str) -> Result<Option<ScalarCell>> {
+    if let Some(value) = row.take(column) {
+        return Ok(Some(ScalarCell {
+            value,
+            json_column: None,
+        }));
+    }
+    let (name, text) = if let Some(cell) = with_suffixed(column, JSON_SUFFIX, |name| row.take(name)) {
+        let name = format!("{column}{JSON_SUFFIX}");
+        match cell {
+            Value::String(text) => (name, text),
+            other => return Err(type_mismatch(&name, "a string cell holding JSON", &other)),
+        }
+    } else if let Some(cell) = with_suffixed(column, GZIP_SUFFIX, |name| row.take(name)) {
+        let bytes = gunzip_cell(column, &cell)?;
+        let name = format!("{column}{GZIP_SUFFIX}");
+        match String::from_utf8(bytes) {
+            Ok(text) => (name, text),
+            Err(_) => {
+                return Err(Error::Decode {
+                    column: name,
+                    expected: "gzip of UTF-8 JSON".into(),
+                    found: "bytes that are not UTF-8".into(),
+                })
+            }
+        }
+    } else {
+        return Ok(None);
+    };
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Decode {
+        column: name.clone(),
+        expected: "JSON holding one number, string or boolean".into(),
+        found: format!("text that is not JSON ({e})"),
+    })?;
+    let value = match json {
+        serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(v), _, _) => Value::Int64(v),
+            (None, Some(v), _) => Value::String(v.to_string()),
+            (None, None, Some(v)) => Value::Double(v),
+            _ => Value::String(n.to_string()),
+        },
+        serde_json::Value::String(s) => Value::String(s),
+        serde_json::Value::Bool(b) => Value::Bool(b),
+        other => {
+            let mut found = other.to_string();
+            if found.len() > 80 {
+                let mut end = 80;
+                while !found.is_char_boundary(end) {
+                    end -= 1;
+                }
+                found.truncate(end);
+                found.push('…');
+            }
+            return Err(Error::Decode {
+                column: name,
+                expected: "JSON holding one number, string or boolean".into(),
+                found: format!("the JSON {found}"),
+            });
+        }
+    };
+    Ok(Some(ScalarCell {
+        value,
+        json_column: Some(name),
+    }))
 }
 
 /// Keeps the first 30,000 UTF-16 units (one fewer if that would split a
@@ -127,16 +228,19 @@ impl TableValue for char {
     }
 
     fn decode(row: &mut Row, column: &str) -> Result<Self> {
-        match row.take(column) {
-            Some(Value::String(s)) => {
+        let Some(cell) = take_scalar(row, column)? else {
+            return Ok('\0');
+        };
+        let column = cell.column(column);
+        match &cell.value {
+            Value::String(s) => {
                 let mut chars = s.chars();
                 match (chars.next(), chars.next()) {
                     (Some(c), None) => Ok(c),
-                    _ => Err(type_mismatch(column, "a one-character string", &Value::String(s))),
+                    _ => Err(type_mismatch(column, "a one-character string", &cell.value)),
                 }
             }
-            Some(other) => Err(type_mismatch(column, "a one-character string", &other)),
-            None => Ok('\0'),
+            other => Err(type_mismatch(column, "a one-character string", other)),
         }
     }
 }
@@ -150,9 +254,11 @@ impl TableValue for bool {
     }
 
     fn decode(row: &mut Row, column: &str) -> Result<Self> {
-        match row.take(column) {
-            Some(Value::Bool(b)) => Ok(b),
-            Some(other) => Err(type_mismatch(column, "a Boolean", &other)),
+        match take_scalar(row, column)? {
+            Some(ScalarCell {
+                value: Value::Bool(b), ..
+            }) => Ok(b),
+            Some(cell) => Err(type_mismatch(cell.column(column), "a Boolean", &cell.value)),
             None => Ok(false),
         }
     }
@@ -163,7 +269,8 @@ fn integer_of(column: &str, expected: &str, value: &Value) -> Result<i128> {
     match value {
         Value::Int32(v) => Ok(*v as i128),
         Value::Int64(v) => Ok(*v as i128),
-        Value::Double(d) if d.fract() == 0.0 && d.is_finite() => Ok(*d as i128),
+        // A whole Double within i128's range; the range check then narrows it.
+        Value::Double(d) if d.is_finite() && d.fract() == 0.0 && d.abs() < 1e38 => Ok(*d as i128),
         Value::String(s) => s.trim().parse().map_err(|_| type_mismatch(column, expected, value)),
         other => Err(type_mismatch(column, expected, other)),
     }
@@ -189,25 +296,59 @@ macro_rules! int_cell {
             }
 
             fn decode(row: &mut Row, column: &str) -> Result<Self> {
-                match row.take(column) {
-                    None => Ok(0),
-                    Some(v) => {
-                        let n = integer_of(column, stringify!($t), &v)?;
-                        <$t>::try_from(n).map_err(|_| Error::Decode {
-                            column: column.to_owned(),
-                            expected: stringify!($t).to_owned(),
-                            found: format!("{n}, out of its range"),
-                        })
-                    }
-                }
+                decode_integer(row, column, stringify!($t), false)
             }
         }
     )*};
 }
 
-int_cell!(Int32, i32: i8, i16, i32, u8, u16);
+/// Reads an integer field from any integer-like cell (see [`integer_of`]),
+/// refusing a value outside the type's range. With `one_byte_binary`, an
+/// `Edm.Binary` cell of exactly one byte also reads (how the .NET library
+/// stores a `byte`).
+fn decode_integer<T: TryFrom<i128> + Default>(
+    row: &mut Row,
+    column: &str,
+    expected: &str,
+    one_byte_binary: bool,
+) -> Result<T> {
+    let Some(cell) = take_scalar(row, column)? else {
+        return Ok(T::default());
+    };
+    let column = cell.column(column);
+    let n = match &cell.value {
+        Value::Binary(b) if one_byte_binary && b.len() == 1 => i128::from(b[0]),
+        Value::Binary(b) if one_byte_binary => {
+            return Err(Error::Decode {
+                column: column.to_owned(),
+                expected: format!("{expected} (an integer cell, or a binary cell of one byte)"),
+                found: format!("a binary cell of {} bytes", b.len()),
+            })
+        }
+        v => integer_of(column, expected, v)?,
+    };
+    T::try_from(n).map_err(|_| Error::Decode {
+        column: column.to_owned(),
+        expected: expected.to_owned(),
+        found: format!("{n}, out of its range"),
+    })
+}
+
+int_cell!(Int32, i32: i8, i16, i32, u16);
 int_cell!(Int64, i64: i64, u32, isize, usize);
 
+impl TableValue for u8 {
+    const KIND: ValueKind = ValueKind::Cell(EdmType::Int32);
+
+    fn encode(&self, column: &str, row: &mut Row, _: &EncodeOptions) -> Result<()> {
+        row.insert(column, Value::Int32(i32::from(*self)));
+        Ok(())
+    }
+
+    fn decode(row: &mut Row, column: &str) -> Result<Self> {
+        decode_integer(row, column, "u8", true)
+    }
+}
 impl TableValue for u64 {
     const KIND: ValueKind = ValueKind::Cell(EdmType::Int64);
 
@@ -224,12 +365,16 @@ impl TableValue for u64 {
     }
 
     fn decode(row: &mut Row, column: &str) -> Result<Self> {
-        match row.take(column) {
+        match take_scalar(row, column)? {
             None => Ok(0),
-            // A negative Int64 is how the .NET library stores a ulong above i64::MAX.
-            Some(Value::Int64(v)) => Ok(v as u64),
-            Some(v) => {
-                let n = integer_of(column, "u64", &v)?;
+            // A negative Int64 cell is how the .NET library stores a ulong above i64::MAX.
+            Some(ScalarCell {
+                value: Value::Int64(v),
+                json_column: None,
+            }) => Ok(v as u64),
+            Some(cell) => {
+                let column = cell.column(column);
+                let n = integer_of(column, "u64", &cell.value)?;
                 u64::try_from(n).map_err(|_| Error::Decode {
                     column: column.to_owned(),
                     expected: "u64".into(),
@@ -240,13 +385,13 @@ impl TableValue for u64 {
     }
 }
 
-fn double_of(column: &str, value: Value) -> Result<f64> {
+fn double_of(column: &str, value: &Value) -> Result<f64> {
     match value {
-        Value::Double(d) => Ok(d),
-        Value::Int32(v) => Ok(v as f64),
-        Value::Int64(v) => Ok(v as f64),
-        Value::String(ref s) => s.trim().parse().map_err(|_| type_mismatch(column, "a Double", &value)),
-        other => Err(type_mismatch(column, "a Double", &other)),
+        Value::Double(d) => Ok(*d),
+        Value::Int32(v) => Ok(f64::from(*v)),
+        Value::Int64(v) => Ok(*v as f64),
+        Value::String(s) => s.trim().parse().map_err(|_| type_mismatch(column, "a Double", value)),
+        other => Err(type_mismatch(column, "a Double", other)),
     }
 }
 
@@ -259,7 +404,10 @@ impl TableValue for f64 {
     }
 
     fn decode(row: &mut Row, column: &str) -> Result<Self> {
-        row.take(column).map_or(Ok(0.0), |v| double_of(column, v))
+        match take_scalar(row, column)? {
+            None => Ok(0.0),
+            Some(cell) => double_of(cell.column(column), &cell.value),
+        }
     }
 }
 
@@ -272,135 +420,20 @@ impl TableValue for f32 {
     }
 
     fn decode(row: &mut Row, column: &str) -> Result<Self> {
-        row.take(column)
-            .map_or(Ok(0.0), |v| double_of(column, v).map(|d| d as f32))
-    }
-}
-
-fn check_storable(column: &str, t: DateTime) -> Result<DateTime> {
-    if t.is_storable() {
-        Ok(t)
-    } else {
-        Err(Error::InvalidValue {
-            column: column.to_owned(),
-            reason: format!(
-                "{t} is outside the range the service stores (1601-01-01T00:00:00Z to 9999-12-31T23:59:59.9999999Z); use Option and None for 'no date'"
-            ),
-        })
-    }
-}
-
-fn datetime_of(column: &str, value: Value) -> Result<DateTime> {
-    match value {
-        Value::DateTime(t) => Ok(t),
-        // A date stored as a string still reads into a date field.
-        Value::String(ref s) => DateTime::try_parse(s).ok_or_else(|| type_mismatch(column, "a DateTime", &value)),
-        other => Err(type_mismatch(column, "a DateTime", &other)),
-    }
-}
-
-/// Refuses an instant past the last storable tick, which the conversion to
-/// `DateTime` would otherwise clamp to 9999-12-31T23:59:59.9999999Z.
-fn check_not_after_max(column: &str, unix_nanos: i128) -> Result<()> {
-    if unix_nanos < DateTime::MAX.unix_nanos() + 100 {
-        return Ok(());
-    }
-    Err(Error::InvalidValue {
-        column: column.to_owned(),
-        reason: format!(
-            "the instant {} s after the Unix epoch is outside the range the service stores (1601-01-01T00:00:00Z to 9999-12-31T23:59:59.9999999Z); use Option and None for 'no date'",
-            unix_nanos.div_euclid(1_000_000_000)
-        ),
-    })
-}
-
-macro_rules! datetime_cell {
-    ($t:ty, $unix_nanos:expr) => {
-        impl TableValue for $t {
-            const KIND: ValueKind = ValueKind::Cell(EdmType::DateTime);
-
-            fn encode(&self, column: &str, row: &mut Row, _: &EncodeOptions) -> Result<()> {
-                // Values far outside the range clamp in the conversion; compare the raw instant too.
-                let unix_nanos: fn(&$t) -> i128 = $unix_nanos;
-                check_not_after_max(column, unix_nanos(self))?;
-                let t = DateTime::from(*self);
-                row.insert(column, Value::DateTime(check_storable(column, t)?));
-                Ok(())
-            }
-
-            fn decode(row: &mut Row, column: &str) -> Result<Self> {
-                match row.take(column) {
-                    None => Ok(<$t>::from(DateTime::MIN_STORABLE)),
-                    Some(v) => datetime_of(column, v).map(<$t>::from),
-                }
-            }
+        let Some(cell) = take_scalar(row, column)? else {
+            return Ok(0.0);
+        };
+        let column = cell.column(column);
+        let d = double_of(column, &cell.value)?;
+        let f = d as f32;
+        if f.is_infinite() && d.is_finite() {
+            return Err(Error::Decode {
+                column: column.to_owned(),
+                expected: "an f32".into(),
+                found: format!("{d}, out of its range"),
+            });
         }
-    };
-}
-
-impl TableValue for DateTime {
-    const KIND: ValueKind = ValueKind::Cell(EdmType::DateTime);
-
-    fn encode(&self, column: &str, row: &mut Row, _: &EncodeOptions) -> Result<()> {
-        row.insert(column, Value::DateTime(check_storable(column, *self)?));
-        Ok(())
-    }
-
-    fn decode(row: &mut Row, column: &str) -> Result<Self> {
-        match row.take(column) {
-            None => Ok(DateTime::MIN_STORABLE),
-            Some(v) => datetime_of(column, v),
-        }
-    }
-}
-
-datetime_cell!(
-    std::time::SystemTime,
-    |t| match t.duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => d.as_nanos() as i128,
-        Err(e) => -(e.duration().as_nanos() as i128),
-    }
-);
-#[cfg(feature = "chrono")]
-datetime_cell!(chrono::DateTime<chrono::Utc>, |t| {
-    i128::from(t.timestamp()) * 1_000_000_000 + i128::from(t.timestamp_subsec_nanos())
-});
-#[cfg(feature = "time")]
-datetime_cell!(time::OffsetDateTime, |t| t.unix_timestamp_nanos());
-
-fn guid_of(column: &str, value: Value) -> Result<Guid> {
-    match value {
-        Value::Guid(g) => Ok(g),
-        Value::String(ref s) => s.parse().map_err(|_| type_mismatch(column, "a Guid", &value)),
-        other => Err(type_mismatch(column, "a Guid", &other)),
-    }
-}
-
-impl TableValue for Guid {
-    const KIND: ValueKind = ValueKind::Cell(EdmType::Guid);
-
-    fn encode(&self, column: &str, row: &mut Row, _: &EncodeOptions) -> Result<()> {
-        row.insert(column, Value::Guid(*self));
-        Ok(())
-    }
-
-    fn decode(row: &mut Row, column: &str) -> Result<Self> {
-        row.take(column).map_or(Ok(Guid::default()), |v| guid_of(column, v))
-    }
-}
-
-#[cfg(feature = "uuid")]
-impl TableValue for uuid::Uuid {
-    const KIND: ValueKind = ValueKind::Cell(EdmType::Guid);
-
-    fn encode(&self, column: &str, row: &mut Row, _: &EncodeOptions) -> Result<()> {
-        row.insert(column, Value::Guid(Guid::from(*self)));
-        Ok(())
-    }
-
-    fn decode(row: &mut Row, column: &str) -> Result<Self> {
-        row.take(column)
-            .map_or(Ok(uuid::Uuid::nil()), |v| guid_of(column, v).map(uuid::Uuid::from))
+        Ok(f)
     }
 }
 
@@ -420,10 +453,11 @@ impl TableValue for rust_decimal::Decimal {
 
     fn decode(row: &mut Row, column: &str) -> Result<Self> {
         use rust_decimal::prelude::FromPrimitive;
-        match row.take(column) {
+        match take_scalar(row, column)? {
             None => Ok(rust_decimal::Decimal::ZERO),
-            Some(v) => {
-                let d = double_of(column, v)?;
+            Some(cell) => {
+                let column = cell.column(column);
+                let d = double_of(column, &cell.value)?;
                 rust_decimal::Decimal::from_f64(d).ok_or_else(|| Error::Decode {
                     column: column.to_owned(),
                     expected: "a decimal".into(),

@@ -2,36 +2,16 @@ use std::fmt;
 use std::sync::Arc;
 
 use futures::stream::{self, Stream};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::backend::blob::BlobBackend;
 use crate::error::{Error, Result};
+use crate::layout::blob_cell;
+use crate::layout::BlobRef;
 use crate::value::{Row, Value};
-
-/// Suffix of a blob-reference cell.
-pub(crate) const BLOB_SUFFIX: &str = "__blob";
 
 /// Bytes fetched per request when a file is streamed.
 const READ_CHUNK: u64 = 4 * 1024 * 1024;
-
-/// The reference cell `{Col}__blob`: where a value's blob is and how to check it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BlobRef {
-    /// The blob's path in the container.
-    pub path: String,
-    /// Lower-case hex SHA-256 of the stored bytes.
-    pub sha256: String,
-    /// The stored length in bytes.
-    pub length: u64,
-    /// The content type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content_type: Option<String>,
-    /// The encoding of the stored bytes (`text`, `gzip`, `binary`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub encoding: Option<String>,
-}
 
 /// The bytes of content not written yet: in memory, or spooled to a
 /// temporary file (a forward-only reader is read once).
@@ -263,7 +243,7 @@ impl BlobContent {
                         reason: "the blob is gone; the row may have changed since it was read: read the entity again"
                             .into(),
                     };
-                    let end = (offset + READ_CHUNK).min(reference.length);
+                    let end = offset.saturating_add(READ_CHUNK).min(reference.length);
                     let range = Some(offset..end);
                     let (_, bytes) = source
                         .backend
@@ -283,7 +263,7 @@ impl BlobContent {
                     hasher.update(&bytes);
                     let last = end >= reference.length;
                     if last {
-                        let actual: String = hasher.clone().finalize().iter().map(|b| format!("{b:02x}")).collect();
+                        let actual: String = crate::value::hex(&hasher.clone().finalize());
                         if actual != reference.sha256 {
                             return Err(Error::Integrity {
                                 column: reference.path.clone(),
@@ -351,22 +331,18 @@ impl BlobContent {
 pub fn encode_blob_ref(content: Option<&BlobContent>, column: &str, row: &mut Row) -> Result<()> {
     let Some(content) = content else { return Ok(()) };
     if let (Some(r), None) = (&content.stored, &content.pending) {
-        let json = serde_json::to_string(r).map_err(|e| Error::InvalidValue {
-            column: column.to_owned(),
-            reason: e.to_string(),
-        })?;
-        row.insert(format!("{column}{BLOB_SUFFIX}"), Value::String(json));
+        row.insert(blob_cell(column), Value::String(r.to_cell()));
     }
     Ok(())
 }
 
 /// Reads the reference cell of a blob field (no download).
 pub fn decode_blob_ref(row: &mut Row, column: &str) -> Result<Option<BlobContent>> {
-    let name = format!("{column}{BLOB_SUFFIX}");
+    let name = blob_cell(column);
     match row.take(&name) {
         None => Ok(None),
         Some(Value::String(json)) => {
-            let r = parse_ref(&name, &json)?;
+            let r = BlobRef::parse(&name, &json)?;
             Ok(Some(BlobContent {
                 pending: None,
                 stored: Some(r),
@@ -375,13 +351,4 @@ pub fn decode_blob_ref(row: &mut Row, column: &str) -> Result<Option<BlobContent
         }
         Some(other) => Err(crate::codec::type_mismatch(&name, "a blob reference", &other)),
     }
-}
-
-/// Parses a reference cell.
-pub(crate) fn parse_ref(column: &str, json: &str) -> Result<BlobRef> {
-    serde_json::from_str(json).map_err(|e| Error::Decode {
-        column: column.to_owned(),
-        expected: "a blob reference (JSON with path, sha256, length)".into(),
-        found: e.to_string(),
-    })
 }

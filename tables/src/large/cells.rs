@@ -1,21 +1,27 @@
 //! The one-cell form of large values, and their split form: chunk cells
 //! `{Col}__c0..cN` with the manifest `__chunks`, `__sha256`, `__enc`, `__len`.
 
-use std::io::{Read, Write};
+use std::io::Write;
 
-use flate2::{read::GzDecoder, write::GzEncoder, Compression};
+use flate2::{write::GzEncoder, Compression};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
-use crate::codec::{JSON_SUFFIX, MAX_CELL_BYTES};
+use crate::codec::{gunzip_bounded, GunzipError};
 use crate::entity::{LargeEncoding, LargeForm};
 use crate::error::{Error, Result};
-use crate::value::{utf16_len, Row, Value};
+use crate::layout::{chunk_cell, chunks_cell, enc_cell, json_cell, len_cell, sha256_cell};
+use crate::service::MAX_CELL_BYTES;
+use crate::value::{sha256_hex, utf16_len, Row, Value};
 
 /// UTF-16 units in one text chunk.
 pub const TEXT_CHUNK_UNITS: usize = 32_000;
 /// Bytes in one binary chunk (at most 64 KiB).
 pub const BINARY_CHUNK_BYTES: usize = 64_000;
+/// The most bytes a `gzip` large value may unpack to (256 MiB). The manifest
+/// and a blob reference give only the stored (compressed) length, so the
+/// unpacked size has this fixed bound; beyond it a read fails with
+/// [`Error::Integrity`] instead of filling memory.
+pub(crate) const MAX_INFLATED_VALUE_BYTES: usize = 256 << 20;
 
 /// Writes a large string field as one full-size cell; the store plans it.
 pub fn encode_large_text(value: Option<&str>, column: &str, row: &mut Row) {
@@ -38,7 +44,7 @@ pub fn encode_large_json<T: Serialize + ?Sized>(value: &T, column: &str, row: &m
         reason: format!("cannot be written as JSON: {e}"),
     })?;
     if !json.is_null() {
-        row.insert(format!("{column}{JSON_SUFFIX}"), Value::String(json.to_string()));
+        row.insert(json_cell(column), Value::String(json.to_string()));
     }
     Ok(())
 }
@@ -46,7 +52,7 @@ pub fn encode_large_json<T: Serialize + ?Sized>(value: &T, column: &str, row: &m
 /// Where a large value's one-cell form lives.
 pub(crate) fn inline_name(column: &str, form: LargeForm) -> String {
     match form {
-        LargeForm::Json => format!("{column}{JSON_SUFFIX}"),
+        LargeForm::Json => json_cell(column),
         LargeForm::Text | LargeForm::Bytes => column.to_owned(),
     }
 }
@@ -61,11 +67,6 @@ pub(crate) fn fits_one_cell(value: &Value) -> bool {
         Value::Binary(b) => b.len() <= MAX_CELL_BYTES,
         _ => true,
     }
-}
-
-/// Lower-case hex SHA-256.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The stored bytes of a value under an encoding (what the hash covers).
@@ -86,27 +87,50 @@ pub(crate) fn stored_bytes(value: &Value, encoding: LargeEncoding) -> Vec<u8> {
     }
 }
 
-/// The one-cell form of a value from its stored bytes.
+/// The one-cell form of a value from its stored bytes. Damaged data is an
+/// [`Error::Integrity`] naming the column: gzip that does not unpack or
+/// unpacks past [`MAX_INFLATED_VALUE_BYTES`], `utf16le` of an odd length or
+/// with an unpaired surrogate (which a Rust string cannot hold), text that is
+/// not UTF-8.
 pub(crate) fn value_from_stored(column: &str, stored: Vec<u8>, encoding: &str, form: LargeForm) -> Result<Value> {
     let damaged = |reason: String| Error::Integrity {
         column: column.to_owned(),
         reason,
     };
     let raw = match encoding {
-        "gzip" => {
-            let mut out = Vec::with_capacity(stored.len() * 4);
-            GzDecoder::new(stored.as_slice())
-                .read_to_end(&mut out)
-                .map_err(|e| damaged(format!("the gzip data is damaged: {e}")))?;
-            out
-        }
+        "gzip" => gunzip_bounded(&stored, MAX_INFLATED_VALUE_BYTES).map_err(|e| match e {
+            GunzipError::Damaged(reason) => damaged(format!("the gzip data is damaged: {reason}")),
+            GunzipError::TooLarge { limit } => damaged(format!(
+                "the {} bytes of gzip data unpack to more than {limit} bytes, the most a large value may hold",
+                stored.len()
+            )),
+        })?,
         "text" | "binary" => stored,
         "utf16le" => {
-            let units: Vec<u16> = stored
-                .chunks_exact(2)
-                .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                .collect();
-            String::from_utf16_lossy(&units).into_bytes()
+            if stored.len() % 2 != 0 {
+                return Err(damaged(format!(
+                    "utf16le data must have an even number of bytes, found {}",
+                    stored.len()
+                )));
+            }
+            let units = stored.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]));
+            let mut text = String::with_capacity(stored.len() / 2);
+            let mut at = 0;
+            for unit in char::decode_utf16(units) {
+                match unit {
+                    Ok(c) => {
+                        text.push(c);
+                        at += c.len_utf16();
+                    }
+                    Err(e) => {
+                        return Err(damaged(format!(
+                            "the utf16le text holds an unpaired surrogate U+{:04X} at unit {at}, which a Rust String cannot hold",
+                            e.unpaired_surrogate()
+                        )))
+                    }
+                }
+            }
+            text.into_bytes()
         }
         other => return Err(damaged(format!("unknown encoding `{other}`"))),
     };
@@ -159,22 +183,22 @@ pub(crate) fn assemble(column: &str, cells: &Row, form: LargeForm) -> Result<Val
         column: column.to_owned(),
         reason,
     };
-    let count = match cells.get(&format!("{column}__chunks")) {
+    let count = match cells.get(&chunks_cell(column)) {
         Some(Value::Int32(n)) if *n > 0 => *n as usize,
         Some(Value::Int64(n)) if *n > 0 => *n as usize,
         other => return Err(damaged(format!("the chunk count is not a positive number: {other:?}"))),
     };
-    let encoding = match cells.get(&format!("{column}__enc")) {
+    let encoding = match cells.get(&enc_cell(column)) {
         Some(Value::String(e)) => e.clone(),
         other => return Err(damaged(format!("the encoding cell is missing or not text: {other:?}"))),
     };
-    let expected_hash = match cells.get(&format!("{column}__sha256")) {
+    let expected_hash = match cells.get(&sha256_cell(column)) {
         Some(Value::String(h)) if h.len() == 64 => h.to_ascii_lowercase(),
         other => return Err(damaged(format!("the hash cell is missing or malformed: {other:?}"))),
     };
     let mut stored: Vec<u8> = Vec::new();
     for i in 0..count {
-        match cells.get(&format!("{column}__c{i}")) {
+        match cells.get(&chunk_cell(column, i)) {
             Some(Value::String(s)) => stored.extend_from_slice(s.as_bytes()),
             Some(Value::Binary(b)) => stored.extend_from_slice(b),
             Some(other) => return Err(damaged(format!("chunk {i} is not text or binary: {other:?}"))),
@@ -185,7 +209,7 @@ pub(crate) fn assemble(column: &str, cells: &Row, form: LargeForm) -> Result<Val
             }
         }
     }
-    let declared = match cells.get(&format!("{column}__len")) {
+    let declared = match cells.get(&len_cell(column)) {
         Some(Value::Int64(n)) => Some(*n),
         Some(Value::Int32(n)) => Some(*n as i64),
         _ => None,
@@ -210,10 +234,10 @@ pub(crate) fn assemble(column: &str, cells: &Row, form: LargeForm) -> Result<Val
 /// The manifest cells of a split value.
 pub(crate) fn manifest(column: &str, count: usize, stored: &[u8], encoding: LargeEncoding) -> Vec<(String, Value)> {
     vec![
-        (format!("{column}__chunks"), Value::Int32(count as i32)),
-        (format!("{column}__sha256"), Value::String(sha256_hex(stored))),
-        (format!("{column}__enc"), Value::String(encoding.name().to_owned())),
-        (format!("{column}__len"), Value::Int64(stored.len() as i64)),
+        (chunks_cell(column), Value::Int32(count as i32)),
+        (sha256_cell(column), Value::String(sha256_hex(stored))),
+        (enc_cell(column), Value::String(encoding.name().to_owned())),
+        (len_cell(column), Value::Int64(stored.len() as i64)),
     ]
 }
 
@@ -246,7 +270,7 @@ mod tests {
         let parts = chunks(&v, &stored, LargeEncoding::Gzip);
         let mut row = Row::new("p", "r");
         for (i, c) in parts.iter().enumerate() {
-            row.insert(format!("Body__c{i}"), c.clone());
+            row.insert(chunk_cell("Body", i), c.clone());
         }
         for (k, v) in manifest("Body", parts.len(), &stored, LargeEncoding::Gzip) {
             row.insert(k, v);
@@ -267,5 +291,153 @@ mod tests {
             assemble("Body", &missing, LargeForm::Text),
             Err(Error::Integrity { .. })
         ));
+    }
+
+    /// A split value whose cells and manifest are consistent (the hash matches).
+    fn split_row(column: &str, stored: &[u8], encoding: &str) -> Row {
+        let mut row = Row::new("p", "r");
+        row.insert(format!("{column}__c0"), Value::Binary(stored.to_vec()));
+        row.insert(format!("{column}__chunks"), Value::Int32(1));
+        row.insert(format!("{column}__sha256"), Value::String(sha256_hex(stored)));
+        row.insert(format!("{column}__enc"), Value::String(encoding.to_owned()));
+        row.insert(format!("{column}__len"), Value::Int64(stored.len() as i64));
+        row
+    }
+
+    fn integrity_reason(result: Result<Value>, column: &str) -> String {
+        match result {
+            Err(Error::Integrity { column: c, reason }) => {
+                assert_eq!(c, column);
+                reason
+            }
+            other => panic!("expected Error::Integrity, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn utf16le_of_an_odd_length_is_an_integrity_error() {
+        let stored = [b'a', 0, b'b'];
+        let reason = integrity_reason(
+            assemble("Body", &split_row("Body", &stored, "utf16le"), LargeForm::Text),
+            "Body",
+        );
+        assert!(reason.contains("even number of bytes, found 3"), "{reason}");
+    }
+
+    #[test]
+    fn utf16le_with_an_unpaired_surrogate_is_an_integrity_error() {
+        for units in [vec![0x61, 0xD800], vec![0xDC00, 0x61], vec![0xD800, 0xD800, 0xDC00]] {
+            let stored: Vec<u8> = units.iter().flat_map(|u: &u16| u.to_le_bytes()).collect();
+            for form in [LargeForm::Text, LargeForm::Bytes] {
+                let reason = integrity_reason(assemble("Body", &split_row("Body", &stored, "utf16le"), form), "Body");
+                assert!(reason.contains("unpaired surrogate"), "{reason}");
+            }
+        }
+        let pair: Vec<u8> = "a😀".encode_utf16().flat_map(u16::to_le_bytes).collect();
+        assert_eq!(
+            assemble("Body", &split_row("Body", &pair, "utf16le"), LargeForm::Text).unwrap(),
+            Value::String("a😀".into())
+        );
+    }
+
+    #[test]
+    fn gzip_that_unpacks_past_the_bound_is_an_integrity_error() {
+        let mut enc = GzEncoder::new(Vec::new(), Compression::fast());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..=(MAX_INFLATED_VALUE_BYTES >> 20) {
+            enc.write_all(&zeros).unwrap();
+        }
+        let stored = enc.finish().unwrap();
+        let reason = integrity_reason(value_from_stored("Body", stored, "gzip", LargeForm::Bytes), "Body");
+        assert!(reason.contains("more than 268435456 bytes"), "{reason}");
+    }
+
+    #[test]
+    fn gzip_within_the_bound_and_damaged_gzip() {
+        let stored = stored_bytes(&Value::Binary(vec![7; 100_000]), LargeEncoding::Gzip);
+        assert_eq!(
+            value_from_stored("Body", stored.clone(), "gzip", LargeForm::Bytes).unwrap(),
+            Value::Binary(vec![7; 100_000])
+        );
+        let mut damaged = stored;
+        let at = damaged.len() - 5;
+        damaged[at] ^= 1;
+        let reason = integrity_reason(value_from_stored("Body", damaged, "gzip", LargeForm::Bytes), "Body");
+        assert!(reason.contains("damaged"), "{reason}");
+    }
+
+    mod fuzz {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn config() -> ProptestConfig {
+            let cases = std::env::var("UNIFIED_TABLES_FUZZ_CASES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(256);
+            ProptestConfig {
+                cases,
+                failure_persistence: None,
+                ..ProptestConfig::default()
+            }
+        }
+
+        fn manifest_value() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                any::<i32>().prop_map(Value::Int32),
+                any::<i64>().prop_map(Value::Int64),
+                prop_oneof![Just("text"), Just("gzip"), Just("binary"), Just("utf16le"), Just("zip")]
+                    .prop_map(|s| Value::String(s.to_owned())),
+                "[0-9a-fA-F]{0,70}".prop_map(Value::String),
+                any::<String>().prop_map(Value::String),
+                proptest::collection::vec(any::<u8>(), 0..64).prop_map(Value::Binary),
+                any::<bool>().prop_map(Value::Bool),
+            ]
+        }
+
+        fn typed(result: Result<Value>) -> std::result::Result<(), TestCaseError> {
+            match result {
+                Ok(_) => Ok(()),
+                Err(Error::Integrity { column, .. }) if column == "Body" => Ok(()),
+                Err(other) => Err(TestCaseError::fail(format!("unexpected error: {other:?}"))),
+            }
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            #[test]
+            fn random_manifests_give_a_value_or_an_integrity_error(
+                cells in proptest::collection::vec(
+                    (prop_oneof![Just("chunks"), Just("enc"), Just("sha256"), Just("len"), Just("c0"), Just("c1"), Just("c2")], manifest_value()),
+                    0..10,
+                ),
+                form in prop_oneof![Just(LargeForm::Text), Just(LargeForm::Bytes), Just(LargeForm::Json)],
+            ) {
+                let mut row = Row::new("p", "r");
+                for (name, value) in cells {
+                    row.insert(format!("Body__{name}"), value);
+                }
+                typed(assemble("Body", &row, form))?;
+            }
+
+            #[test]
+            fn consistent_manifests_over_random_bytes_give_a_value_or_an_integrity_error(
+                stored in prop_oneof![
+                    proptest::collection::vec(any::<u8>(), 0..200),
+                    proptest::collection::vec(any::<u8>(), 0..200).prop_map(|b| stored_bytes(&Value::Binary(b), LargeEncoding::Gzip)),
+                    (proptest::collection::vec(any::<u8>(), 1..200), any::<usize>(), 1..=255u8).prop_map(|(b, at, flip)| {
+                        let mut g = stored_bytes(&Value::Binary(b), LargeEncoding::Gzip);
+                        let i = at % g.len();
+                        g[i] ^= flip;
+                        g
+                    }),
+                ],
+                encoding in prop_oneof![Just("text"), Just("gzip"), Just("binary"), Just("utf16le")],
+                form in prop_oneof![Just(LargeForm::Text), Just(LargeForm::Bytes), Just(LargeForm::Json)],
+            ) {
+                typed(assemble("Body", &split_row("Body", &stored, encoding), form))?;
+            }
+        }
     }
 }

@@ -3,31 +3,31 @@
 
 use std::borrow::Cow;
 
-use super::blob_content::BlobRef;
-use super::cells::{chunks, fits_one_cell, inline_name, manifest, sha256_hex, stored_bytes};
-use super::naming::blob_name;
-use crate::entity::{Column, ColumnKind, LargeEncoding, LargeForm};
-use crate::error::{Error, Result};
-use crate::store::{MAX_PROPERTIES, MAX_TRANSACTION_OPS, TRANSACTION_BODY_BUDGET};
-use crate::value::{utf16_len, wire, Row, Value};
+use super::cells::{chunks, fits_one_cell, inline_name, manifest, stored_bytes};
+use crate::backend::pack::{key_weight, row_weight, TRANSACTION_BODY_BUDGET};
+use crate::entity::{Column, ColumnKind, LargeEncoding, LargeForm, Schema};
+use crate::error::{Error, KeyKind, Result};
+use crate::layout::{
+    blob_cell, blob_name, chunk_cell, continuation_key, is_continuation_key, BlobRef, CONTINUATION_SUFFIX_UNITS,
+    MAX_CONTINUATION_ROWS, SPLIT_INDEX, SPLIT_OF, SPLIT_PARTS,
+};
+use crate::service::{BlobName, MAX_PROPERTIES, MAX_TRANSACTION_OPS};
+use crate::value::{sha256_hex, utf16_len, wire, Row, Value};
 
 /// Estimated stored bytes the cells that stay on the main row may take.
-pub const MAIN_ROW_BUDGET: usize = 1_000_000;
+pub(crate) const MAIN_ROW_BUDGET: usize = 1_000_000;
 /// Request-body bytes one row may take (the emulator enforces 1 MB per row).
-pub const ROW_WIRE_BUDGET: usize = 960_000;
-/// Column of the main row holding the number of continuation rows.
-pub const SPLIT_PARTS: &str = "_SplitParts";
-/// Column of a continuation row naming its main row's RowKey.
-pub const SPLIT_OF: &str = "_SplitOf";
-/// Column of a continuation row holding its index (1-based).
-pub const SPLIT_INDEX: &str = "_SplitIndex";
-/// Most continuation rows an entity can have (four digits).
-pub const MAX_CONTINUATION_ROWS: usize = 9_999;
+pub(crate) const ROW_WIRE_BUDGET: usize = 960_000;
+/// The longest RowKey of a type with large values, in UTF-16 units: room is
+/// left for a continuation row's `~0001`, within the 512 units the storage
+/// emulator allows a key (the service allows 1,024).
+pub const MAX_LARGE_ROW_KEY: usize = 512 - CONTINUATION_SUFFIX_UNITS - 27;
 
 /// A large column of an entity type.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LargeColumn {
     pub(crate) name: &'static str,
+    pub(crate) aliases: &'static [&'static str],
     pub(crate) encoding: LargeEncoding,
     pub(crate) offload: bool,
     pub(crate) form: LargeForm,
@@ -44,6 +44,7 @@ pub(crate) fn large_columns(columns: &'static [Column]) -> Vec<LargeColumn> {
                 form,
             } => Some(LargeColumn {
                 name: c.name,
+                aliases: c.aliases,
                 encoding,
                 offload,
                 form,
@@ -51,17 +52,6 @@ pub(crate) fn large_columns(columns: &'static [Column]) -> Vec<LargeColumn> {
             _ => None,
         })
         .collect()
-}
-
-/// The RowKey of continuation row `index` (1-based).
-pub fn continuation_key(row_key: &str, index: usize) -> String {
-    format!("{row_key}~{index:04}")
-}
-
-/// Whether a RowKey has the continuation shape: `~` and exactly four digits at the end.
-pub fn is_continuation_key(row_key: &str) -> bool {
-    let b = row_key.as_bytes();
-    b.len() >= 5 && b[b.len() - 5] == b'~' && b[b.len() - 4..].iter().all(u8::is_ascii_digit)
 }
 
 /// A blob to upload before the rows are written.
@@ -176,9 +166,70 @@ fn oversized(column: &str, bytes: usize, limit: usize, reason: String) -> Error 
     }
 }
 
+/// Refuses RowKeys a type with large values or files cannot use: the
+/// continuation-row shape, and keys too long for a continuation suffix.
+pub(crate) fn check_row_key(schema: &Schema, row_key: &str) -> Result<()> {
+    if !schema.has_large_values() {
+        return Ok(());
+    }
+    if is_continuation_key(row_key) {
+        return Err(Error::InvalidKey {
+            which: KeyKind::RowKey,
+            key: row_key.to_owned(),
+            reason: "it ends with `~` and four digits, the shape of a continuation row of an entity with large values; choose another key".into(),
+        });
+    }
+    if utf16_len(row_key) > MAX_LARGE_ROW_KEY {
+        return Err(Error::InvalidKey {
+            which: KeyKind::RowKey,
+            key: row_key.chars().take(64).collect(),
+            reason: format!(
+                "an entity with large values needs room for its continuation rows' `~0001` suffix: keep RowKeys to {MAX_LARGE_ROW_KEY} UTF-16 units"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The blob name of a value of this row, refused before anything is
+/// uploaded or written when the service could not store it (a name over
+/// 1,024 characters, from long keys).
+pub(crate) fn checked_blob_name(
+    table: &str,
+    partition_key: &str,
+    row_key: &str,
+    column: &str,
+    sha256: &str,
+) -> Result<String> {
+    let name = blob_name(table, partition_key, row_key, column, sha256);
+    if let Err(e) = BlobName::parse(&name) {
+        let (which, key) = if partition_key.len() >= row_key.len() {
+            (KeyKind::PartitionKey, partition_key)
+        } else {
+            (KeyKind::RowKey, row_key)
+        };
+        return Err(Error::InvalidKey {
+            which,
+            key: key.chars().take(64).collect(),
+            reason: format!(
+                "the value of `{column}` goes to a blob, and the blob name built from the table, both keys and the column ({} characters once escaped) is one the blob service refuses ({e}); use shorter keys",
+                name.chars().count()
+            ),
+        });
+    }
+    Ok(name)
+}
+
 /// Plans the rows and blobs of `row`, whose large columns hold their full
-/// one-cell form.
+/// one-cell form. A row without large columns is a plan of that one row.
 pub(crate) fn plan(table: &str, full: &Row, columns: &[LargeColumn], limits: Limits) -> Result<Plan> {
+    if columns.is_empty() {
+        return Ok(Plan {
+            main: full.clone(),
+            continuations: Vec::new(),
+            blobs: Vec::new(),
+        });
+    }
     let names: Vec<String> = columns.iter().map(|c| inline_name(c.name, c.form)).collect();
     // The ordinary cells, without the large values (which are only borrowed).
     let row = Row {
@@ -225,16 +276,13 @@ pub(crate) fn plan(table: &str, full: &Row, columns: &[LargeColumn], limits: Lim
                     let stored = c.stored().to_vec();
                     let sha = sha256_hex(&stored);
                     let reference = BlobRef {
-                        path: blob_name(table, &row.partition_key, &row.row_key, column.name, &sha),
+                        path: checked_blob_name(table, &row.partition_key, &row.row_key, column.name, &sha)?,
                         sha256: sha,
                         length: stored.len() as u64,
                         content_type: Some(content_type(column.form).to_owned()),
                         encoding: Some(column.encoding.name().to_owned()),
                     };
-                    main.insert(
-                        format!("{}__blob", column.name),
-                        Value::String(serde_json::to_string(&reference).unwrap_or_default()),
-                    );
+                    main.insert(blob_cell(column.name), Value::String(reference.to_cell()));
                     blobs.push(PlannedBlob {
                         reference,
                         content_encoding: (column.encoding == LargeEncoding::Gzip).then(|| "gzip".to_owned()),
@@ -294,7 +342,7 @@ pub(crate) fn plan(table: &str, full: &Row, columns: &[LargeColumn], limits: Lim
         for c in candidates.iter_mut().filter(|c| c.tier == Tier::Split) {
             let name = c.column.name;
             for (i, chunk) in c.chunks().iter().cloned().enumerate() {
-                let cell = format!("{name}__c{i}");
+                let cell = chunk_cell(name, i);
                 let (s, w) = chunk_cost(&cell, &chunk);
                 let full = {
                     let last = rows.last().map(|r| r.properties.len()).unwrap_or(0);
@@ -320,7 +368,9 @@ pub(crate) fn plan(table: &str, full: &Row, columns: &[LargeColumn], limits: Lim
         if any_split {
             rows[0].insert(SPLIT_PARTS, Value::Int32(parts as i32));
         }
-        let total_wire: usize = rows.iter().map(wire::wire_size).sum::<usize>() + 400 * (rows.len() + limits.extra_ops);
+        let stale_deletes =
+            limits.extra_ops * key_weight(&rows[0].partition_key, &continuation_key(&rows[0].row_key, 1));
+        let total_wire: usize = rows.iter().map(row_weight).sum::<usize>() + stale_deletes;
         if rows.len() + limits.extra_ops <= MAX_TRANSACTION_OPS
             && total_wire <= TRANSACTION_BODY_BUDGET
             && parts <= MAX_CONTINUATION_ROWS
@@ -368,6 +418,7 @@ mod tests {
 
     const BODY: LargeColumn = LargeColumn {
         name: "Body",
+        aliases: &[],
         encoding: LargeEncoding::Text,
         offload: true,
         form: LargeForm::Text,
@@ -419,11 +470,5 @@ mod tests {
         let no_blobs = Limits { blobs: false, ..LIMITS };
         let err = plan("T", &row_with(&"a".repeat(5_000_000)), &[BODY], no_blobs).unwrap_err();
         assert!(err.to_string().contains("no blob container"), "{err}");
-    }
-
-    #[test]
-    fn continuation_keys() {
-        assert!(is_continuation_key("r~0001") && is_continuation_key("a~b~0042"));
-        assert!(!is_continuation_key("a~b") && !is_continuation_key("x~12") && !is_continuation_key("a~0001x"));
     }
 }

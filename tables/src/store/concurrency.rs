@@ -51,7 +51,7 @@ impl<T> Outcome<T> {
 }
 
 /// The next step of a compare-and-swap attempt, decided from the current row.
-enum Plan<T> {
+enum Step<T> {
     /// Insert this new entity.
     Insert(T),
     /// Replace the row on condition of the ETag the entity carries.
@@ -110,10 +110,10 @@ impl<T: TableEntity> Store<T> {
         let key = self.resolve(key)?;
         let outcome = self
             .cas(&key, |current| match current {
-                None => Plan::Done(Outcome::NotFound),
+                None => Step::Done(Outcome::NotFound),
                 Some(mut e) => {
                     intent(&mut e);
-                    Plan::Update(e)
+                    Step::Update(e)
                 }
             })
             .await?;
@@ -125,10 +125,10 @@ impl<T: TableEntity> Store<T> {
     pub async fn try_mutate(&self, key: impl Into<Lookup>, mut intent: impl FnMut(&mut T)) -> Result<Outcome<T>> {
         let key = self.resolve(key)?;
         self.cas(&key, |current| match current {
-            None => Plan::Done(Outcome::NotFound),
+            None => Step::Done(Outcome::NotFound),
             Some(mut e) => {
                 intent(&mut e);
-                Plan::Update(e)
+                Step::Update(e)
             }
         })
         .await
@@ -147,11 +147,11 @@ impl<T: TableEntity> Store<T> {
     ) -> Result<Outcome<T>> {
         let key = self.resolve(key)?;
         self.cas(&key, |current| match current {
-            None => Plan::Done(Outcome::NotFound),
-            Some(e) if !when(&e) => Plan::Done(Outcome::PreconditionFailed(e)),
+            None => Step::Done(Outcome::NotFound),
+            Some(e) if !when(&e) => Step::Done(Outcome::PreconditionFailed(e)),
             Some(mut e) => {
                 apply(&mut e);
-                Plan::Update(e)
+                Step::Update(e)
             }
         })
         .await
@@ -198,14 +198,14 @@ impl<T: TableEntity> Store<T> {
                     let mut e = create();
                     if let Err(err) = self.check_same_key(&key, &e) {
                         wrong_key = Some(err);
-                        return Plan::Done(Outcome::NotFound);
+                        return Step::Done(Outcome::NotFound);
                     }
                     mutate(&mut e);
-                    Plan::Insert(e)
+                    Step::Insert(e)
                 }
                 Some(mut e) => {
                     mutate(&mut e);
-                    Plan::Update(e)
+                    Step::Update(e)
                 }
             })
             .await?;
@@ -251,7 +251,7 @@ impl<T: TableEntity> Store<T> {
     }
 
     /// The compare-and-swap loop shared by every verb above.
-    async fn cas(&self, key: &Key, mut plan: impl FnMut(Option<T>) -> Plan<T>) -> Result<Outcome<T>> {
+    async fn cas(&self, key: &Key, mut plan: impl FnMut(Option<T>) -> Step<T>) -> Result<Outcome<T>> {
         let attempts = self.tables.options.mutate_attempts.max(1);
         let mut current = self.read(key).await?;
         let mut attempt = 0u32;
@@ -259,11 +259,11 @@ impl<T: TableEntity> Store<T> {
             attempt += 1;
             let read_version = current.as_ref().map(|(_, etag)| etag.clone());
             let (mut entity, insert) = match plan(current.take().map(|(e, _)| e)) {
-                Plan::Done(outcome) => return Ok(outcome),
+                Step::Done(outcome) => return Ok(outcome),
                 // The last re-read only decides NotFound / PreconditionFailed.
                 _ if attempt > attempts => return Ok(Outcome::Conflicted),
-                Plan::Insert(e) => (e, true),
-                Plan::Update(e) => (e, false),
+                Step::Insert(e) => (e, true),
+                Step::Update(e) => (e, false),
             };
             let written = match (&read_version, insert) {
                 (_, true) => self.create(&mut entity).await,

@@ -1,28 +1,24 @@
 //! `Store<T>`: every operation on one table, written once above the backend.
 
 mod batch;
+mod blobs;
 mod concurrency;
 mod crud;
-mod large;
-
-pub use large::MAX_LARGE_ROW_KEY;
+mod delete;
 mod logs;
 mod paging;
 mod patch;
 pub(crate) mod protect;
-mod sweep;
-
-pub use sweep::SweepReport;
 mod query;
+mod read;
+mod sweep;
+mod write;
 
-pub use protect::Authorizer;
-
-pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
-
-pub use batch::{MAX_TRANSACTION_OPS, TRANSACTION_BODY_BUDGET};
 pub use concurrency::Outcome;
-
-pub use query::{next_prefix, QueryOptions, MAX_PAGE_SIZE};
+pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
+pub use protect::Authorizer;
+pub use query::{next_prefix, QueryOptions};
+pub use sweep::SweepReport;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -32,7 +28,7 @@ use crate::codec::{EncodeOptions, OversizedCellPolicy};
 use crate::entity::{Key, KeyMode, TableEntity};
 use crate::error::{Error, Result};
 use crate::tables::Tables;
-use crate::value::{DateTime, Row};
+use crate::value::DateTime;
 
 /// How an update decides whether it may overwrite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -169,7 +165,7 @@ impl<T: TableEntity> Store<T> {
         {
             return Ok(());
         }
-        check_table_name(&self.table)?;
+        crate::service::check_table_name(&self.table)?;
         self.tables.backend.create_table(&self.table).await?;
         if let Ok(mut set) = self.tables.created.lock() {
             set.insert(self.table.clone());
@@ -195,60 +191,25 @@ impl<T: TableEntity> Store<T> {
         key.validate()?;
         Ok(key)
     }
-
-    /// Checks an encoded row against the service's key and size rules.
-    fn check(&self, row: &Row) -> Result<()> {
-        Key::new(row.partition_key.clone(), row.row_key.clone()).validate()?;
-        check_row_limits(row)
-    }
 }
 
-/// The most custom properties an entity may have.
-pub const MAX_PROPERTIES: usize = 252;
-/// The largest entity the service accepts, measured with its size formula.
-pub const MAX_ENTITY_BYTES: usize = 1_048_488;
-
-/// Refuses a row that breaks the property-count or entity-size limit.
-pub(crate) fn check_row_limits(row: &Row) -> Result<()> {
-    if row.properties.len() > MAX_PROPERTIES {
-        return Err(Error::LimitExceeded {
-            limit: "TooManyProperties",
-            detail: format!(
-                "the entity has {} properties and the service allows at most {MAX_PROPERTIES}; skip fields, or group some into one JSON field",
-                row.properties.len()
-            ),
-        });
+impl Error {
+    /// [`Error::NotFound`] for one entity.
+    pub(crate) fn not_found(table: &str, key: &Key) -> Error {
+        Error::NotFound {
+            table: table.to_owned(),
+            partition_key: key.partition_key.clone(),
+            row_key: key.row_key.clone(),
+        }
     }
-    let size = row.stored_size();
-    if size > MAX_ENTITY_BYTES {
-        let largest = row
-            .properties
-            .iter()
-            .max_by_key(|(_, v)| v.stored_size())
-            .map(|(k, v)| format!(" (largest column: `{k}`, {} bytes)", v.stored_size()))
-            .unwrap_or_default();
-        return Err(Error::LimitExceeded {
-            limit: "EntityTooLarge",
-            detail: format!(
-                "the entity is {size} bytes and the service allows at most {MAX_ENTITY_BYTES}{largest}; mark large fields #[table(split = ..)]"
-            ),
-        });
-    }
-    Ok(())
-}
 
-/// Checks a table name: `^[A-Za-z][A-Za-z0-9]{2,62}$`, not `tables`.
-pub fn check_table_name(name: &str) -> Result<()> {
-    let ok = (3..=63).contains(&name.len())
-        && name.as_bytes()[0].is_ascii_alphabetic()
-        && name.bytes().all(|b| b.is_ascii_alphanumeric())
-        && !name.eq_ignore_ascii_case("tables");
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Config(format!(
-            "`{name}` is not a valid table name: use 3 to 63 letters and digits, starting with a letter (and not `tables`)"
-        )))
+    /// [`Error::Conflict`] for one entity.
+    pub(crate) fn conflict(table: &str, key: &Key) -> Error {
+        Error::Conflict {
+            table: table.to_owned(),
+            partition_key: key.partition_key.clone(),
+            row_key: key.row_key.clone(),
+        }
     }
 }
 

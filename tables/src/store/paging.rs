@@ -9,11 +9,13 @@ use base64::Engine as _;
 use futures::stream::{self, Stream};
 use sha2::{Digest, Sha256};
 
-use super::{QueryOptions, Store, MAX_PAGE_SIZE};
-use crate::backend::{Continuation, QueryRequest};
+use super::{QueryOptions, Store};
+use crate::backend::{PageToken, QueryRequest};
 use crate::codec::ValueKind;
 use crate::entity::{Column, ColumnKind, TableEntity};
 use crate::error::{Error, Result};
+use crate::layout::{blob_cell, gzip_cell, json_cell};
+use crate::service::MAX_PAGE_SIZE;
 
 /// The default page size of [`Store::page`].
 pub const DEFAULT_PAGE_SIZE: usize = 100;
@@ -63,11 +65,11 @@ fn fingerprint(options: &QueryOptions, page_size: usize) -> String {
 
 fn checksum(payload: &str) -> String {
     let digest = Sha256::digest(payload.as_bytes());
-    digest[..12].iter().map(|b| format!("{b:02x}")).collect()
+    crate::value::hex(&digest[..12])
 }
 
 impl Cursor {
-    fn encode(fingerprint: &str, next: &Continuation) -> Cursor {
+    fn encode(fingerprint: &str, next: &PageToken) -> Cursor {
         let payload = format!(
             "{}\n{}\n{}",
             lp(Some(fingerprint)),
@@ -78,7 +80,7 @@ impl Cursor {
         Cursor(format!("{text}.{}", checksum(&payload)))
     }
 
-    fn decode(&self, fingerprint: &str) -> Result<Continuation> {
+    fn decode(&self, fingerprint: &str) -> Result<PageToken> {
         let damaged = || Error::InvalidCursor("the cursor is damaged; start the query again without one".into());
         let (text, sum) = self.0.rsplit_once('.').ok_or_else(damaged)?;
         let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -109,7 +111,7 @@ impl Cursor {
                 "the cursor belongs to another query (partition, prefix, page size or filter differ); send it back with the query that returned it".into(),
             ));
         }
-        Ok(Continuation {
+        Ok(PageToken {
             next_partition_key,
             next_row_key,
         })
@@ -171,20 +173,20 @@ fn physical_columns(columns: &'static [Column], prefix: &str, wanted: &str, out:
             }
             _ if !matches => {}
             ColumnKind::Value(ValueKind::Json) => {
-                out.extend([format!("{name}__Json"), format!("{name}__GZip")]);
+                out.extend([json_cell(&name), gzip_cell(&name)]);
                 out.extend(
                     c.aliases
                         .iter()
-                        .flat_map(|a| [format!("{prefix}{a}__Json"), format!("{prefix}{a}__GZip")]),
+                        .flat_map(|a| [json_cell(&format!("{prefix}{a}")), gzip_cell(&format!("{prefix}{a}"))]),
                 );
                 found = true;
             }
             ColumnKind::Blob => {
-                out.push(format!("{name}__blob"));
+                out.push(blob_cell(&name));
                 found = true;
             }
             _ => {
-                out.extend([name.clone(), format!("{name}__GZip")]);
+                out.extend([name.clone(), gzip_cell(&name)]);
                 out.extend(c.aliases.iter().map(|a| format!("{prefix}{a}")));
                 found = true;
             }
@@ -209,7 +211,7 @@ impl<T: TableEntity> Store<T> {
             }
             columns.dedup();
             // Continuation rows of large values are recognised by this marker.
-            columns.push(crate::large::SPLIT_OF.to_owned());
+            columns.push(crate::layout::SPLIT_OF.to_owned());
             // A large value lives in cells whose names a projection cannot list
             // (chunks, manifest, continuation rows): read such rows whole.
             let large_selected = fields.iter().any(|f| {
@@ -251,18 +253,14 @@ impl<T: TableEntity> Store<T> {
             .unwrap_or(DEFAULT_PAGE_SIZE)
             .clamp(1, MAX_PAGE_SIZE as usize);
         let bound = fingerprint(&options, page_size);
-        let continuation = match &options.cursor {
+        let token = match &options.cursor {
             Some(c) => Some(c.decode(&bound)?),
             None => None,
         };
         let mut request = self.request_for(&options)?;
         request.top = Some(page_size as u32);
         self.ensure_created().await?;
-        let page = self
-            .tables
-            .backend
-            .query(&self.table, &request, continuation.as_ref())
-            .await?;
+        let page = self.tables.backend.query(&self.table, &request, token.as_ref()).await?;
         let mut items = Vec::with_capacity(page.rows.len());
         for row in page.rows {
             if let Some(entity) = self.decode_listed(row).await? {
@@ -271,7 +269,7 @@ impl<T: TableEntity> Store<T> {
         }
         Ok(EntityPage {
             items,
-            cursor: page.continuation.map(|c| Cursor::encode(&bound, &c)),
+            cursor: page.next.map(|c| Cursor::encode(&bound, &c)),
         })
     }
 
@@ -281,7 +279,7 @@ impl<T: TableEntity> Store<T> {
         struct State<T> {
             store: Store<T>,
             request: Result<QueryRequest>,
-            continuation: Option<Continuation>,
+            token: Option<PageToken>,
             buffer: VecDeque<crate::value::Row>,
             started: bool,
             left: Option<usize>,
@@ -289,7 +287,7 @@ impl<T: TableEntity> Store<T> {
         let state = State {
             store: self.clone(),
             request: self.request_for(&options),
-            continuation: None,
+            token: None,
             buffer: VecDeque::new(),
             started: false,
             left: options.take,
@@ -306,7 +304,7 @@ impl<T: TableEntity> Store<T> {
                     }
                     continue;
                 }
-                if st.started && st.continuation.is_none() {
+                if st.started && st.token.is_none() {
                     return Ok(None);
                 }
                 let request = match &st.request {
@@ -320,10 +318,10 @@ impl<T: TableEntity> Store<T> {
                     .store
                     .tables
                     .backend
-                    .query(&st.store.table, &request, st.continuation.as_ref())
+                    .query(&st.store.table, &request, st.token.as_ref())
                     .await?;
                 st.started = true;
-                st.continuation = page.continuation;
+                st.token = page.next;
                 st.buffer.extend(page.rows);
             }
         })
@@ -343,11 +341,11 @@ impl<T: TableEntity> Store<T> {
     /// Whether any row matches: a query of one row.
     pub async fn any(&self, options: QueryOptions) -> Result<bool> {
         let mut request = self.request_for(&options)?;
-        request.select = Some(vec!["RowKey".to_owned(), crate::large::SPLIT_OF.to_owned()]);
+        request.select = Some(vec!["RowKey".to_owned(), crate::layout::SPLIT_OF.to_owned()]);
         request.top = Some(1);
         let mut pages = self.pages(request).await?;
         while let Some(rows) = pages.next().await? {
-            if rows.iter().any(|r| r.get(crate::large::SPLIT_OF).is_none()) {
+            if rows.iter().any(|r| r.get(crate::layout::SPLIT_OF).is_none()) {
                 return Ok(true);
             }
         }

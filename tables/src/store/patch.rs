@@ -69,17 +69,31 @@ impl<T: TableEntity> Store<T> {
         if let Some(col) = T::SCHEMA.updated_column {
             row.insert(col, Value::DateTime(now()));
         }
-        super::check_row_limits(&row)?;
+        crate::service::check_row_limits(&row)?;
         let condition = match update.etag {
+            // A caller's ETag is a version, never the wildcard.
+            Some(etag) if etag.as_str().is_empty() || etag.as_str() == "*" => {
+                return Err(Error::InvalidValue {
+                    column: "ETag".into(),
+                    reason: format!(
+                        "`{}` is not a version: pass the ETag an entity was read with, or leave with_etag out for a patch of whatever version is stored",
+                        etag.as_str()
+                    ),
+                })
+            }
             Some(etag) => IfMatch::ETag(etag),
             None => IfMatch::Any,
         };
         let op = WriteOp::Update {
-            row: row.clone(),
+            row,
             mode: UpdateMode::Merge,
             condition,
         };
-        let outcome = self.write(op, &row).await?;
+        self.ensure_created().await?;
+        let outcome = self
+            .send(vec![op], 1)
+            .await
+            .map_err(|e| e.about_entity(&self.table, &key.partition_key, &key.row_key))?;
         Ok(outcome.etag.unwrap_or_else(|| ETag::new("")))
     }
 }

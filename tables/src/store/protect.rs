@@ -7,28 +7,8 @@ use std::sync::Arc;
 use super::Store;
 use crate::entity::{Column, ColumnKind, TableEntity};
 use crate::error::{Error, Result};
+pub use crate::update::Authorizer;
 use crate::value::{Row, Value};
-
-/// Decides whether the current caller holds a role. Supplied by the
-/// application (typically per request) through [`Store::with_authorizer`].
-///
-/// Closures implement it:
-///
-/// ```
-/// use unified_tables::store::Authorizer;
-/// let admin_only = |role: &str| role == "admin";
-/// assert!(admin_only.has_role("admin"));
-/// ```
-pub trait Authorizer: Send + Sync {
-    /// Whether the caller holds `role`.
-    fn has_role(&self, role: &str) -> bool;
-}
-
-impl<F: Fn(&str) -> bool + Send + Sync> Authorizer for F {
-    fn has_role(&self, role: &str) -> bool {
-        self(role)
-    }
-}
 
 /// A shared authorizer.
 #[derive(Clone)]
@@ -53,10 +33,9 @@ fn protected(columns: &'static [Column], prefix: &str, out: &mut Vec<(String, &'
 
 /// The cells a column occupies in a row (its plain cell and suffixed forms).
 fn cells<'r>(row: &'r Row, column: &str) -> BTreeMap<&'r str, &'r Value> {
-    let suffixed = format!("{column}__");
     row.properties
         .iter()
-        .filter(|(name, _)| name.as_str() == column || name.starts_with(&suffixed))
+        .filter(|(name, _)| crate::layout::is_cell_of(name, column))
         .map(|(name, v)| (name.as_str(), v))
         .collect()
 }

@@ -1,14 +1,12 @@
 //! Reading many rows: partition or table scans, optionally filtered.
 
 use super::Store;
-use crate::backend::{Continuation, QueryRequest};
+use crate::backend::{PageToken, QueryRequest};
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
 use crate::query::{CmpOp, Filter, IntoFilter};
-use crate::value::Value;
-
-/// The most rows the service returns in one page.
-pub const MAX_PAGE_SIZE: u32 = 1000;
+use crate::service::MAX_PAGE_SIZE;
+use crate::value::{Row, Value};
 
 /// What a query reads: a partition (optionally a row-key prefix within it),
 /// a filter, a limit. Results come in (PartitionKey, RowKey) order.
@@ -89,7 +87,7 @@ impl QueryOptions {
         }
         let mut parts: Vec<Filter> = Vec::new();
         if let Some(pk) = &self.partition {
-            crate::entity::validate_key(crate::error::KeyKind::PartitionKey, pk)?;
+            crate::service::validate_key(crate::error::KeyKind::PartitionKey, pk)?;
             parts.push(Filter::eq("PartitionKey", Value::String(pk.clone())));
         }
         match (&self.prefix, &self.partition) {
@@ -138,13 +136,13 @@ pub fn next_prefix(prefix: &str) -> Option<String> {
     None
 }
 
-/// Walks the pages of one query, following continuations (an empty page
-/// with a continuation is not the end).
+/// Walks the pages of one query, following page tokens (an empty page
+/// with a token is not the end).
 pub(crate) struct Pages<'s> {
     backend: &'s dyn crate::backend::Backend,
     table: &'s str,
     request: QueryRequest,
-    continuation: Option<Continuation>,
+    token: Option<PageToken>,
     done: bool,
 }
 
@@ -156,10 +154,10 @@ impl Pages<'_> {
         }
         let page = self
             .backend
-            .query(self.table, &self.request, self.continuation.as_ref())
+            .query(self.table, &self.request, self.token.as_ref())
             .await?;
-        self.continuation = page.continuation;
-        self.done = self.continuation.is_none();
+        self.token = page.next;
+        self.done = self.token.is_none();
         Ok(Some(page.rows))
     }
 }
@@ -167,14 +165,11 @@ impl Pages<'_> {
 impl<T: TableEntity> Store<T> {
     /// Decodes one listed row: `None` for a continuation row of a large value
     /// (or a main row deleted while its parts were read).
-    pub(crate) async fn decode_listed(&self, row: crate::value::Row) -> Result<Option<T>> {
-        if row.get(crate::large::SPLIT_OF).is_some() {
+    pub(crate) async fn decode_listed(&self, row: Row) -> Result<Option<T>> {
+        if super::read::is_continuation_row(&row) {
             return Ok(None);
         }
-        if self.is_large() {
-            return self.decode_large(row).await;
-        }
-        T::from_row(row).map(Some)
+        self.decode_row(row).await
     }
 
     /// The pages of a request (the table is created first if needed).
@@ -184,12 +179,12 @@ impl<T: TableEntity> Store<T> {
             backend: &*self.tables.backend,
             table: &self.table,
             request,
-            continuation: None,
+            token: None,
             done: false,
         })
     }
 
-    /// Reads every entity the options select, following continuations.
+    /// Reads every entity the options select, following page tokens.
     pub async fn query(&self, options: QueryOptions) -> Result<Vec<T>> {
         let limit = options.take.unwrap_or(usize::MAX);
         let mut pages = self.pages(self.request_for(&options)?).await?;
@@ -212,14 +207,14 @@ impl<T: TableEntity> Store<T> {
     pub async fn count(&self, options: QueryOptions) -> Result<u64> {
         let mut request = self.request_for(&options)?;
         // Continuation rows of large values are not entities: read the marker to skip them.
-        request.select = Some(vec!["RowKey".to_owned(), crate::large::SPLIT_OF.to_owned()]);
+        request.select = Some(vec!["RowKey".to_owned(), crate::layout::SPLIT_OF.to_owned()]);
         request.top = Some(MAX_PAGE_SIZE);
         let limit = options.take.map_or(u64::MAX, |t| t as u64);
         let mut pages = self.pages(request).await?;
         let mut n = 0u64;
         while n < limit {
             let Some(rows) = pages.next().await? else { break };
-            n += rows.iter().filter(|r| r.get(crate::large::SPLIT_OF).is_none()).count() as u64;
+            n += rows.iter().filter(|r| r.get(crate::layout::SPLIT_OF).is_none()).count() as u64;
         }
         Ok(n.min(limit))
     }

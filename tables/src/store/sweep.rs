@@ -10,9 +10,9 @@ use crate::backend::blob::BlobCondition;
 use crate::backend::QueryRequest;
 use crate::entity::TableEntity;
 use crate::error::{Error, KeyKind, Result};
-use crate::large::blob_content::parse_ref;
-use crate::large::naming::{escape_segment, is_offload_shape, partition_prefix};
+use crate::layout::{blob_paths, escape_segment, is_offload_shape, partition_prefix};
 use crate::query::Filter;
+use crate::service::{MAX_LIST_RESULTS, MAX_PAGE_SIZE};
 use crate::value::Value;
 
 /// What a sweep did.
@@ -56,7 +56,7 @@ impl<T: TableEntity> Store<T> {
     /// `older_than` must exceed the longest write (blob upload to row commit).
     /// Every orphan is tried; failures are reported together at the end.
     pub async fn sweep_orphan_blobs(&self, partition_key: &str, older_than: Duration) -> Result<SweepReport> {
-        crate::entity::validate_key(KeyKind::PartitionKey, partition_key)?;
+        crate::service::validate_key(KeyKind::PartitionKey, partition_key)?;
         let blobs = self.blob_container().await?;
         let container = &blobs.options.container;
         let now = blobs.backend.now().await?;
@@ -66,19 +66,13 @@ impl<T: TableEntity> Store<T> {
         let request = QueryRequest {
             filter: Some(Filter::eq("PartitionKey", Value::String(partition_key.to_owned()))),
             select: None,
-            top: Some(super::MAX_PAGE_SIZE),
+            top: Some(MAX_PAGE_SIZE),
         };
         let mut referenced = BTreeSet::new();
         let mut pages = self.pages(request).await?;
         while let Some(rows) = pages.next().await? {
             for row in rows {
-                for (k, v) in &row.properties {
-                    if let (true, Some(json)) = (k.ends_with("__blob"), v.as_str()) {
-                        if let Ok(r) = parse_ref(k, json) {
-                            referenced.insert(r.path);
-                        }
-                    }
-                }
+                referenced.extend(blob_paths(&row));
             }
         }
         let prefix = partition_prefix(&self.table, partition_key);
@@ -88,7 +82,7 @@ impl<T: TableEntity> Store<T> {
         loop {
             let listing = blobs
                 .backend
-                .list(container, &prefix, None, marker.as_deref(), 5000)
+                .list(container, &prefix, None, marker.as_deref(), MAX_LIST_RESULTS)
                 .await?;
             for item in listing.items {
                 report.examined += 1;
@@ -129,7 +123,7 @@ impl<T: TableEntity> Store<T> {
         loop {
             let listing = blobs
                 .backend
-                .list(container, &table_prefix, Some("/"), marker.as_deref(), 5000)
+                .list(container, &table_prefix, Some("/"), marker.as_deref(), MAX_LIST_RESULTS)
                 .await?;
             for p in listing.prefixes {
                 let segment = p[table_prefix.len()..].trim_end_matches('/');

@@ -3,11 +3,14 @@
 mod datetime;
 mod guid;
 mod row;
+mod sha256;
 pub mod wire;
 
 pub use datetime::DateTime;
 pub use guid::{Guid, ParseGuidError};
 pub use row::{ETag, Row};
+pub(crate) use sha256::hex;
+pub use sha256::sha256_hex;
 
 use std::fmt;
 

@@ -141,7 +141,7 @@ pub(crate) fn decode_value(json: &Json, annotation: Option<&str>) -> Result<Opti
     let text = |j: &Json| {
         j.as_str()
             .map(str::to_owned)
-            .ok_or_else(|| format!("expected a string, found {j}"))
+            .ok_or_else(|| format!("expected a string, found {}", short_json(j)))
     };
     Ok(Some(match (typed, json) {
         (_, Json::Null) => return Ok(None),
@@ -202,20 +202,50 @@ pub(crate) fn decode_value(json: &Json, annotation: Option<&str>) -> Result<Opti
     }))
 }
 
-/// Decodes an entity from a query or get response.
+/// A JSON value for an error message, cut to a readable length.
+fn short_json(json: &Json) -> String {
+    let mut text = json.to_string();
+    if text.len() > 80 {
+        let mut end = 80;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
+}
+
+/// Decodes an entity from a query or get response. A property that does not
+/// match its type annotation, or a key, ETag or Timestamp that is not what
+/// the service sends, is an error naming the column.
 pub fn row_from_json(obj: &Map<String, Json>) -> Result<Row, String> {
     let mut row = Row::default();
+    let text = |name: &str, json: &Json| -> Result<String, String> {
+        json.as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("column `{name}`: expected a string, found {}", short_json(json)))
+    };
     for (name, json) in obj {
         if name.contains('@') || name.starts_with("odata.") {
             if name == "odata.etag" {
-                row.etag = json.as_str().map(ETag::new);
+                row.etag = Some(ETag::new(text(name, json)?));
             }
             continue;
         }
         match name.as_str() {
-            "PartitionKey" => row.partition_key = json.as_str().unwrap_or_default().to_owned(),
-            "RowKey" => row.row_key = json.as_str().unwrap_or_default().to_owned(),
-            "Timestamp" => row.timestamp = json.as_str().and_then(DateTime::try_parse),
+            "PartitionKey" => row.partition_key = text(name, json)?,
+            "RowKey" => row.row_key = text(name, json)?,
+            "Timestamp" => {
+                let s = text(name, json)?;
+                let t = DateTime::try_parse(&s).ok_or_else(|| {
+                    format!(
+                        "column `Timestamp`: expected an ISO 8601 instant from year 1 to 9999, found {}",
+                        short_json(json)
+                    )
+                })?;
+                row.timestamp = Some(t);
+            }
             _ => {
                 let annotation = obj.get(&format!("{name}{ANNOTATION}")).and_then(Json::as_str);
                 if let Some(v) = decode_value(json, annotation).map_err(|e| format!("column `{name}`: {e}"))? {

@@ -1,6 +1,7 @@
 //! Create, read, update, upsert, delete, ETags, stamps and request counts.
 
-use unified_tables::{Backend, Concurrency, Error, StoreOptions, Value, WriteOp};
+use unified_tables::backend::{Backend, WriteOp};
+use unified_tables::{Concurrency, Error, StoreOptions, Value};
 
 use crate::model::{Customer, Note, RawNote, Renamed};
 use crate::Env;

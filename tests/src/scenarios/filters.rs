@@ -1,7 +1,8 @@
 //! Typed filters: rendered to OData, evaluated in memory with the service's semantics.
 
+use unified_tables::backend::{Backend, WriteOp};
 use unified_tables::query::Filter;
-use unified_tables::{Backend, DateTime, Error, QueryOptions, Row, TableEntity, Value, WriteOp};
+use unified_tables::{DateTime, Error, QueryOptions, Row, TableEntity, Value};
 
 use crate::model::{Status, Ticket};
 use crate::Env;

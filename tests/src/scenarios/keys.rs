@@ -1,6 +1,7 @@
 //! Keys: quoting, Unicode, and the characters the service refuses.
 
-use unified_tables::{Backend, Error, KeyKind, Row, Value, WriteOp};
+use unified_tables::backend::{Backend, WriteOp};
+use unified_tables::{Error, KeyKind, Row, Value};
 
 use crate::model::Customer;
 use crate::Env;

@@ -2,7 +2,8 @@
 
 use futures::TryStreamExt;
 use unified_tables::backend::blob::BlobCondition;
-use unified_tables::{Backend, BlobContent, Error, QueryOptions, Row, Value, WriteOp};
+use unified_tables::backend::{Backend, WriteOp};
+use unified_tables::{BlobContent, Error, QueryOptions, Row, Value};
 
 use crate::model::Document;
 use crate::{noise, Env};
@@ -232,7 +233,7 @@ pub async fn damage_is_detected_on_read(env: &Env) {
         &env.table,
         WriteOp::Upsert {
             row,
-            mode: unified_tables::UpdateMode::Replace,
+            mode: unified_tables::backend::UpdateMode::Replace,
         },
     )
     .await
@@ -252,7 +253,7 @@ pub async fn damage_is_detected_on_read(env: &Env) {
         &env.table,
         WriteOp::Upsert {
             row,
-            mode: unified_tables::UpdateMode::Replace,
+            mode: unified_tables::backend::UpdateMode::Replace,
         },
     )
     .await
@@ -267,7 +268,7 @@ pub async fn damage_is_detected_on_read(env: &Env) {
         WriteOp::Delete {
             partition_key: "p".into(),
             row_key: "cont~0001".into(),
-            condition: unified_tables::IfMatch::Any,
+            condition: unified_tables::backend::IfMatch::Any,
         },
     )
     .await
@@ -484,17 +485,7 @@ pub async fn released_blobs_are_cleaned_after_the_grace_and_orphans_swept(env: &
     );
 
     // With no grace, a replace deletes the old blob once it is a second old (Last-Modified has 1 s resolution).
-    let eager = env
-        .tables
-        .clone()
-        .with_blobs(
-            blobs.clone(),
-            unified_tables::BlobOptions {
-                cleanup_grace: std::time::Duration::ZERO,
-                ..crate::blob_options()
-            },
-        )
-        .store_in::<Document>(&env.table);
+    let eager = crate::eager_tables(env).store_in::<Document>(&env.table);
     let mut e = Document::new("p", "eager");
     e.body = noise(3_200_000, 22);
     eager.create(&mut e).await.unwrap();
@@ -544,7 +535,7 @@ pub async fn released_blobs_are_cleaned_after_the_grace_and_orphans_swept(env: &
             WriteOp::Delete {
                 partition_key: "q".into(),
                 row_key: "x".into(),
-                condition: unified_tables::IfMatch::Any,
+                condition: unified_tables::backend::IfMatch::Any,
             },
         )
         .await
@@ -571,7 +562,7 @@ pub async fn leftover_continuation_rows_are_never_returned_and_are_reclaimed(env
             WriteOp::Delete {
                 partition_key: "p".into(),
                 row_key: "doc".into(),
-                condition: unified_tables::IfMatch::Any,
+                condition: unified_tables::backend::IfMatch::Any,
             },
         )
         .await

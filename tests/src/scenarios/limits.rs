@@ -1,7 +1,8 @@
 //! The service's limits: each refused before sending by the store, and by
 //! the backend with the service's code when sent raw.
 
-use unified_tables::{Backend, Error, Row, Value, WriteOp};
+use unified_tables::backend::{Backend, WriteOp};
+use unified_tables::{Error, Row, Value};
 
 use crate::model::Customer;
 use crate::Env;
@@ -124,7 +125,7 @@ pub async fn an_entity_over_one_mebibyte_is_refused(env: &Env) {
     for i in 0..20 {
         row.insert(format!("C{i}"), Value::String("y".repeat(30_000)));
     }
-    assert!(row.stored_size() > unified_tables::store::MAX_ENTITY_BYTES);
+    assert!(row.stored_size() > unified_tables::service::MAX_ENTITY_BYTES);
     let result = b.execute(&env.table, WriteOp::Insert(row)).await;
     if env.is_emulator() {
         // Azurite checks an insert against the 4 MiB request limit only (documented
@@ -160,7 +161,7 @@ pub async fn too_many_properties_are_refused(env: &Env) {
             WriteOp::Delete {
                 partition_key: "p".into(),
                 row_key: "many".into(),
-                condition: unified_tables::IfMatch::Any,
+                condition: unified_tables::backend::IfMatch::Any,
             },
         )
         .await
@@ -177,7 +178,7 @@ pub async fn too_many_properties_are_refused(env: &Env) {
         &env.table,
         WriteOp::Upsert {
             row,
-            mode: unified_tables::UpdateMode::Replace,
+            mode: unified_tables::backend::UpdateMode::Replace,
         },
     )
     .await

@@ -6,12 +6,14 @@ pub mod crud;
 pub mod filters;
 pub mod keys;
 pub mod large;
+pub mod large_aliases;
+pub mod large_blobs;
+pub mod large_edges;
 pub mod limits;
 pub mod logs;
 pub mod patch;
 pub mod protect;
 pub mod query;
-pub mod review;
 pub mod transactions;
 pub mod values;
 
@@ -83,6 +85,7 @@ macro_rules! for_each_scenario {
             patch::patch_writes_only_the_named_columns,
             patch::concurrent_patches_of_different_columns_both_land,
             patch::protected_fields_need_an_authorised_builder,
+            patch::a_wildcard_or_empty_etag_is_refused,
             logs::append_logs_read_newest_first,
             logs::versioned_streams_answer_each_read_in_one_bounded_call,
             large::every_tier_boundary_round_trips,
@@ -98,13 +101,22 @@ macro_rules! for_each_scenario {
             large::a_reader_is_spooled_once,
             large::projections_of_large_values_read_them_whole,
             large::batches_pack_whole_entities_into_transactions,
-            review::a_point_read_never_returns_a_continuation_row,
-            review::deleting_a_continuation_key_leaves_the_entity_whole,
-            review::a_split_value_without_its_manifest_is_integrity,
-            review::shrinking_an_entity_with_a_missing_continuation_row_succeeds,
-            review::the_sweep_keeps_blobs_referenced_by_another_type_on_the_table,
-            review::a_damaged_file_reference_is_integrity_not_a_panic,
-            review::writing_back_a_released_file_does_not_store_a_dangling_reference,
+            large_blobs::blob_requests_of_offloaded_values_are_at_their_minimum,
+            large_blobs::blob_requests_of_files_are_at_their_minimum,
+            large_blobs::a_blob_upload_that_fails_writes_nothing_to_the_table,
+            large_blobs::a_failed_blob_release_does_not_fail_the_write,
+            large_aliases::aliases_read_large_values_in_every_form_and_writes_move_them,
+            large_aliases::an_aliased_json_value_reads_from_a_gzip_cell,
+            large_edges::a_point_read_never_returns_a_continuation_row,
+            large_edges::deleting_a_continuation_key_leaves_the_entity_whole,
+            large_edges::a_split_value_without_its_manifest_is_integrity,
+            large_edges::shrinking_an_entity_with_a_missing_continuation_row_succeeds,
+            large_edges::the_sweep_keeps_blobs_referenced_by_another_type_on_the_table,
+            large_edges::a_damaged_file_reference_is_integrity_not_a_panic,
+            large_edges::writing_back_a_released_file_does_not_store_a_dangling_reference,
+            large_edges::an_entity_with_a_damaged_part_count_stays_deletable,
+            large_edges::a_reference_cell_that_is_not_text_is_integrity,
+            large_edges::a_blob_name_over_the_service_limit_is_refused_before_writing,
         }
     };
 }

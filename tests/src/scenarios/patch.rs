@@ -75,7 +75,7 @@ pub async fn patch_writes_only_the_named_columns(env: &Env) {
         .await
         .unwrap();
     assert_eq!(store.get(("q", "0001")).await.unwrap().unwrap().labels, vec!["a", "b"]);
-    let raw = unified_tables::Backend::get(env.backend(), &env.table, "q", "0001")
+    let raw = unified_tables::backend::Backend::get(env.backend(), &env.table, "q", "0001")
         .await
         .unwrap()
         .unwrap();
@@ -140,4 +140,29 @@ pub async fn protected_fields_need_an_authorised_builder(env: &Env) {
         .patch(("acct", "a"), Account::update().note("plain"))
         .await
         .unwrap();
+}
+
+/// A caller's ETag is a version: `*` or an empty one is refused before
+/// sending, identically on every backend, and nothing is written.
+pub async fn a_wildcard_or_empty_etag_is_refused(env: &Env) {
+    let store = env.tables.store_in::<Ticket>(&env.table);
+    let mut t = Ticket::new("q", 7);
+    let before = store.create(&mut t).await.unwrap();
+    for bad in ["*", ""] {
+        env.reset_counts();
+        let err = store
+            .patch(
+                ("q", "0007"),
+                Ticket::update().priority(5).with_etag(unified_tables::ETag::new(bad)),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidValue { column, .. } if column == "ETag"),
+            "{bad:?}: {err}"
+        );
+        assert_eq!(env.counts().entity_requests(), 0, "{bad:?}: nothing is sent");
+    }
+    let got = store.get(("q", "0007")).await.unwrap().unwrap();
+    assert_eq!(got.etag.as_ref(), Some(&before), "the row is unchanged");
 }

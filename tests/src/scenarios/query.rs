@@ -1,8 +1,9 @@
 //! Ordering, partitions, paging, projections, counting.
 
 use unified_tables::backend::QueryRequest;
+use unified_tables::backend::{Backend, WriteOp};
 use unified_tables::query::Filter;
-use unified_tables::{Backend, QueryOptions, Row, Value, WriteOp};
+use unified_tables::{QueryOptions, Row, Value};
 
 use crate::model::{Customer, Item};
 use crate::Env;
@@ -96,7 +97,7 @@ pub async fn paging_follows_continuations_across_1000_row_pages(env: &Env) {
         assert!(page.rows.len() <= 1000);
         pages += 1;
         seen.extend(page.rows.iter().map(|r| r.row_key.clone()));
-        match page.continuation {
+        match page.next {
             Some(c) => continuation = Some(c),
             None => break,
         }
@@ -120,7 +121,7 @@ pub async fn paging_follows_continuations_across_1000_row_pages(env: &Env) {
     };
     let first = b.query(&env.table, &top, None).await.unwrap();
     assert_eq!(first.rows.len(), 250);
-    let resumed = b.query(&env.table, &top, first.continuation.as_ref()).await.unwrap();
+    let resumed = b.query(&env.table, &top, first.next.as_ref()).await.unwrap();
     assert_eq!(
         resumed.rows.first().map(|r| r.row_key.as_str()),
         Some("00250"),
@@ -137,7 +138,7 @@ pub async fn select_returns_only_the_named_properties(env: &Env) {
         select: Some(vec!["Visits".into(), "Missing".into()]),
         ..Default::default()
     };
-    let page = unified_tables::Backend::query(env.backend(), &env.table, &request, None)
+    let page = unified_tables::backend::Backend::query(env.backend(), &env.table, &request, None)
         .await
         .unwrap();
     let row = &page.rows[0];

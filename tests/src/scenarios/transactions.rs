@@ -1,6 +1,7 @@
 //! Entity-group transactions on the raw backend.
 
-use unified_tables::{Backend, Error, IfMatch, Row, UpdateMode, Value, WriteOp};
+use unified_tables::backend::{Backend, IfMatch, UpdateMode, WriteOp};
+use unified_tables::{Error, Row, Value};
 
 use crate::Env;
 

@@ -1,6 +1,7 @@
 //! Every value type's round trip through a real backend.
 
-use unified_tables::{Backend, EdmType, Row, Value, WriteOp};
+use unified_tables::backend::{Backend, WriteOp};
+use unified_tables::{EdmType, Row, Value};
 
 use crate::model::Everything;
 use crate::Env;

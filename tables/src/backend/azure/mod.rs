@@ -25,6 +25,7 @@
 
 mod batch;
 mod blob;
+mod blob_headers;
 mod connection;
 mod http;
 
@@ -47,9 +48,8 @@ use azure_storage::{CloudLocation, StorageCredentials};
 use futures::StreamExt as _;
 use serde_json::{Map, Value as Json};
 
-use crate::backend::{Backend, Continuation, IfMatch, Page, QueryRequest, UpdateMode, WriteOp, WriteOutcome};
+use crate::backend::{Backend, IfMatch, Page, PageToken, QueryRequest, UpdateMode, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
-use crate::tables::Tables;
 use crate::value::{wire, DateTime, ETag, Row};
 
 use self::http::{client_options, http_client, map_error, RetrySettings};
@@ -168,34 +168,6 @@ impl AzureBackend {
         let (_, headers, body) = response.deconstruct();
         let bytes = body.collect().await.map_err(map_error)?;
         Ok((headers, bytes.to_vec()))
-    }
-}
-
-#[cfg(feature = "azure")]
-impl Tables {
-    /// Tables over Azure Table Storage or Azurite, from a storage connection
-    /// string (see [`ConnectionString`] for the accepted forms). Nothing is
-    /// sent until the first operation; a malformed string is [`Error::Config`].
-    ///
-    /// ```no_run
-    /// use unified_tables::Tables;
-    /// // Azurite on its default ports:
-    /// let db = Tables::connect("UseDevelopmentStorage=true")?;
-    /// // An Azure storage account:
-    /// let db = Tables::connect(
-    ///     "DefaultEndpointsProtocol=https;AccountName=myaccount;AccountKey=bXlrZXk=;EndpointSuffix=core.windows.net",
-    /// )?;
-    /// # let _ = db;
-    /// # Ok::<(), unified_tables::Error>(())
-    /// ```
-    pub fn connect(connection_string: &str) -> Result<Tables> {
-        let parsed = ConnectionString::parse(connection_string)?;
-        let tables = Tables::with_backend(AzureBackend::from_parsed(parsed.clone())?);
-        // Large values and files go to the account's blob endpoint when it has one.
-        Ok(match AzureBlobBackend::from_parsed(parsed) {
-            Ok(blobs) => tables.with_blobs(blobs, crate::BlobOptions::default()),
-            Err(_) => tables,
-        })
     }
 }
 
@@ -376,7 +348,7 @@ impl Backend for AzureBackend {
         batch::interpret(&ops, &parts)
     }
 
-    async fn query(&self, table: &str, request: &QueryRequest, continuation: Option<&Continuation>) -> Result<Page> {
+    async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
         let mut builder = self.service.table_client(table).query();
         if let Some(filter) = &request.filter {
             builder = builder.filter(CrateFilter::new(filter.to_odata()));
@@ -393,7 +365,7 @@ impl Backend for AzureBackend {
         if let Some(top) = request.top {
             builder = builder.top(Top::new(top));
         }
-        if let Some(c) = continuation {
+        if let Some(c) = token {
             builder = builder.initial_partition_key(c.next_partition_key.clone());
             if let Some(rk) = &c.next_row_key {
                 builder = builder.initial_row_key(rk.clone());
@@ -406,11 +378,11 @@ impl Backend for AzureBackend {
             .ok_or_else(|| Error::Transport("the query returned no page".into()))?
             .map_err(map_error)?;
         let rows = page.entities.iter().map(decode_row).collect::<Result<Vec<_>>>()?;
-        let continuation = page.continuation().map(|(pk, rk)| Continuation {
+        let next = page.continuation().map(|(pk, rk)| PageToken {
             next_partition_key: pk,
             next_row_key: rk,
         });
-        Ok(Page { rows, continuation })
+        Ok(Page { rows, next })
     }
 }
 

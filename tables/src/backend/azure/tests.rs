@@ -130,7 +130,7 @@ fn connection_string_errors_name_the_bad_part() {
     assert!(err("UseDevelopmentStorage=maybe").contains("UseDevelopmentStorage"));
     assert!(err("AccountName=My_Acct;AccountKey=bXlrZXk=").contains("AccountName"));
     assert!(err("AccountName=a;AccountName=b;AccountKey=bXlrZXk=").contains("AccountName"));
-    assert!(matches!(Tables::connect("nonsense"), Err(Error::Config(_))));
+    assert!(matches!(crate::Tables::connect("nonsense"), Err(Error::Config(_))));
     assert!(matches!(
         AzureBackend::from_account("http://127.0.0.1:1/devstoreaccount1", "devstoreaccount1", "%%%"),
         Err(Error::Config(_))
@@ -743,21 +743,21 @@ async fn queries_page_filter_and_select() {
             .collect();
         b.transaction(&t, ops).await.unwrap();
     }
-    // Paging with $top: every row once, in key order, through continuations.
+    // Paging with $top: every row once, in key order, through page tokens.
     let request = QueryRequest {
         top: Some(4),
         ..QueryRequest::default()
     };
     let mut seen = Vec::new();
-    let mut continuation = None;
+    let mut token = None;
     let mut pages = 0;
     loop {
-        let page = b.query(&t, &request, continuation.as_ref()).await.unwrap();
+        let page = b.query(&t, &request, token.as_ref()).await.unwrap();
         assert!(page.rows.len() <= 4);
         pages += 1;
         seen.extend(page.rows.iter().map(|r| (r.partition_key.clone(), r.row_key.clone())));
-        match page.continuation {
-            Some(c) => continuation = Some(c),
+        match page.next {
+            Some(c) => token = Some(c),
             None => break,
         }
         assert!(pages < 50, "runaway paging");
@@ -800,7 +800,7 @@ async fn a_missing_table_is_reported() {
 #[tokio::test]
 async fn tables_connect_reaches_the_service() {
     let Some(_) = live() else { return };
-    let db = Tables::connect(&std::env::var(ENV).unwrap()).unwrap();
+    let db = crate::Tables::connect(&std::env::var(ENV).unwrap()).unwrap();
     let t = table_name("UtConnect");
     db.backend().create_table(&t).await.unwrap();
     db.backend().execute(&t, insert(&Row::new("p", "r"))).await.unwrap();

@@ -3,7 +3,7 @@
 //! [`MemoryBackend`] keeps every table in memory and answers as the service
 //! does: the same status codes and error codes, the same limits, ETags in the
 //! service's format, (PartitionKey, RowKey) order in UTF-16 code units, pages
-//! of at most 1000 rows with continuations, and all-or-nothing transactions.
+//! of at most 1000 rows with page tokens, and all-or-nothing transactions.
 
 mod blob;
 mod validate;
@@ -20,19 +20,14 @@ use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
-use super::{Backend, Continuation, IfMatch, Page, QueryRequest, UpdateMode, WriteOp, WriteOutcome};
+use super::{Backend, IfMatch, Page, PageToken, QueryRequest, UpdateMode, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
 use crate::query::Filter;
+use crate::service::{MAX_PAGE_SIZE, MAX_TRANSACTION_BYTES, MAX_TRANSACTION_OPS};
 use crate::value::{cmp_utf16, wire, DateTime, ETag, Row};
 
-/// The most operations one transaction may hold.
-pub const MAX_TRANSACTION_OPS: usize = 100;
-/// The largest request body the service accepts (4 MiB).
-pub const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 /// The bytes a transaction's multipart envelope is counted at, per operation.
 const ENVELOPE_BYTES_PER_OP: usize = 200;
-/// The most rows one query page holds.
-const MAX_PAGE_ROWS: usize = 1000;
 
 /// An embedded backend that answers as the service does.
 ///
@@ -71,9 +66,9 @@ impl MemoryBackend {
     }
 
     /// An empty backend whose every `every`-th query page (counted over all
-    /// queries of the backend) comes back empty, with a continuation pointing
+    /// queries of the backend) comes back empty, with a token pointing
     /// where that page would have started, as the service may answer.
-    /// Use it to test that clients follow continuations rather than stopping
+    /// Use it to test that clients follow page tokens rather than stopping
     /// at an empty page.
     ///
     /// `0` turns the quirk off; `1` is taken as `2`, so queries still progress.
@@ -148,8 +143,8 @@ impl RowId {
         RowId::new(&row.partition_key, &row.row_key)
     }
 
-    fn continuation(&self) -> Continuation {
-        Continuation {
+    fn token(&self) -> PageToken {
+        PageToken {
             next_partition_key: self.partition_key.clone(),
             next_row_key: Some(self.row_key.clone()),
         }
@@ -357,11 +352,11 @@ fn check_transaction(ops: &[WriteOp]) -> Result<()> {
         return Err(failed_at(0, invalid_input("The batch request contains no operations.")));
     }
     let bytes: usize = ops.iter().map(request_bytes).sum();
-    if bytes > MAX_REQUEST_BYTES {
+    if bytes > MAX_TRANSACTION_BYTES {
         return Err(Error::service(
             413,
             "RequestBodyTooLarge",
-            format!("The request body is too large ({bytes} bytes) and exceeds the maximum permissible limit ({MAX_REQUEST_BYTES} bytes)."),
+            format!("The request body is too large ({bytes} bytes) and exceeds the maximum permissible limit ({MAX_TRANSACTION_BYTES} bytes)."),
         ));
     }
     if ops.len() > MAX_TRANSACTION_OPS {
@@ -493,7 +488,7 @@ impl Backend for MemoryBackend {
             .collect())
     }
 
-    async fn query(&self, table: &str, request: &QueryRequest, continuation: Option<&Continuation>) -> Result<Page> {
+    async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
         let mut guard = self.lock();
         let state = &mut *guard;
         let rows = &state
@@ -510,11 +505,11 @@ impl Backend for MemoryBackend {
         }
         let page_size = request
             .top
-            .map_or(MAX_PAGE_ROWS, |top| (top as usize).min(MAX_PAGE_ROWS));
+            .map_or(MAX_PAGE_SIZE as usize, |top| (top as usize).min(MAX_PAGE_SIZE as usize));
         state.pages += 1;
         let quirk = self.quirk_every > 0 && state.pages % self.quirk_every as u64 == 0;
 
-        let start = continuation.map(|c| RowId {
+        let start = token.map(|c| RowId {
             partition_key: c.next_partition_key.clone(),
             row_key: c.next_row_key.clone().unwrap_or_default(),
         });
@@ -525,10 +520,10 @@ impl Backend for MemoryBackend {
 
         if quirk {
             if let Some((first, _)) = remaining.next() {
-                let continuation = continuation.cloned().unwrap_or_else(|| first.continuation());
+                let token = token.cloned().unwrap_or_else(|| first.token());
                 return Ok(Page {
                     rows: Vec::new(),
-                    continuation: Some(continuation),
+                    next: Some(token),
                 });
             }
             return Ok(Page::default());
@@ -545,7 +540,7 @@ impl Backend for MemoryBackend {
                 continue;
             }
             if page.rows.len() == page_size {
-                page.continuation = Some(id.continuation());
+                page.next = Some(id.token());
                 break;
             }
             page.rows.push(project(row, select));

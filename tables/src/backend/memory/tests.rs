@@ -1,9 +1,8 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::codec::MAX_CELL_BYTES;
 use crate::query::CmpOp;
-use crate::store::{MAX_ENTITY_BYTES, MAX_PROPERTIES};
+use crate::service::{MAX_CELL_BYTES, MAX_ENTITY_BYTES, MAX_PROPERTIES};
 use crate::value::Value;
 
 const T: &str = "Things";
@@ -55,15 +54,12 @@ async fn get(b: &MemoryBackend, pk: &str, rk: &str) -> Option<Row> {
 
 async fn all_rows(b: &MemoryBackend) -> Vec<Row> {
     let mut out = Vec::new();
-    let mut continuation = None;
+    let mut token = None;
     loop {
-        let page = b
-            .query(T, &QueryRequest::default(), continuation.as_ref())
-            .await
-            .unwrap();
+        let page = b.query(T, &QueryRequest::default(), token.as_ref()).await.unwrap();
         out.extend(page.rows);
-        match page.continuation {
-            Some(c) => continuation = Some(c),
+        match page.next {
+            Some(c) => token = Some(c),
             None => return out,
         }
     }
@@ -449,7 +445,7 @@ async fn refused(b: &MemoryBackend, r: Row) -> (u16, String, String) {
     assert_eq!(tx_code(&e), (0, out.0, out.1.as_str()));
     let addressable = crate::value::utf16_len(&pk) <= 1024
         && crate::value::utf16_len(&rk) <= 1024
-        && !pk.chars().chain(rk.chars()).any(crate::entity::is_refused_key_char);
+        && !pk.chars().chain(rk.chars()).any(crate::service::is_refused_key_char);
     if addressable {
         assert_eq!(get(b, &pk, &rk).await, None);
     }
@@ -677,7 +673,7 @@ async fn rows_come_in_utf16_key_order() {
 }
 
 #[tokio::test]
-async fn paging_2500_rows_with_continuations() {
+async fn paging_2500_rows_with_page_tokens() {
     let b = backend().await;
     for i in 0..2500 {
         insert(
@@ -690,10 +686,10 @@ async fn paging_2500_rows_with_continuations() {
     let request = QueryRequest::default();
     let first = b.query(T, &request, None).await.unwrap();
     assert_eq!(first.rows.len(), 1000);
-    let c1 = first.continuation.clone().unwrap();
+    let c1 = first.next.clone().unwrap();
     assert_eq!(
         c1,
-        Continuation {
+        PageToken {
             next_partition_key: "p1".into(),
             next_row_key: Some("01000".into()),
         }
@@ -701,17 +697,17 @@ async fn paging_2500_rows_with_continuations() {
     let second = b.query(T, &request, Some(&c1)).await.unwrap();
     assert_eq!(second.rows.len(), 1000);
     assert_eq!(second.rows[0].row_key, "01000");
-    let c2 = second.continuation.clone().unwrap();
+    let c2 = second.next.clone().unwrap();
     assert_eq!(c2.next_row_key.as_deref(), Some("02000"));
     let third = b.query(T, &request, Some(&c2)).await.unwrap();
     assert_eq!(third.rows.len(), 500);
-    assert_eq!(third.continuation, None);
+    assert_eq!(third.next, None);
     assert_eq!(third.rows.last().unwrap().row_key, "02499");
-    // Resuming with the same continuation gives the same page.
+    // Resuming with the same token gives the same page.
     let again = b.query(T, &request, Some(&c1)).await.unwrap();
     assert_eq!(keys(&again.rows), keys(&second.rows));
-    // A continuation without a row key starts at the partition's first row.
-    let partition = Continuation {
+    // A token without a row key starts at the partition's first row.
+    let partition = PageToken {
         next_partition_key: "p2".into(),
         next_row_key: None,
     };
@@ -746,15 +742,15 @@ async fn filters_apply_with_paging() {
     let page = b.query(T, &request, None).await.unwrap();
     assert_eq!(page.rows.len(), 600);
     assert_eq!(page.rows[0].row_key, "01000");
-    let c = page.continuation.unwrap();
+    let c = page.next.unwrap();
     assert_eq!(c.next_row_key.as_deref(), Some("01600"));
     let page = b.query(T, &request, Some(&c)).await.unwrap();
     assert_eq!(page.rows.len(), 600);
-    let c = page.continuation.unwrap();
+    let c = page.next.unwrap();
     assert_eq!(c.next_row_key.as_deref(), Some("02200"));
     let page = b.query(T, &request, Some(&c)).await.unwrap();
     assert_eq!(page.rows.len(), 300);
-    assert_eq!(page.continuation, None);
+    assert_eq!(page.next, None);
     // A filter on the keys and a filter matching nothing.
     let request = QueryRequest {
         filter: Some(Filter::eq("RowKey", Value::String("00042".into()))),
@@ -767,7 +763,7 @@ async fn filters_apply_with_paging() {
         ..QueryRequest::default()
     };
     let page = b.query(T, &request, None).await.unwrap();
-    assert!(page.rows.is_empty() && page.continuation.is_none());
+    assert!(page.rows.is_empty() && page.next.is_none());
 }
 
 #[tokio::test]
@@ -781,12 +777,12 @@ async fn top_limits_each_page_and_zero_is_invalid() {
         ..QueryRequest::default()
     };
     let mut sizes = Vec::new();
-    let mut continuation = None;
+    let mut token = None;
     loop {
-        let page = b.query(T, &request, continuation.as_ref()).await.unwrap();
+        let page = b.query(T, &request, token.as_ref()).await.unwrap();
         sizes.push(page.rows.len());
-        match page.continuation {
-            Some(c) => continuation = Some(c),
+        match page.next {
+            Some(c) => token = Some(c),
             None => break,
         }
     }
@@ -803,7 +799,7 @@ async fn top_limits_each_page_and_zero_is_invalid() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), (400, "InvalidInput"));
-    // Exactly `top` rows left: no continuation.
+    // Exactly `top` rows left: no token.
     let page = b
         .query(
             T,
@@ -815,7 +811,7 @@ async fn top_limits_each_page_and_zero_is_invalid() {
         )
         .await
         .unwrap();
-    assert_eq!((page.rows.len(), page.continuation), (25, None));
+    assert_eq!((page.rows.len(), page.next), (25, None));
 }
 
 #[tokio::test]
@@ -830,7 +826,7 @@ async fn top_above_1000_is_capped() {
     };
     let page = b.query(T, &request, None).await.unwrap();
     assert_eq!(page.rows.len(), 1000);
-    assert_eq!(page.continuation.unwrap().next_row_key.as_deref(), Some("1000"));
+    assert_eq!(page.next.unwrap().next_row_key.as_deref(), Some("1000"));
 }
 
 #[tokio::test]
@@ -886,7 +882,7 @@ async fn raw_filters_are_refused() {
 }
 
 #[tokio::test]
-async fn page_quirks_return_empty_pages_with_continuations() {
+async fn page_quirks_return_empty_pages_with_page_tokens() {
     let b = MemoryBackend::with_page_quirks(2);
     b.create_table(T).await.unwrap();
     for i in 0..2500 {
@@ -894,29 +890,26 @@ async fn page_quirks_return_empty_pages_with_continuations() {
     }
     let mut rows = Vec::new();
     let mut empty_pages = 0;
-    let mut continuation: Option<Continuation> = None;
+    let mut token: Option<PageToken> = None;
     loop {
-        let page = b
-            .query(T, &QueryRequest::default(), continuation.as_ref())
-            .await
-            .unwrap();
+        let page = b.query(T, &QueryRequest::default(), token.as_ref()).await.unwrap();
         if page.rows.is_empty() {
             empty_pages += 1;
             // The empty page points where it would have started.
-            let expected = match &continuation {
+            let expected = match &token {
                 Some(c) => c.clone(),
-                None => Continuation {
+                None => PageToken {
                     next_partition_key: "p".into(),
                     next_row_key: Some("00000".into()),
                 },
             };
-            if page.continuation.is_some() {
-                assert_eq!(page.continuation.as_ref(), Some(&expected));
+            if page.next.is_some() {
+                assert_eq!(page.next.as_ref(), Some(&expected));
             }
         }
         rows.extend(page.rows);
-        match page.continuation {
-            Some(c) => continuation = Some(c),
+        match page.next {
+            Some(c) => token = Some(c),
             None => break,
         }
     }

@@ -1,13 +1,10 @@
 //! Checks of a written row, with the service's status codes (all 400).
 
-use crate::codec::MAX_CELL_BYTES;
-use crate::entity::{is_refused_key_char, MAX_KEY_UNITS};
 use crate::error::{Error, Result};
-use crate::store::{MAX_ENTITY_BYTES, MAX_PROPERTIES};
+use crate::service::{
+    is_refused_key_char, MAX_CELL_BYTES, MAX_ENTITY_BYTES, MAX_KEY_UNITS, MAX_PROPERTIES, MAX_PROPERTY_NAME_UNITS,
+};
 use crate::value::{utf16_len, Row, Value};
-
-/// The longest property name the service accepts, in UTF-16 units.
-pub(super) const MAX_PROPERTY_NAME_UNITS: usize = 255;
 
 /// Names that are system properties and may not appear among the properties.
 const SYSTEM_PROPERTIES: [&str; 3] = ["PartitionKey", "RowKey", "Timestamp"];

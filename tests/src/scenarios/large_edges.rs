@@ -1,7 +1,9 @@
-//! Review findings: each scenario fails while its bug is present.
+//! Large values at their edges: continuation keys addressed directly, damaged
+//! rows, references shared between types, files written back after a release.
 
 use futures::TryStreamExt;
-use unified_tables::{Backend, BlobContent, Error, IfMatch, Row, UpdateMode, Value, WriteOp};
+use unified_tables::backend::{Backend, IfMatch, UpdateMode, WriteOp};
+use unified_tables::{BlobContent, Error, Row, Value};
 
 use crate::model::Document;
 use crate::{noise, Env};
@@ -174,17 +176,7 @@ pub async fn a_damaged_file_reference_is_integrity_not_a_panic(env: &Env) {
 pub async fn writing_back_a_released_file_does_not_store_a_dangling_reference(env: &Env) {
     let blobs = env.blobs.clone().expect("a blob backend");
     let container = crate::blob_options().container;
-    let eager = env
-        .tables
-        .clone()
-        .with_blobs(
-            blobs.clone(),
-            unified_tables::BlobOptions {
-                cleanup_grace: std::time::Duration::ZERO,
-                ..crate::blob_options()
-            },
-        )
-        .store_in::<Document>(&env.table);
+    let eager = crate::eager_tables(env).store_in::<Document>(&env.table);
     let mut d = Document::new("p", "f");
     d.attachment = Some(BlobContent::from_bytes(b"first file".to_vec(), "text/plain"));
     eager.create(&mut d).await.unwrap();
@@ -206,4 +198,72 @@ pub async fn writing_back_a_released_file_does_not_store_a_dangling_reference(en
             "the upsert succeeded and stored a reference to a deleted blob: {read:?}"
         );
     }
+}
+
+/// A main row whose part count was damaged (raised past what one transaction
+/// holds, or to `i32::MAX`) is still deleted, with its real continuation rows,
+/// in a bounded number of requests.
+pub async fn an_entity_with_a_damaged_part_count_stays_deletable(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    for (rk, parts) in [("d150", 150), ("dmax", i32::MAX)] {
+        let mut d = Document::new("p", rk);
+        d.body = noise(1_200_000, 3);
+        store.create(&mut d).await.unwrap();
+        let mut row = raw(env, rk).await;
+        let real = part_count(&row);
+        assert!(real >= 1, "{rk}: the value has continuation rows");
+        row.insert("_SplitParts", Value::Int32(parts));
+        put_raw(env, row).await;
+        env.reset_counts();
+        assert!(store.delete(("p", rk)).await.unwrap(), "{rk}: deleted");
+        assert!(
+            env.counts().entity_requests() <= 8,
+            "{rk}: a bounded number of requests, not one per claimed part: {:?}",
+            env.counts()
+        );
+        assert!(store.get(("p", rk)).await.unwrap().is_none(), "{rk}");
+        for index in 1..=real {
+            let key = format!("{rk}~{index:04}");
+            assert!(
+                env.backend().get(&env.table, "p", &key).await.unwrap().is_none(),
+                "{rk}: continuation row {key} deleted too"
+            );
+        }
+    }
+}
+
+/// A reference cell that is not text is damage, never an empty value.
+pub async fn a_reference_cell_that_is_not_text_is_integrity(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    let mut d = Document::new("p", "ref");
+    store.create(&mut d).await.unwrap();
+    let row = raw(env, "ref").await.with("Body__blob", Value::Int32(7));
+    put_raw(env, row).await;
+    let err = store.get(("p", "ref")).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Integrity { column, .. } if column == "Body"),
+        "{err}"
+    );
+}
+
+/// A value that would go to a blob whose name the service refuses (long
+/// keys) is refused before anything is uploaded or written.
+pub async fn a_blob_name_over_the_service_limit_is_refused_before_writing(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    let pk = "k".repeat(1000);
+    let mut d = Document::new(&pk, "r");
+    d.body = noise(3_200_000, 5);
+    let err = store.create(&mut d).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::InvalidKey {
+                which: unified_tables::KeyKind::PartitionKey,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("blob"), "{err}");
+    assert!(env.backend().get(&env.table, &pk, "r").await.unwrap().is_none());
 }

@@ -1,0 +1,133 @@
+//! Every performance figure of unified-tables in one run, each beside its
+//! reference, printed as one table:
+//!
+//! 1. codec: `to_row` + `from_row` of one 14-column entity, derive against
+//!    hand-written code and against the generic serde route (the routes of
+//!    the `codec` bench);
+//! 2. batches: 10,000 rows with `create_batch` against raw
+//!    `azure_data_tables` transactions (on Azure) and a loop of `create`;
+//! 3. point operations (get, upsert, create) with 1 and 16 requests in
+//!    flight, against the raw crate on Azure;
+//! 4. 8 MiB large values (text, gzip, file) written and read, against the
+//!    raw requests of the same stored layout on Azure;
+//! 5. streaming memory: peak heap growth streaming rows against collecting them.
+//!
+//! The ratio is library / reference of the figures as printed (times: lower
+//! is better; MB/s: higher is better); the target, where one is set, says
+//! which way.
+//!
+//! ```text
+//! cargo run --release -p unified-tables-examples --example figures                                  # in memory
+//! cargo run --release -p unified-tables-examples --example figures -- "<connection string>"         # Azure or Azurite
+//! ```
+
+#[path = "../../tables/benches/support/codec_routes.rs"]
+mod codec_routes;
+
+mod alloc;
+mod batch;
+mod common;
+mod large;
+mod point;
+mod report;
+mod stream;
+
+use std::time::Instant;
+
+use unified_tables::backend::azure::ConnectionString;
+use unified_tables::Tables;
+use unified_tables_examples::connection_from_env;
+
+use crate::codec_routes::ROUTES;
+use crate::common::Failure;
+use crate::report::{Figure, Target};
+
+#[global_allocator]
+static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
+
+/// Point operations per measurement: in memory, and on Azure.
+const POINT_OPS: (usize, usize) = (20_000, 200);
+/// Rows streamed: in memory, and on Azure (seeding them takes a while).
+const STREAM_ROWS: (usize, usize) = (100_000, 50_000);
+
+/// The codec figures: derive against hand-written and against generic serde.
+fn codec_figures() -> Vec<Figure> {
+    let order = codec_routes::sample();
+    codec_routes::check_routes_agree(&order);
+    let t = codec_routes::time_round_trips(&order);
+    let ns = |v: f64| (format!("{v:.0} ns"), v);
+    vec![
+        Figure::compared(
+            format!("codec round trip: {} vs {}", ROUTES[0], ROUTES[1]),
+            ns(t.derive()),
+            ns(t.hand_written()),
+        )
+        .target(Target::AtMost(1.2)),
+        Figure::compared(
+            format!("codec round trip: {} vs {}", ROUTES[0], ROUTES[2]),
+            ns(t.derive()),
+            ns(t.generic()),
+        )
+        .target(Target::AtMost(1.0)),
+    ]
+}
+
+/// Batches, point operations and large values, on a multi-threaded runtime.
+async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<String>), Failure> {
+    let mut notes = Vec::new();
+    let (db, service, point_ops) = match connection {
+        Some(c) => {
+            let parsed = ConnectionString::parse(c)?;
+            (Tables::connect(c)?, Some(common::crate_client(&parsed)?), POINT_OPS.1)
+        }
+        None => (Tables::memory(), None, POINT_OPS.0),
+    };
+    let (mut figures, refused) = batch::figures(&db, service.clone()).await?;
+    if let Some(reason) = refused {
+        notes.push(format!(
+            "the azure_data_tables transaction was refused ({reason}); the batch reference went through Backend::transaction"
+        ));
+    }
+    figures.extend(point::figures(&db, service.as_ref(), point_ops).await?);
+    figures.extend(large::figures(&db, connection).await?);
+    Ok((figures, notes))
+}
+
+fn main() -> Result<(), Failure> {
+    let connection = connection_from_env();
+    let started = Instant::now();
+    let on = match &connection {
+        Some(c) => format!("Azure at {}", ConnectionString::parse(c)?.table_endpoint),
+        None => "the in-memory backend".to_owned(),
+    };
+    eprintln!("figures on {on}: codec ..");
+    let mut figures = codec_figures();
+
+    eprintln!("figures: batches, point operations, large values ..");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let (network, notes) = runtime.block_on(network_figures(connection.as_deref()))?;
+    drop(runtime);
+    figures.extend(network);
+
+    eprintln!("figures: streaming memory ..");
+    // One thread: no runtime worker allocates beside the measured code.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    figures.extend(runtime.block_on(async {
+        let (db, rows) = match &connection {
+            Some(c) => (Tables::connect(c)?, STREAM_ROWS.1),
+            None => (Tables::memory(), STREAM_ROWS.0),
+        };
+        stream::figures(&db, rows).await
+    })?);
+
+    println!(
+        "unified-tables figures on {on} ({:.0} s); ratio = library / reference",
+        started.elapsed().as_secs_f64()
+    );
+    println!();
+    report::print_table(&figures);
+    for note in notes {
+        println!("note: {note}");
+    }
+    Ok(())
+}

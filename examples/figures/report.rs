@@ -1,0 +1,145 @@
+//! One line per figure, printed as an aligned plain-text table.
+
+use std::time::Duration;
+
+/// What a figure's ratio (library / reference, as printed) should reach.
+#[derive(Debug, Clone, Copy)]
+pub enum Target {
+    /// The ratio should be at most this.
+    AtMost(f64),
+    /// The ratio should be at least this.
+    AtLeast(f64),
+}
+
+impl Target {
+    fn cell(self, ratio: Option<f64>) -> String {
+        let (sign, bound, met) = match self {
+            Target::AtMost(b) => ("<=", b, ratio.map(|r| r <= b)),
+            Target::AtLeast(b) => (">=", b, ratio.map(|r| r >= b)),
+        };
+        let verdict = match met {
+            Some(true) => " met",
+            Some(false) => " MISSED",
+            None => "",
+        };
+        format!("{sign} {bound}{verdict}")
+    }
+}
+
+/// One measured figure beside its reference.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// What is measured.
+    pub name: String,
+    /// The library's figure, with its unit.
+    pub library: String,
+    /// The reference's figure, or `-` where none is measured.
+    pub reference: String,
+    /// Library / reference, of the figures as printed.
+    pub ratio: Option<f64>,
+    /// What the ratio should reach, where one is set.
+    pub target: Option<Target>,
+}
+
+impl Figure {
+    /// A figure with a reference: `ratio` is `library / reference`.
+    pub fn compared(name: impl Into<String>, library: (String, f64), reference: (String, f64)) -> Figure {
+        Figure {
+            name: name.into(),
+            library: library.0,
+            reference: reference.0,
+            ratio: Some(library.1 / reference.1),
+            target: None,
+        }
+    }
+
+    /// A figure measured on its own (no reference on this backend).
+    pub fn alone(name: impl Into<String>, library: String) -> Figure {
+        Figure {
+            name: name.into(),
+            library,
+            reference: "-".into(),
+            ratio: None,
+            target: None,
+        }
+    }
+
+    /// Sets the target of the ratio.
+    pub fn target(mut self, target: Target) -> Figure {
+        self.target = Some(target);
+        self
+    }
+}
+
+/// Prints the figures as one table: `figure | library | reference | ratio | target`.
+pub fn print_table(figures: &[Figure]) {
+    let header = ["figure", "library", "reference", "ratio", "target"].map(String::from);
+    let rows: Vec<[String; 5]> = figures
+        .iter()
+        .map(|f| {
+            [
+                f.name.clone(),
+                f.library.clone(),
+                f.reference.clone(),
+                f.ratio.map_or_else(|| "-".into(), |r| format!("{r:.3}")),
+                f.target.map_or_else(|| "-".into(), |t| t.cell(f.ratio)),
+            ]
+        })
+        .collect();
+    let mut widths = header.clone().map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String; 5]| {
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .enumerate()
+            .map(|(i, (c, w))| match i {
+                0 | 4 => format!("{c:<w$}"),
+                _ => format!("{c:>w$}"),
+            })
+            .collect();
+        println!("{}", parts.join(" | ").trim_end());
+    };
+    line(&header);
+    println!("{}", widths.map(|w| "-".repeat(w)).join("-+-"));
+    for row in &rows {
+        line(row);
+    }
+}
+
+/// The median (the lower middle one for an even count).
+pub fn median(mut values: Vec<Duration>) -> Duration {
+    values.sort();
+    values[(values.len() - 1) / 2]
+}
+
+/// A duration in the unit that suits it, three significant digits or so.
+pub fn duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.1} ms", s * 1e3)
+    } else if s >= 1e-6 {
+        format!("{:.1} us", s * 1e6)
+    } else {
+        format!("{:.0} ns", s * 1e9)
+    }
+}
+
+/// `n` with thousands separators.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,0 +1,92 @@
+//! Reading the blob service's answers: properties from response headers,
+//! HTTP dates, ETags, content ranges, and conditions as request headers.
+
+use std::fmt;
+
+use azure_core::headers::{self as h, HeaderName, Headers};
+use azure_core::prelude::{IfMatchCondition, IfModifiedSinceCondition};
+
+use crate::backend::blob::{BlobCondition, BlobProperties};
+use crate::error::{Error, Result};
+use crate::value::DateTime;
+
+/// Whether an error says the blob (not its container) does not exist.
+pub(super) fn is_blob_missing(error: &Error) -> bool {
+    matches!(error, Error::Service { status: 404, code, .. } if code != "ContainerNotFound")
+}
+
+pub(super) fn unreadable(what: &str, detail: impl fmt::Display) -> Error {
+    Error::Transport(format!("the blob service's answer has an unreadable {what}: {detail}"))
+}
+
+/// An RFC 1123 date (`Sun, 06 Nov 1994 08:49:37 GMT`).
+pub(super) fn parse_http_date(text: &str) -> Result<DateTime> {
+    let at = azure_core::date::parse_rfc1123(text).map_err(|e| unreadable("date", e))?;
+    Ok(DateTime::from_unix_nanos(at.unix_timestamp_nanos()))
+}
+
+/// The strong ETag as the `ETag` header writes it: quoted.
+pub(super) fn quoted(etag: &str) -> String {
+    if etag.starts_with('"') || etag.starts_with("W/") {
+        etag.to_owned()
+    } else {
+        format!("\"{etag}\"")
+    }
+}
+
+/// `bytes 0-4/100` → 100.
+pub(super) fn total_from_content_range(text: &str) -> Option<u64> {
+    text.rsplit_once('/')?.1.trim().parse().ok()
+}
+
+/// The properties a Get Blob / Get Blob Properties answer carries.
+pub(super) fn properties_from_headers(headers: &Headers) -> Result<BlobProperties> {
+    let etag = headers
+        .get_optional_str(&h::ETAG)
+        .ok_or_else(|| unreadable("ETag", "missing"))?;
+    let last_modified = parse_http_date(
+        headers
+            .get_optional_str(&h::LAST_MODIFIED)
+            .ok_or_else(|| unreadable("Last-Modified", "missing"))?,
+    )?;
+    let length = match headers.get_optional_str(&h::CONTENT_RANGE) {
+        Some(range) => total_from_content_range(range).ok_or_else(|| unreadable("Content-Range", range))?,
+        None => headers
+            .get_optional_str(&h::CONTENT_LENGTH)
+            .unwrap_or("0")
+            .trim()
+            .parse()
+            .map_err(|e| unreadable("Content-Length", e))?,
+    };
+    let text = |name: &HeaderName| {
+        headers
+            .get_optional_str(name)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    Ok(BlobProperties {
+        etag: quoted(etag),
+        last_modified,
+        length,
+        content_type: text(&h::CONTENT_TYPE),
+        content_encoding: text(&h::CONTENT_ENCODING),
+    })
+}
+
+pub(super) fn if_match(
+    condition: &BlobCondition,
+) -> Result<(Option<IfMatchCondition>, Option<IfModifiedSinceCondition>)> {
+    Ok(match condition {
+        BlobCondition::None => (None, None),
+        BlobCondition::IfNoneMatchAny => (Some(IfMatchCondition::NotMatch("*".into())), None),
+        BlobCondition::IfMatch(etag) => (Some(IfMatchCondition::Match(etag.clone())), None),
+        BlobCondition::IfUnmodifiedSince(at) => {
+            // The header carries whole seconds; the crate formats the instant as RFC 1123.
+            let at = azure_core::date::parse_rfc3339(&at.to_string()).map_err(|e| Error::InvalidValue {
+                column: String::new(),
+                reason: format!("If-Unmodified-Since `{at}` cannot be sent: {e}"),
+            })?;
+            (None, Some(IfModifiedSinceCondition::Unmodified(at)))
+        }
+    })
+}

@@ -1,0 +1,347 @@
+//! The on-storage layout: every cell suffix and system column this crate
+//! writes, the continuation-row key shape, blob names and the blob reference
+//! cell. Rows and blobs laid out here are the ones the .NET library
+//! Unified.Data.Tables reads and writes, so tables can be shared.
+//!
+//! | cells of a field `Col` | what they hold |
+//! |---|---|
+//! | `Col` | a native cell (or a large value that fits one cell) |
+//! | `Col__Json` | JSON text of a serde-stored value |
+//! | `Col__GZip` | base64 of gzip over the JSON text, when it does not fit one cell |
+//! | `Col__Truncated` | marker of a value trimmed under a trimming policy |
+//! | `Col__c0` .. `Col__cN` | chunks of a split large value |
+//! | `Col__chunks`, `Col__sha256`, `Col__enc`, `Col__len` | the manifest of a split value |
+//! | `Col__blob` | the reference of a value or file stored as a blob |
+//!
+//! The main row of an entity with continuation rows holds `_SplitParts`;
+//! continuation row `n` has the RowKey `{RowKey}~{n:04}` and the cells
+//! `_SplitOf` (the main RowKey) and `_SplitIndex` (`n`).
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::value::{Row, Value};
+
+// --- Cell suffixes ------------------------------------------------------------
+
+/// Suffix of a JSON cell.
+pub const JSON_SUFFIX: &str = "__Json";
+/// Suffix of a gzip-compressed JSON cell.
+pub const GZIP_SUFFIX: &str = "__GZip";
+/// Suffix of the marker cell written when a value was trimmed.
+pub const TRUNCATED_SUFFIX: &str = "__Truncated";
+/// Suffix of a blob reference cell.
+pub const BLOB_SUFFIX: &str = "__blob";
+/// Suffix of a split value's chunk count.
+pub const CHUNKS_SUFFIX: &str = "__chunks";
+/// Suffix of a split value's SHA-256 (lower-case hex of the stored bytes).
+pub const SHA256_SUFFIX: &str = "__sha256";
+/// Suffix of a split value's encoding (`text`, `gzip`, `binary`, `utf16le`).
+pub const ENC_SUFFIX: &str = "__enc";
+/// Suffix of a split value's stored length in bytes.
+pub const LEN_SUFFIX: &str = "__len";
+/// Prefix of a chunk cell's suffix: `{Col}__c{n}`.
+const CHUNK_SUFFIX: &str = "__c";
+
+/// `{column}__Json`.
+pub fn json_cell(column: &str) -> String {
+    format!("{column}{JSON_SUFFIX}")
+}
+
+/// `{column}__GZip`.
+pub fn gzip_cell(column: &str) -> String {
+    format!("{column}{GZIP_SUFFIX}")
+}
+
+/// `{column}__Truncated`.
+pub fn truncated_cell(column: &str) -> String {
+    format!("{column}{TRUNCATED_SUFFIX}")
+}
+
+/// `{column}__blob`.
+pub fn blob_cell(column: &str) -> String {
+    format!("{column}{BLOB_SUFFIX}")
+}
+
+/// `{column}__c{index}`: chunk `index` (0-based) of a split value.
+pub fn chunk_cell(column: &str, index: usize) -> String {
+    format!("{column}{CHUNK_SUFFIX}{index}")
+}
+
+/// `{column}__chunks`.
+pub fn chunks_cell(column: &str) -> String {
+    format!("{column}{CHUNKS_SUFFIX}")
+}
+
+/// `{column}__sha256`.
+pub fn sha256_cell(column: &str) -> String {
+    format!("{column}{SHA256_SUFFIX}")
+}
+
+/// `{column}__enc`.
+pub fn enc_cell(column: &str) -> String {
+    format!("{column}{ENC_SUFFIX}")
+}
+
+/// `{column}__len`.
+pub fn len_cell(column: &str) -> String {
+    format!("{column}{LEN_SUFFIX}")
+}
+
+/// Whether `cell` is the column's own cell or one of its suffixed cells
+/// (`{column}__…`).
+pub fn is_cell_of(cell: &str, column: &str) -> bool {
+    cell.strip_prefix(column)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with("__"))
+}
+
+/// Whether a cell name is a blob reference (`…__blob`).
+pub fn is_blob_cell(name: &str) -> bool {
+    name.ends_with(BLOB_SUFFIX)
+}
+
+/// A cell of a split value, as named on storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitCell {
+    /// `__c{n}`: chunk `n`.
+    Chunk(usize),
+    /// `__chunks`: the chunk count.
+    Chunks,
+    /// `__sha256`: the hash of the stored bytes.
+    Sha256,
+    /// `__enc`: the encoding.
+    Enc,
+    /// `__len`: the stored length.
+    Len,
+}
+
+/// Which split cell of `column` the cell `name` is, if any.
+pub fn split_cell(name: &str, column: &str) -> Option<SplitCell> {
+    let rest = name.strip_prefix(column)?;
+    split_suffix(rest)
+}
+
+/// Splits a cell name into its column and split cell, if it is one.
+pub fn parse_split_cell(name: &str) -> Option<(&str, SplitCell)> {
+    let at = name.rfind("__")?;
+    split_suffix(&name[at..]).map(|cell| (&name[..at], cell))
+}
+
+fn split_suffix(rest: &str) -> Option<SplitCell> {
+    match rest {
+        CHUNKS_SUFFIX => Some(SplitCell::Chunks),
+        SHA256_SUFFIX => Some(SplitCell::Sha256),
+        ENC_SUFFIX => Some(SplitCell::Enc),
+        LEN_SUFFIX => Some(SplitCell::Len),
+        _ => {
+            let digits = rest.strip_prefix(CHUNK_SUFFIX)?;
+            if digits.is_empty() || digits.len() > 9 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            digits.parse().ok().map(SplitCell::Chunk)
+        }
+    }
+}
+
+// --- System columns and continuation rows -----------------------------------
+
+/// Column of the main row holding the number of continuation rows.
+pub const SPLIT_PARTS: &str = "_SplitParts";
+/// Column of a continuation row naming its main row's RowKey.
+pub const SPLIT_OF: &str = "_SplitOf";
+/// Column of a continuation row holding its index (1-based).
+pub const SPLIT_INDEX: &str = "_SplitIndex";
+/// Most continuation rows an entity can have (four digits).
+pub const MAX_CONTINUATION_ROWS: usize = 9_999;
+/// Characters a continuation key adds to the main RowKey (`~0001`).
+pub const CONTINUATION_SUFFIX_UNITS: usize = 5;
+
+/// The RowKey of continuation row `index` (1-based).
+pub fn continuation_key(row_key: &str, index: usize) -> String {
+    format!("{row_key}~{index:04}")
+}
+
+/// The number of continuation rows a main row declares, capped at
+/// [`MAX_CONTINUATION_ROWS`] (a larger or non-positive number is damage, read as
+/// the most an entity can have, so such a row stays deletable).
+pub fn split_parts(row: &Row) -> usize {
+    let declared = match row.get(SPLIT_PARTS) {
+        Some(Value::Int32(n)) => i64::from(*n),
+        Some(Value::Int64(n)) => *n,
+        _ => 0,
+    };
+    usize::try_from(declared).map_or(0, |n| n.min(MAX_CONTINUATION_ROWS))
+}
+
+/// Whether a RowKey has the continuation shape: `~` and exactly four digits at the end.
+pub fn is_continuation_key(row_key: &str) -> bool {
+    let b = row_key.as_bytes();
+    b.len() >= 5 && b[b.len() - 5] == b'~' && b[b.len() - 4..].iter().all(u8::is_ascii_digit)
+}
+
+// --- Blob names -----------------------------------------------------------------
+
+/// The default container of offloaded values and files.
+pub const DEFAULT_CONTAINER: &str = "unified-tables-values";
+
+/// Escapes one name segment as `Uri.EscapeDataString` does, with `.`
+/// escaped too (so no segment is `.` or `..`); an empty segment is `%`.
+pub fn escape_segment(segment: &str) -> String {
+    if segment.is_empty() {
+        return "%".to_owned();
+    }
+    let mut out = String::with_capacity(segment.len());
+    for b in segment.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'~' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// The blob name of a value: `{table}/{partitionKey}/{rowKey}/{column}/{sha256}`.
+pub fn blob_name(table: &str, partition_key: &str, row_key: &str, column: &str, sha256: &str) -> String {
+    format!(
+        "{}{}/{sha256}",
+        row_prefix(table, partition_key, row_key),
+        escape_segment(column)
+    )
+}
+
+/// The prefix (with its trailing `/`) of every blob of one row.
+pub fn row_prefix(table: &str, partition_key: &str, row_key: &str) -> String {
+    format!(
+        "{}/{}/{}/",
+        escape_segment(table),
+        escape_segment(partition_key),
+        escape_segment(row_key)
+    )
+}
+
+/// The prefix of every blob of one partition.
+pub fn partition_prefix(table: &str, partition_key: &str) -> String {
+    format!("{}/{}/", escape_segment(table), escape_segment(partition_key))
+}
+
+/// Whether a name has the exact offload shape `{t}/{pk}/{rk}/{col}/{64 lower-hex}`.
+pub fn is_offload_shape(name: &str) -> bool {
+    let parts: Vec<&str> = name.split('/').collect();
+    parts.len() == 5
+        && parts[..4].iter().all(|p| !p.is_empty())
+        && parts[4].len() == 64
+        && parts[4]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+// --- The blob reference cell --------------------------------------------------------
+
+/// The reference cell `{Col}__blob`: where a value's blob is and how to
+/// check it. Stored as JSON with the members `path`, `sha256`, `length` and
+/// the optional `contentType` and `encoding`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlobRef {
+    /// The blob's path in the container.
+    pub path: String,
+    /// Lower-case hex SHA-256 of the stored bytes.
+    pub sha256: String,
+    /// The stored length in bytes.
+    pub length: u64,
+    /// The content type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// The encoding of the stored bytes (`text`, `gzip`, `binary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
+}
+
+impl BlobRef {
+    /// The JSON text of the reference cell.
+    pub fn to_cell(&self) -> String {
+        // A struct of strings and a number always serializes.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Parses the JSON text of the reference cell `cell`.
+    pub fn parse(cell: &str, json: &str) -> Result<BlobRef> {
+        serde_json::from_str(json).map_err(|e| Error::Decode {
+            column: cell.to_owned(),
+            expected: "a blob reference (JSON with path, sha256, length)".into(),
+            found: e.to_string(),
+        })
+    }
+}
+
+/// The blob paths of every readable reference cell of a row.
+pub fn blob_paths(row: &Row) -> BTreeSet<String> {
+    row.properties
+        .iter()
+        .filter(|(k, _)| is_blob_cell(k))
+        .filter_map(|(k, v)| v.as_str().and_then(|json| BlobRef::parse(k, json).ok()).map(|r| r.path))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_never_fold() {
+        assert_eq!(escape_segment("."), "%2E");
+        assert_eq!(escape_segment(".."), "%2E%2E");
+        assert_eq!(escape_segment(""), "%");
+        assert_eq!(escape_segment("a/b c"), "a%2Fb%20c");
+        assert_eq!(escape_segment("ü"), "%C3%BC");
+        let sha = "a".repeat(64);
+        let name = blob_name("Docs", "", ".", "Body", &sha);
+        assert_eq!(name, format!("Docs/%/%2E/Body/{sha}"));
+        assert!(is_offload_shape(&name));
+        assert!(!is_offload_shape("Docs/p/r/Body/xyz"));
+    }
+
+    #[test]
+    fn continuation_keys() {
+        assert_eq!(continuation_key("r", 1), "r~0001");
+        assert!(is_continuation_key("r~0001") && is_continuation_key("a~b~0042"));
+        assert!(!is_continuation_key("a~b") && !is_continuation_key("x~12") && !is_continuation_key("a~0001x"));
+    }
+
+    #[test]
+    fn split_cells_are_named_and_parsed_in_one_place() {
+        assert_eq!(split_cell(&chunk_cell("Body", 12), "Body"), Some(SplitCell::Chunk(12)));
+        assert_eq!(split_cell(&chunks_cell("Body"), "Body"), Some(SplitCell::Chunks));
+        assert_eq!(split_cell(&sha256_cell("Body"), "Body"), Some(SplitCell::Sha256));
+        assert_eq!(split_cell(&enc_cell("Body"), "Body"), Some(SplitCell::Enc));
+        assert_eq!(split_cell(&len_cell("Body"), "Body"), Some(SplitCell::Len));
+        assert_eq!(split_cell("Body__c", "Body"), None);
+        assert_eq!(split_cell("Body__cx", "Body"), None);
+        assert_eq!(split_cell("Body__Json", "Body"), None);
+        assert_eq!(split_cell("Bodyx__c0", "Body"), None);
+        assert_eq!(
+            parse_split_cell("Doc_Body__c3"),
+            Some(("Doc_Body", SplitCell::Chunk(3)))
+        );
+        assert_eq!(parse_split_cell("Body__blob"), None);
+    }
+
+    #[test]
+    fn blob_refs_round_trip() {
+        let r = BlobRef {
+            path: "T/p/r/Body/abc".into(),
+            sha256: "abc".into(),
+            length: 3,
+            content_type: None,
+            encoding: Some("gzip".into()),
+        };
+        assert_eq!(
+            r.to_cell(),
+            r#"{"path":"T/p/r/Body/abc","sha256":"abc","length":3,"encoding":"gzip"}"#
+        );
+        assert_eq!(BlobRef::parse("Body__blob", &r.to_cell()).unwrap(), r);
+        assert!(matches!(BlobRef::parse("Body__blob", "{}"), Err(Error::Decode { .. })));
+    }
+}

@@ -1,0 +1,253 @@
+//! The limits and name rules of the table and blob services.
+//!
+//! Every layer that needs one of these facts (the in-memory backend that
+//! enforces them, the planner that stays within them, the store that refuses
+//! a write before sending it) reads it from here.
+
+use crate::error::{Error, KeyKind, Result};
+use crate::value::{utf16_len, Row};
+
+// --- Tables ----------------------------------------------------------------
+
+/// The longest key the service accepts, in UTF-16 units.
+pub const MAX_KEY_UNITS: usize = 1024;
+/// The most custom properties an entity may have.
+pub const MAX_PROPERTIES: usize = 252;
+/// The largest entity the service accepts, measured with its size formula.
+pub const MAX_ENTITY_BYTES: usize = 1_048_488;
+/// The most bytes one string or binary cell may hold (strings count 2 bytes per UTF-16 unit).
+pub const MAX_CELL_BYTES: usize = 65_535;
+/// The longest property name the service accepts, in UTF-16 units.
+pub const MAX_PROPERTY_NAME_UNITS: usize = 255;
+/// The most operations one entity-group transaction may hold.
+pub const MAX_TRANSACTION_OPS: usize = 100;
+/// The largest request body of one entity-group transaction.
+pub const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024;
+/// The most entities one query page returns.
+pub const MAX_PAGE_SIZE: u32 = 1000;
+
+/// Whether the service refuses this character in a key.
+pub fn is_refused_key_char(c: char) -> bool {
+    matches!(c, '/' | '\\' | '#' | '?') || matches!(c as u32, 0x00..=0x1F | 0x7F..=0x9F)
+}
+
+/// Checks one key against the service's rules.
+pub fn validate_key(which: KeyKind, key: &str) -> Result<()> {
+    let units = utf16_len(key);
+    if units > MAX_KEY_UNITS {
+        return Err(Error::InvalidKey {
+            which,
+            key: shown(key),
+            reason: format!("it is {units} UTF-16 units long and the service allows at most {MAX_KEY_UNITS}"),
+        });
+    }
+    if let Some(c) = key.chars().find(|c| is_refused_key_char(*c)) {
+        return Err(Error::InvalidKey {
+            which,
+            key: shown(key),
+            reason: format!(
+                "it contains {c:?}; keys may not contain '/', '\\', '#', '?' or control characters (encode them, e.g. replace '/' with another separator)"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A key or name for a message: its first 64 characters.
+pub(crate) fn shown(text: &str) -> String {
+    const MAX_SHOWN: usize = 64;
+    if text.chars().count() <= MAX_SHOWN {
+        text.to_owned()
+    } else {
+        let head: String = text.chars().take(MAX_SHOWN).collect();
+        format!("{head}…")
+    }
+}
+
+/// Checks a table name: `^[A-Za-z][A-Za-z0-9]{2,62}$`, not `tables`.
+pub fn check_table_name(name: &str) -> Result<()> {
+    let ok = (3..=63).contains(&name.len())
+        && name.as_bytes()[0].is_ascii_alphabetic()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric())
+        && !name.eq_ignore_ascii_case("tables");
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Config(format!(
+            "`{name}` is not a valid table name: use 3 to 63 letters and digits, starting with a letter (and not `tables`)"
+        )))
+    }
+}
+
+/// Refuses a row that breaks the property-count or entity-size limit.
+pub(crate) fn check_row_limits(row: &Row) -> Result<()> {
+    if row.properties.len() > MAX_PROPERTIES {
+        return Err(Error::LimitExceeded {
+            limit: "TooManyProperties",
+            detail: format!(
+                "the entity has {} properties and the service allows at most {MAX_PROPERTIES}; skip fields, or group some into one JSON field",
+                row.properties.len()
+            ),
+        });
+    }
+    let size = row.stored_size();
+    if size > MAX_ENTITY_BYTES {
+        let largest = row
+            .properties
+            .iter()
+            .max_by_key(|(_, v)| v.stored_size())
+            .map(|(k, v)| format!(" (largest column: `{k}`, {} bytes)", v.stored_size()))
+            .unwrap_or_default();
+        return Err(Error::LimitExceeded {
+            limit: "EntityTooLarge",
+            detail: format!(
+                "the entity is {size} bytes and the service allows at most {MAX_ENTITY_BYTES}{largest}; mark large fields #[table(split = ..)]"
+            ),
+        });
+    }
+    Ok(())
+}
+
+// --- Blobs -----------------------------------------------------------------
+
+/// The longest blob name the service accepts, in characters (UTF-16 units).
+pub const MAX_BLOB_NAME_UNITS: usize = 1024;
+/// The most `/`-separated segments a blob name may have.
+pub const MAX_BLOB_NAME_SEGMENTS: usize = 254;
+/// The most results one blob listing page holds (and the default).
+pub const MAX_LIST_RESULTS: u32 = 5000;
+/// The largest single Put Blob the service accepts (5000 MiB).
+pub const MAX_PUT_BLOB_BYTES: u64 = 5000 * 1024 * 1024;
+/// The Content-Type the service stores when a put gives none.
+pub const DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
+
+/// A blob name as the service stores it: `\` turned into `/`, `.` and `..`
+/// segments resolved, and checked against the naming rules. Both backends
+/// address blobs only through this type, so they agree on every name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BlobName(String);
+
+impl BlobName {
+    /// The name under which the service stores the blob addressed as `name`,
+    /// or the 400 `InvalidUri` error the service gives.
+    ///
+    /// The service resolves the request path: a `\` becomes `/`, a `.`
+    /// segment is dropped and a `..` segment removes the segment before it
+    /// (`./key`, `a/./key` and `a/../key` store to `key`, `a/key` and `key`).
+    /// Refused: a name that is empty after folding, one whose `..` would
+    /// climb out of the container, one longer than 1024 characters or with
+    /// more than 254 segments, and one that starts or ends with `/` (such a
+    /// blob cannot be addressed the same way through every client).
+    ///
+    /// ```
+    /// use unified_tables::service::BlobName;
+    /// assert_eq!(BlobName::parse("./key").unwrap().as_str(), "key");
+    /// assert_eq!(BlobName::parse("a/./b").unwrap().as_str(), "a/b");
+    /// assert_eq!(BlobName::parse("a/../b").unwrap().as_str(), "b");
+    /// assert_eq!(BlobName::parse(r"a\b").unwrap().as_str(), "a/b");
+    /// assert!(BlobName::parse("../b").is_err());
+    /// ```
+    pub fn parse(name: &str) -> Result<BlobName> {
+        let replaced = name.replace('\\', "/");
+        let segments: Vec<&str> = replaced.split('/').collect();
+        let last = segments.len() - 1;
+        let mut folded: Vec<&str> = Vec::with_capacity(segments.len());
+        for (index, segment) in segments.into_iter().enumerate() {
+            match segment {
+                "." => {}
+                ".." => {
+                    if folded.pop().is_none() {
+                        return Err(invalid_blob_name(
+                            name,
+                            "a `..` segment would leave the container; remove it",
+                        ));
+                    }
+                }
+                other => {
+                    folded.push(other);
+                    continue;
+                }
+            }
+            // A dot segment at the end leaves the path ending with `/`.
+            if index == last {
+                folded.push("");
+            }
+        }
+        let canonical = folded.join("/");
+        if canonical.is_empty() {
+            return Err(invalid_blob_name(name, "a blob name needs at least one character"));
+        }
+        let units = utf16_len(&canonical);
+        if units > MAX_BLOB_NAME_UNITS {
+            return Err(invalid_blob_name(
+                name,
+                &format!("a blob name may have at most {MAX_BLOB_NAME_UNITS} characters, this one has {units}"),
+            ));
+        }
+        if canonical.starts_with('/') || canonical.ends_with('/') {
+            return Err(invalid_blob_name(
+                name,
+                "a blob name may not start or end with `/` (after folding `.` and `..` segments)",
+            ));
+        }
+        let count = folded.len();
+        if count > MAX_BLOB_NAME_SEGMENTS {
+            return Err(invalid_blob_name(
+                name,
+                &format!("a blob name may have at most {MAX_BLOB_NAME_SEGMENTS} segments, this one has {count}"),
+            ));
+        }
+        Ok(BlobName(canonical))
+    }
+
+    /// The name as stored.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The name as an owned string.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::fmt::Display for BlobName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn invalid_blob_name(name: &str, reason: &str) -> Error {
+    let more = if name.chars().count() > 64 { "…" } else { "" };
+    let head: String = name.chars().take(64).collect();
+    Error::service(
+        400,
+        "InvalidUri",
+        format!("The requested URI does not represent any resource on the server: blob name `{head}{more}`: {reason}."),
+    )
+}
+
+/// The service's container naming rules: 3–63 characters of lower-case
+/// letters, digits and dashes, starting and ending with a letter or digit,
+/// no two dashes in a row (400 `InvalidResourceName` otherwise).
+pub fn check_container_name(name: &str) -> Result<()> {
+    let bytes = name.as_bytes();
+    let valid = (3..=63).contains(&bytes.len())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes[0] != b'-'
+        && bytes[bytes.len() - 1] != b'-'
+        && !name.contains("--");
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::service(
+            400,
+            "InvalidResourceName",
+            format!(
+                "The specified resource name contains invalid characters: container `{name}` (3-63 lower-case letters, digits and single dashes, starting and ending with a letter or digit)."
+            ),
+        ))
+    }
+}

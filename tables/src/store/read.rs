@@ -1,0 +1,246 @@
+//! The read path: fetch → assemble → verify → decode. A plain row decodes
+//! directly; a row of a type with large values is reassembled from its
+//! split cells, continuation rows and blobs, each checked against its hash.
+
+use std::collections::BTreeSet;
+
+use super::write::{race_backoff, RACE_ATTEMPTS};
+use super::Store;
+use crate::backend::QueryRequest;
+use crate::entity::{Key, LargeForm, TableEntity};
+use crate::error::{Error, Result};
+use crate::large::cells::{assemble, inline_name, value_from_stored};
+use crate::large::plan::large_columns;
+use crate::layout::{
+    blob_cell, chunks_cell, continuation_key, is_cell_of, parse_split_cell, split_cell, split_parts, BlobRef,
+    SplitCell, SPLIT_OF, SPLIT_PARTS,
+};
+use crate::query::{CmpOp, Filter};
+use crate::value::{ETag, Row, Value};
+
+/// The rows `{row_key}~0001` ..= `{row_key}~{last}` of a partition.
+pub(crate) fn continuation_range(partition_key: &str, row_key: &str, last: usize) -> Filter {
+    Filter::eq("PartitionKey", Value::String(partition_key.to_owned()))
+        .and(Filter::cmp(
+            "RowKey",
+            CmpOp::Ge,
+            Value::String(continuation_key(row_key, 1)),
+        ))
+        .and(Filter::cmp(
+            "RowKey",
+            CmpOp::Le,
+            Value::String(continuation_key(row_key, last)),
+        ))
+}
+
+/// Whether a row is a continuation row of a large value (never an entity).
+pub(crate) fn is_continuation_row(row: &Row) -> bool {
+    row.get(SPLIT_OF).is_some()
+}
+
+impl<T: TableEntity> Store<T> {
+    /// Reads one row as an entity together with its version (which entities
+    /// without an ETag field cannot carry).
+    pub(crate) async fn read(&self, key: &Key) -> Result<Option<(T, ETag)>> {
+        self.ensure_created().await?;
+        let Some(row) = self
+            .tables
+            .backend
+            .get(&self.table, &key.partition_key, &key.row_key)
+            .await?
+            .filter(|row| !is_continuation_row(row))
+        else {
+            return Ok(None);
+        };
+        let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
+        Ok(self.decode_row(row).await?.map(|e| {
+            let etag = e.etag().cloned().unwrap_or(etag);
+            (e, etag)
+        }))
+    }
+
+    /// Decodes a main row: directly for a plain type; for a type with large
+    /// values, reassembled and checked, retrying a read that raced a replace
+    /// (`None` when the entity was deleted under the read).
+    pub(crate) async fn decode_row(&self, row: Row) -> Result<Option<T>> {
+        if !const { T::SCHEMA.has_large_values() } {
+            return T::from_row(row).map(Some);
+        }
+        let mut main = row;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.assemble_row(&main).await {
+                Ok(row) => {
+                    let mut entity = T::from_row(row)?;
+                    self.bind_read_files(&mut entity);
+                    return Ok(Some(entity));
+                }
+                Err(e @ Error::Integrity { .. }) => {
+                    let again = self
+                        .tables
+                        .backend
+                        .get(&self.table, &main.partition_key, &main.row_key)
+                        .await?;
+                    match again {
+                        None => return Ok(None),
+                        Some(fresh) if fresh.etag != main.etag && attempt < RACE_ATTEMPTS => {
+                            tokio::time::sleep(race_backoff(attempt)).await;
+                            main = fresh;
+                        }
+                        Some(fresh) if fresh.etag != main.etag => {
+                            let key = Key::new(main.partition_key, main.row_key);
+                            return Err(Error::conflict(&self.table, &key));
+                        }
+                        Some(_) => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The continuation rows of a main row (one range query).
+    async fn continuation_rows(&self, main: &Row, parts: usize) -> Result<Vec<Row>> {
+        let request = QueryRequest {
+            filter: Some(continuation_range(&main.partition_key, &main.row_key, parts)),
+            select: None,
+            top: None,
+        };
+        let mut pages = self.pages(request).await?;
+        let mut rows = Vec::new();
+        while let Some(page) = pages.next().await? {
+            rows.extend(page);
+        }
+        Ok(rows)
+    }
+
+    /// The row with every large value back in its one-cell form, checked.
+    async fn assemble_row(&self, main: &Row) -> Result<Row> {
+        let parts = split_parts(main);
+        let mut merged = main.clone();
+        if parts > 0 {
+            let mut seen = BTreeSet::new();
+            for cont in self.continuation_rows(main, parts).await? {
+                if cont.get(SPLIT_OF).and_then(Value::as_str) != Some(main.row_key.as_str()) {
+                    continue;
+                }
+                seen.insert(cont.row_key.clone());
+                for (k, v) in cont.properties {
+                    if matches!(parse_split_cell(&k), Some((_, SplitCell::Chunk(_)))) {
+                        merged.properties.insert(k, v);
+                    }
+                }
+            }
+            for index in 1..=parts {
+                if !seen.contains(&continuation_key(&main.row_key, index)) {
+                    return Err(Error::Integrity {
+                        column: SPLIT_PARTS.into(),
+                        reason: format!(
+                            "continuation row {index} of {parts} is missing; the row may have changed while it was read"
+                        ),
+                    });
+                }
+            }
+        }
+        merged.properties.remove(SPLIT_PARTS);
+        for column in large_columns(T::SCHEMA.columns) {
+            let stored_under = stored_name(&merged, column.name, column.aliases);
+            let Some(name) = stored_under else { continue };
+            let value = self.assemble_value(&mut merged, column.name, name, column.form).await?;
+            if let Some(v) = value {
+                merged.insert(inline_name(column.name, column.form), v);
+            }
+        }
+        Ok(merged)
+    }
+
+    /// The one-cell form of the large value stored under `name` (the
+    /// column's name or one of its aliases), taking its cells out of `row`.
+    async fn assemble_value(&self, row: &mut Row, column: &str, name: &str, form: LargeForm) -> Result<Option<Value>> {
+        let reference_cell = blob_cell(name);
+        if let Some(cell) = row.take(&reference_cell) {
+            let Value::String(json) = cell else {
+                return Err(Error::Integrity {
+                    column: column.to_owned(),
+                    reason: format!("`{reference_cell}` is not a blob reference (found {cell:?})"),
+                });
+            };
+            let reference = BlobRef::parse(&reference_cell, &json).map_err(|e| Error::Integrity {
+                column: column.to_owned(),
+                reason: format!("the blob reference is damaged: {e}"),
+            })?;
+            let blobs = self.blobs().ok_or_else(|| Error::BlobOffloadNotConfigured {
+                column: column.to_owned(),
+            })?;
+            let found = blobs
+                .backend
+                .get_hashed(&blobs.options.container, &reference.path)
+                .await?;
+            let (_, bytes, sha) = found.ok_or_else(|| Error::Integrity {
+                column: column.to_owned(),
+                reason: format!(
+                    "the blob {} is missing; the row may have changed while it was read",
+                    reference.path
+                ),
+            })?;
+            if bytes.len() as u64 != reference.length || sha != reference.sha256 {
+                return Err(Error::Integrity {
+                    column: column.to_owned(),
+                    reason: format!(
+                        "the blob {} does not match its reference (length or SHA-256)",
+                        reference.path
+                    ),
+                });
+            }
+            let encoding = reference.encoding.as_deref().unwrap_or("binary");
+            return value_from_stored(column, bytes, encoding, form).map(Some);
+        }
+        if row.get(&chunks_cell(name)).is_some() {
+            let v = assemble(name, row, form).map_err(|e| renamed(e, name, column))?;
+            row.properties.retain(|k, _| split_cell(k, name).is_none());
+            return Ok(Some(v));
+        }
+        // Parts of a split value without its chunk count are damage, not an absent value.
+        if let Some(cell) = row.properties.keys().find(|k| split_cell(k, name).is_some()) {
+            return Err(Error::Integrity {
+                column: column.to_owned(),
+                reason: format!(
+                    "the row holds `{cell}` but no `{}`: the split value is incomplete",
+                    chunks_cell(name)
+                ),
+            });
+        }
+        // The one-cell form under an alias moves to the column's own name.
+        if name != column {
+            let inline = inline_name(name, form);
+            if let Some(v) = row.take(&inline) {
+                return Ok(Some(v));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The name a large value is stored under: the column's own name when any
+/// of its forms is present, else the first alias that has one.
+fn stored_name<'a>(row: &Row, column: &'a str, aliases: &'a [&'a str]) -> Option<&'a str> {
+    std::iter::once(column)
+        .chain(aliases.iter().copied())
+        .find(|name| has_large_form(row, name))
+}
+
+fn has_large_form(row: &Row, name: &str) -> bool {
+    row.properties.keys().any(|k| is_cell_of(k, name))
+}
+
+/// An integrity error about an alias's cells, named for the field's column.
+fn renamed(e: Error, stored: &str, column: &str) -> Error {
+    match e {
+        Error::Integrity { reason, .. } if stored != column => Error::Integrity {
+            column: column.to_owned(),
+            reason: format!("{reason} (stored under the old name `{stored}`)"),
+        },
+        other => other,
+    }
+}

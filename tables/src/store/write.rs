@@ -1,0 +1,382 @@
+//! The one write pipeline every entity write goes through:
+//!
+//! 1. **encode**: the derive's `to_row`, the stamps, key checks, files;
+//! 2. **plan**: the rows, continuation rows and blobs the entity takes (a
+//!    plain entity is a plan of one row);
+//! 3. **guard**: the read the type needs (large values, protected fields),
+//!    the caller's condition, protected-field checks;
+//! 4. **commit**: uploads, then one request or one transaction, the
+//!    classification of a rejection, the release of replaced blobs.
+//!
+//! Single writes ([`Store::write_entity`]) and batches
+//! ([`Store::write_batch`](super::batch)) share every step.
+
+use std::collections::{BTreeSet, HashSet};
+use std::time::Duration;
+
+use rand::Rng;
+
+use super::blobs::{Files, Upload};
+use super::Store;
+use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
+use crate::entity::{Key, TableEntity};
+use crate::error::{Error, ErrorKind, KeyKind, Result};
+use crate::large::plan::{check_row_key, large_columns, plan, Limits};
+use crate::layout::{blob_paths, continuation_key, split_parts, SPLIT_OF};
+use crate::service::{check_row_limits, validate_key};
+use crate::value::{DateTime, ETag, Row, Value};
+
+/// Attempts of a write that reads first and loses races to other writers.
+pub(crate) const RACE_ATTEMPTS: u32 = 5;
+
+/// The pause before retry `attempt`: 5–10 ms, doubling each time.
+pub(crate) fn race_backoff(attempt: u32) -> Duration {
+    let base = 5u64 << (attempt.saturating_sub(1)).min(4);
+    Duration::from_millis(base + rand::thread_rng().gen_range(0..=base))
+}
+
+/// What a write does to the stored entity.
+#[derive(Debug, Clone)]
+pub(crate) enum Verb {
+    /// Insert; the entity must not exist.
+    Create,
+    /// Insert or replace, whatever is stored.
+    Upsert,
+    /// Replace an existing entity on this condition.
+    Replace(IfMatch),
+}
+
+/// Stamps a write sets.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stamps {
+    pub(crate) created: Option<DateTime>,
+    pub(crate) updated: Option<DateTime>,
+}
+
+impl Stamps {
+    /// The stamps `verb` sets on `entity` at `at`: a create sets both, an
+    /// upsert keeps a created stamp the caller set, a replace sets the updated one.
+    pub(crate) fn of<T: TableEntity>(verb: &Verb, entity: &T, at: DateTime) -> Stamps {
+        let created = match verb {
+            Verb::Create => Some(at),
+            Verb::Upsert => entity.created_at().is_none().then_some(at),
+            Verb::Replace(_) => None,
+        };
+        Stamps {
+            created,
+            updated: Some(at),
+        }
+    }
+}
+
+/// Moves the written state into the caller's entity after a successful write.
+pub(crate) fn apply_written<T: TableEntity>(entity: &mut T, stamps: Stamps, outcome: WriteOutcome) -> ETag {
+    if let Some(at) = stamps.created {
+        entity.set_created_at(at);
+    }
+    if let Some(at) = stamps.updated {
+        entity.set_updated_at(at);
+    }
+    let etag = outcome.etag.unwrap_or_else(|| ETag::new(""));
+    entity.set_etag(Some(etag.clone()));
+    entity.set_timestamp(outcome.timestamp);
+    etag
+}
+
+/// An encoded entity: its full row (large values in their one-cell form)
+/// and its files.
+#[derive(Debug)]
+pub(crate) struct Encoded {
+    pub(crate) row: Row,
+    pub(crate) files: Files,
+}
+
+impl Encoded {
+    pub(crate) fn key(&self) -> Key {
+        Key::new(self.row.partition_key.clone(), self.row.row_key.clone())
+    }
+}
+
+/// The operations, uploads and blob bookkeeping of one entity's write.
+#[derive(Debug)]
+pub(crate) struct Unit {
+    /// The main row's operation first, then continuation rows, then deletes of stale ones.
+    pub(crate) ops: Vec<WriteOp>,
+    /// How many continuation rows `ops` writes (they follow the main op).
+    pub(crate) new_parts: usize,
+    pub(crate) uploads: Vec<Upload>,
+    /// Blobs the replaced version referenced.
+    pub(crate) old_refs: BTreeSet<String>,
+}
+
+impl Unit {
+    /// Blobs the new version references.
+    pub(crate) fn new_refs(&self) -> BTreeSet<String> {
+        self.ops
+            .first()
+            .and_then(WriteOp::row)
+            .map(blob_paths)
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn key(&self) -> Key {
+        let (pk, rk) = self.ops[0].keys();
+        Key::new(pk, rk)
+    }
+}
+
+/// Whether writes of `verb` read the stored row first: only for types whose
+/// plan or guard depends on it (large values, protected fields), and never
+/// for a create.
+pub(crate) fn reads_first<T: TableEntity>(verb: &Verb) -> bool {
+    !matches!(verb, Verb::Create) && const { T::SCHEMA.has_large_values() || T::SCHEMA.has_protected() }
+}
+
+impl<T: TableEntity> Store<T> {
+    /// Encodes an entity with `stamps` written into their columns (the
+    /// caller's value is stamped only once the write succeeds), checks its
+    /// keys, and prepares its files.
+    pub(crate) async fn encode(&self, entity: &T, stamps: Stamps) -> Result<Encoded> {
+        let mut row = entity.to_row(&self.encode_options())?;
+        if let (Some(at), Some(col)) = (stamps.created, T::SCHEMA.created_column) {
+            row.insert(col, Value::DateTime(at));
+        }
+        if let (Some(at), Some(col)) = (stamps.updated, T::SCHEMA.updated_column) {
+            row.insert(col, Value::DateTime(at));
+        }
+        validate_key(KeyKind::PartitionKey, &row.partition_key)?;
+        validate_key(KeyKind::RowKey, &row.row_key)?;
+        check_row_key(T::SCHEMA, &row.row_key)?;
+        let files = if const { T::SCHEMA.has_large_values() } {
+            let key = Key::new(row.partition_key.clone(), row.row_key.clone());
+            self.prepare_files(entity, &mut row, &key).await?
+        } else {
+            Files::default()
+        };
+        Ok(Encoded { row, files })
+    }
+
+    /// The guard of a write that read the stored row: the caller's
+    /// condition against the version read, and protected fields.
+    fn guard(&self, verb: &Verb, key: &Key, stored: Option<&Row>, row: &Row) -> Result<()> {
+        let version = stored.and_then(|s| s.etag.as_ref());
+        match (verb, version) {
+            (Verb::Replace(_), None) => return Err(Error::not_found(&self.table, key)),
+            (Verb::Replace(IfMatch::ETag(wanted)), Some(v)) if wanted != v => {
+                return Err(Error::conflict(&self.table, key))
+            }
+            _ => {}
+        }
+        if const { T::SCHEMA.has_protected() } {
+            self.check_protected(stored, row)?;
+        }
+        Ok(())
+    }
+
+    /// Plans the unit that writes `encoded` over `stored` (the row read
+    /// first, if the write reads). `leftovers` are continuation indexes held
+    /// by this entity's own leftover rows, which are overwritten.
+    pub(crate) fn plan_unit(
+        &self,
+        verb: &Verb,
+        read: bool,
+        encoded: &Encoded,
+        stored: Option<&Row>,
+        leftovers: &HashSet<usize>,
+    ) -> Result<Unit> {
+        let old_parts = stored.map_or(0, split_parts);
+        let limits = Limits {
+            threshold: self.blobs().map_or(usize::MAX, |b| b.options.threshold_bytes),
+            blobs: self.blobs().is_some(),
+            extra_ops: old_parts,
+        };
+        let planned = plan(&self.table, &encoded.row, &large_columns(T::SCHEMA.columns), limits)?;
+        check_row_limits(&planned.main)?;
+        let (pk, rk) = (&encoded.row.partition_key, &encoded.row.row_key);
+        let version = stored.and_then(|s| s.etag.clone());
+        let main = match (read, verb, version) {
+            (true, Verb::Create, _) | (true, _, None) | (false, Verb::Create, _) => WriteOp::Insert(planned.main),
+            (true, _, Some(v)) => WriteOp::Update {
+                row: planned.main,
+                mode: UpdateMode::Replace,
+                condition: IfMatch::ETag(v),
+            },
+            (false, Verb::Upsert, _) => WriteOp::Upsert {
+                row: planned.main,
+                mode: UpdateMode::Replace,
+            },
+            (false, Verb::Replace(condition), _) => WriteOp::Update {
+                row: planned.main,
+                mode: UpdateMode::Replace,
+                condition: condition.clone(),
+            },
+        };
+        let new_parts = planned.continuations.len();
+        let mut ops = Vec::with_capacity(1 + new_parts + old_parts.saturating_sub(new_parts));
+        ops.push(main);
+        for (i, cont) in planned.continuations.into_iter().enumerate() {
+            let index = i + 1;
+            ops.push(if index <= old_parts || leftovers.contains(&index) {
+                WriteOp::Upsert {
+                    row: cont,
+                    mode: UpdateMode::Replace,
+                }
+            } else {
+                WriteOp::Insert(cont)
+            });
+        }
+        for index in new_parts + 1..=old_parts {
+            ops.push(WriteOp::Delete {
+                partition_key: pk.clone(),
+                row_key: continuation_key(rk, index),
+                condition: IfMatch::Any,
+            });
+        }
+        let mut uploads: Vec<Upload> = planned.blobs.into_iter().map(Upload::from).collect();
+        uploads.extend(encoded.files.uploads.iter().cloned());
+        Ok(Unit {
+            ops,
+            new_parts,
+            uploads,
+            old_refs: stored.map(blob_paths).unwrap_or_default(),
+        })
+    }
+
+    /// Sends operations as one request (one operation) or one transaction,
+    /// dropping operations at index `droppable..` that found their row gone
+    /// (stale rows of a damaged or concurrently changed entity) and sending
+    /// the rest again. Returns the outcome of the first operation.
+    pub(crate) async fn send(&self, ops: Vec<WriteOp>, droppable: usize) -> Result<WriteOutcome> {
+        let (mut outcomes, _) = self.send_tracked(ops, droppable).await?;
+        Ok(outcomes.swap_remove(0))
+    }
+
+    /// [`Store::send`], returning every outcome and the indexes (into `ops`)
+    /// of the operations that were sent in the end.
+    pub(crate) async fn send_tracked(
+        &self,
+        mut ops: Vec<WriteOp>,
+        droppable: usize,
+    ) -> Result<(Vec<WriteOutcome>, Vec<usize>)> {
+        let mut kept: Vec<usize> = (0..ops.len()).collect();
+        loop {
+            if ops.len() == 1 || droppable >= ops.len() {
+                // Nothing can be dropped: the operations are moved, not copied.
+                let result = match ops.len() {
+                    1 => {
+                        let op = ops.pop().expect("one operation");
+                        self.tables.backend.execute(&self.table, op).await.map(|o| vec![o])
+                    }
+                    _ => self.tables.backend.transaction(&self.table, ops).await,
+                };
+                return result.map(|outcomes| (outcomes, kept));
+            }
+            match self.tables.backend.transaction(&self.table, ops.clone()).await {
+                Ok(outcomes) => return Ok((outcomes, kept)),
+                Err(Error::Transaction { index, source })
+                    if index >= droppable && index < ops.len() && source.kind() == ErrorKind::NotFound =>
+                {
+                    ops.remove(index);
+                    kept.remove(index);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Writes one entity through the pipeline and records the new version
+    /// (stamps, ETag, files) on it.
+    pub(crate) async fn write_entity(&self, entity: &mut T, verb: Verb) -> Result<ETag> {
+        let stamps = Stamps::of(&verb, entity, super::now());
+        let (outcome, encoded) = self.write_encoded(self.encode(entity, stamps).await?, &verb).await?;
+        if const { T::SCHEMA.has_large_values() } {
+            self.bind_stored_files(entity, &encoded.files.refs);
+        }
+        Ok(apply_written(entity, stamps, outcome))
+    }
+
+    /// Guards, plans and commits an encoded entity, retrying lost races when
+    /// the write read first and its condition allows it.
+    pub(crate) async fn write_encoded(&self, encoded: Encoded, verb: &Verb) -> Result<(WriteOutcome, Encoded)> {
+        self.ensure_created().await?;
+        let read = reads_first::<T>(verb);
+        let key = encoded.key();
+        let mut leftovers: HashSet<usize> = HashSet::new();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let stored = match read {
+                true => {
+                    self.tables
+                        .backend
+                        .get(&self.table, &key.partition_key, &key.row_key)
+                        .await?
+                }
+                false => None,
+            };
+            if read {
+                self.guard(verb, &key, stored.as_ref(), &encoded.row)?;
+            }
+            let unit = self.plan_unit(verb, read, &encoded, stored.as_ref(), &leftovers)?;
+            for upload in &unit.uploads {
+                self.upload(upload).await?;
+            }
+            let new_refs = if unit.old_refs.is_empty() {
+                BTreeSet::new()
+            } else {
+                unit.new_refs()
+            };
+            let (old_refs, new_parts) = (unit.old_refs, unit.new_parts);
+            let error = match self.send(unit.ops, new_parts + 1).await {
+                Ok(outcome) => {
+                    self.release_blobs(&key, &old_refs, &new_refs).await;
+                    return Ok((outcome, encoded));
+                }
+                Err(e) => e,
+            };
+            let (index, error) = match error {
+                Error::Transaction { index, source } => (index, *source),
+                other => (0, other),
+            };
+            let kind = error.kind();
+            // A continuation key already taken: our own leftover is reclaimed, a foreign row fails the write.
+            if index > 0 && index <= new_parts && kind == ErrorKind::AlreadyExists {
+                let taken = continuation_key(&key.row_key, index);
+                let holder = self.tables.backend.get(&self.table, &key.partition_key, &taken).await?;
+                let ours = holder
+                    .as_ref()
+                    .is_some_and(|r| r.get(SPLIT_OF).and_then(Value::as_str) == Some(key.row_key.as_str()));
+                if ours && attempt < RACE_ATTEMPTS {
+                    leftovers.insert(index);
+                    continue;
+                }
+                return Err(Error::InvalidKey {
+                    which: KeyKind::RowKey,
+                    key: taken,
+                    reason: "a row that is not a continuation row of this entity holds a key the entity's large values need; nothing was written".into(),
+                });
+            }
+            let lost_race = matches!(
+                kind,
+                ErrorKind::NotFound | ErrorKind::AlreadyExists | ErrorKind::PreconditionFailed
+            );
+            let may_retry = read && !matches!(verb, Verb::Replace(IfMatch::ETag(_)));
+            if lost_race && may_retry && attempt < RACE_ATTEMPTS {
+                tokio::time::sleep(race_backoff(attempt)).await;
+                continue;
+            }
+            // After a read, a lost race is a conflict whatever the service said.
+            let conflict = read
+                && match kind {
+                    ErrorKind::AlreadyExists | ErrorKind::PreconditionFailed => true,
+                    ErrorKind::NotFound => matches!(verb, Verb::Upsert),
+                    _ => false,
+                };
+            return Err(if conflict {
+                Error::conflict(&self.table, &key)
+            } else {
+                error.about_entity(&self.table, &key.partition_key, &key.row_key)
+            });
+        }
+    }
+}
