@@ -69,7 +69,7 @@ impl<T: TableEntity> Store<T> {
         // values); batches do not check protected fields.
         let read = const { T::SCHEMA.has_large_values() } && reads_first::<T>(&verb);
         let mut units: Vec<(String, (usize, Unit))> = Vec::with_capacity(encoded.len());
-        for (i, e) in encoded.iter().enumerate() {
+        for (i, e) in encoded.into_iter().enumerate() {
             let stored = match read {
                 true => {
                     let (pk, rk) = (&e.row.partition_key, &e.row.row_key);
@@ -77,12 +77,12 @@ impl<T: TableEntity> Store<T> {
                 }
                 false => None,
             };
+            let partition_key = e.row.partition_key.clone();
             let unit = self
-                .plan_unit(&verb, read, e, stored.as_ref(), &HashSet::new())
-                .map_err(|err| batch_failed(0, e.key(), err))?;
-            units.push((e.row.partition_key.clone(), (i, unit)));
+                .plan_unit(&verb, read, e.row, &e.files, stored.as_ref(), &HashSet::new())
+                .map_err(|err| batch_failed(0, entities[i].key(), err))?;
+            units.push((partition_key, (i, unit)));
         }
-        drop(encoded);
         let mut committed = 0;
         let mut released = Vec::new();
         for group in group_by_partition(units) {
@@ -94,43 +94,41 @@ impl<T: TableEntity> Store<T> {
             let mut rest = group.into_iter();
             for range in ranges {
                 let tx: Vec<(usize, Unit)> = rest.by_ref().take(range.len()).collect();
-                for (_, unit) in &tx {
+                for (i, unit) in &tx {
                     for upload in &unit.uploads {
-                        self.upload(upload)
+                        Box::pin(self.upload(upload))
                             .await
-                            .map_err(|e| batch_failed(committed, unit.key(), e))?;
+                            .map_err(|e| batch_failed(committed, entities[*i].key(), e))?;
                     }
                 }
                 // Which entity each operation belongs to, for the error.
-                let owners: Vec<Key> = tx
-                    .iter()
-                    .flat_map(|(_, u)| std::iter::repeat_n(u.key(), u.ops.len()))
-                    .collect();
-                let mut ops = Vec::with_capacity(owners.len());
+                let mut owners = Vec::new();
+                let mut ops = Vec::new();
                 let mut books = Vec::with_capacity(tx.len());
+                let released_before = released.len();
                 for (i, unit) in tx {
-                    let new_refs = if unit.old_refs.is_empty() {
-                        Default::default()
-                    } else {
-                        unit.new_refs()
-                    };
-                    books.push((i, unit.key(), unit.old_refs, new_refs));
+                    owners.extend(std::iter::repeat_n(i, unit.ops.len()));
+                    if !unit.old_refs.is_empty() {
+                        released.push((unit.key(), unit.old_refs.clone(), unit.new_refs()));
+                    }
+                    books.push(i);
                     ops.extend(unit.ops);
                 }
                 let n = books.len();
                 let error = match self.send(ops, usize::MAX).await {
                     Ok(_) => {
                         committed += n;
-                        released.extend(books);
                         continue;
                     }
                     Err(e) => e,
                 };
+                // Nothing of this transaction was applied: nothing of it is released.
+                released.truncate(released_before);
                 let (index, source) = match error {
                     Error::Transaction { index, source } => (index, *source),
                     other => (0, other),
                 };
-                let failed = owners.get(index).cloned().unwrap_or_else(|| books[0].1.clone());
+                let failed = entities[owners.get(index).copied().unwrap_or(books[0])].key();
                 let lost_race = matches!(
                     source.kind(),
                     ErrorKind::NotFound | ErrorKind::AlreadyExists | ErrorKind::PreconditionFailed
@@ -138,14 +136,14 @@ impl<T: TableEntity> Store<T> {
                 if read && lost_race {
                     // An upsert planned on a version that moved: the transaction applied
                     // nothing; write its entities one by one, each retrying as a single write does.
-                    for (i, key, _, _) in &books {
-                        let entity = &entities[*i];
+                    for i in books {
+                        let entity = &entities[i];
                         let again = self.encode(entity, Stamps::of(&verb, entity, at)).await;
                         let written = match again {
                             Ok(e) => self.write_encoded(e, &verb).await.map(|_| ()),
                             Err(e) => Err(e),
                         };
-                        written.map_err(|e| batch_failed(committed, key.clone(), e))?;
+                        written.map_err(|e| batch_failed(committed, entity.key(), e))?;
                         committed += 1;
                     }
                     continue;
@@ -155,8 +153,8 @@ impl<T: TableEntity> Store<T> {
             }
         }
         // Blobs the replaced rows no longer reference, once every transaction committed.
-        for (_, key, old, new) in released {
-            self.release_blobs(&key, &old, &new).await;
+        for (key, old, new) in released {
+            Box::pin(self.release_blobs(&key, &old, &new)).await;
         }
         Ok(entities.len())
     }

@@ -66,6 +66,11 @@ impl<T: TableEntity> Store<T> {
         if !const { T::SCHEMA.has_large_values() } {
             return T::from_row(row).map(Some);
         }
+        Box::pin(self.decode_assembled(row)).await
+    }
+
+    /// [`Store::decode_row`] of a type with large values.
+    async fn decode_assembled(&self, row: Row) -> Result<Option<T>> {
         let mut main = row;
         let mut attempt = 0;
         loop {

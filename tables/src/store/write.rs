@@ -149,7 +149,7 @@ impl<T: TableEntity> Store<T> {
         check_row_key(T::SCHEMA, &row.row_key)?;
         let files = if const { T::SCHEMA.has_large_values() } {
             let key = Key::new(row.partition_key.clone(), row.row_key.clone());
-            self.prepare_files(entity, &mut row, &key).await?
+            Box::pin(self.prepare_files(entity, &mut row, &key)).await?
         } else {
             Files::default()
         };
@@ -180,7 +180,8 @@ impl<T: TableEntity> Store<T> {
         &self,
         verb: &Verb,
         read: bool,
-        encoded: &Encoded,
+        row: Row,
+        files: &Files,
         stored: Option<&Row>,
         leftovers: &HashSet<usize>,
     ) -> Result<Unit> {
@@ -190,9 +191,8 @@ impl<T: TableEntity> Store<T> {
             blobs: self.blobs().is_some(),
             extra_ops: old_parts,
         };
-        let planned = plan(&self.table, &encoded.row, &large_columns(T::SCHEMA.columns), limits)?;
+        let planned = plan(&self.table, row, &large_columns(T::SCHEMA.columns), limits)?;
         check_row_limits(&planned.main)?;
-        let (pk, rk) = (&encoded.row.partition_key, &encoded.row.row_key);
         let version = stored.and_then(|s| s.etag.clone());
         let main = match (read, verb, version) {
             (true, Verb::Create, _) | (true, _, None) | (false, Verb::Create, _) => WriteOp::Insert(planned.main),
@@ -225,15 +225,21 @@ impl<T: TableEntity> Store<T> {
                 WriteOp::Insert(cont)
             });
         }
-        for index in new_parts + 1..=old_parts {
-            ops.push(WriteOp::Delete {
-                partition_key: pk.clone(),
-                row_key: continuation_key(rk, index),
-                condition: IfMatch::Any,
-            });
+        if old_parts > new_parts {
+            let (pk, rk) = {
+                let (pk, rk) = ops[0].keys();
+                (pk.to_owned(), rk.to_owned())
+            };
+            for index in new_parts + 1..=old_parts {
+                ops.push(WriteOp::Delete {
+                    partition_key: pk.clone(),
+                    row_key: continuation_key(&rk, index),
+                    condition: IfMatch::Any,
+                });
+            }
         }
         let mut uploads: Vec<Upload> = planned.blobs.into_iter().map(Upload::from).collect();
-        uploads.extend(encoded.files.uploads.iter().cloned());
+        uploads.extend(files.uploads.iter().cloned());
         Ok(Unit {
             ops,
             new_parts,
@@ -246,7 +252,11 @@ impl<T: TableEntity> Store<T> {
     /// dropping operations at index `droppable..` that found their row gone
     /// (stale rows of a damaged or concurrently changed entity) and sending
     /// the rest again. Returns the outcome of the first operation.
-    pub(crate) async fn send(&self, ops: Vec<WriteOp>, droppable: usize) -> Result<WriteOutcome> {
+    pub(crate) async fn send(&self, mut ops: Vec<WriteOp>, droppable: usize) -> Result<WriteOutcome> {
+        if ops.len() == 1 {
+            let op = ops.pop().expect("one operation");
+            return self.tables.backend.execute(&self.table, op).await;
+        }
         let (mut outcomes, _) = self.send_tracked(ops, droppable).await?;
         Ok(outcomes.swap_remove(0))
     }
@@ -288,19 +298,27 @@ impl<T: TableEntity> Store<T> {
     /// (stamps, ETag, files) on it.
     pub(crate) async fn write_entity(&self, entity: &mut T, verb: Verb) -> Result<ETag> {
         let stamps = Stamps::of(&verb, entity, super::now());
-        let (outcome, encoded) = self.write_encoded(self.encode(entity, stamps).await?, &verb).await?;
+        let (outcome, files) = self.write_encoded(self.encode(entity, stamps).await?, &verb).await?;
         if const { T::SCHEMA.has_large_values() } {
-            self.bind_stored_files(entity, &encoded.files.refs);
+            self.bind_stored_files(entity, &files.refs);
         }
         Ok(apply_written(entity, stamps, outcome))
     }
 
     /// Guards, plans and commits an encoded entity, retrying lost races when
-    /// the write read first and its condition allows it.
-    pub(crate) async fn write_encoded(&self, encoded: Encoded, verb: &Verb) -> Result<(WriteOutcome, Encoded)> {
+    /// the write read first and its condition allows it. Returns the outcome
+    /// of the main row and the entity's files.
+    pub(crate) async fn write_encoded(&self, encoded: Encoded, verb: &Verb) -> Result<(WriteOutcome, Files)> {
         self.ensure_created().await?;
         let read = reads_first::<T>(verb);
+        // Only a write that reads or has large values can take a second attempt;
+        // any other moves its row into the one request it sends.
+        let retries = read || const { T::SCHEMA.has_large_values() };
         let key = encoded.key();
+        let Encoded {
+            row: mut encoded_row,
+            files,
+        } = encoded;
         let mut leftovers: HashSet<usize> = HashSet::new();
         let mut attempt = 0;
         loop {
@@ -315,11 +333,15 @@ impl<T: TableEntity> Store<T> {
                 false => None,
             };
             if read {
-                self.guard(verb, &key, stored.as_ref(), &encoded.row)?;
+                self.guard(verb, &key, stored.as_ref(), &encoded_row)?;
             }
-            let unit = self.plan_unit(verb, read, &encoded, stored.as_ref(), &leftovers)?;
+            let row = match retries {
+                true => encoded_row.clone(),
+                false => std::mem::take(&mut encoded_row),
+            };
+            let unit = self.plan_unit(verb, read, row, &files, stored.as_ref(), &leftovers)?;
             for upload in &unit.uploads {
-                self.upload(upload).await?;
+                Box::pin(self.upload(upload)).await?;
             }
             let new_refs = if unit.old_refs.is_empty() {
                 BTreeSet::new()
@@ -329,8 +351,10 @@ impl<T: TableEntity> Store<T> {
             let (old_refs, new_parts) = (unit.old_refs, unit.new_parts);
             let error = match self.send(unit.ops, new_parts + 1).await {
                 Ok(outcome) => {
-                    self.release_blobs(&key, &old_refs, &new_refs).await;
-                    return Ok((outcome, encoded));
+                    if !old_refs.is_empty() {
+                        Box::pin(self.release_blobs(&key, &old_refs, &new_refs)).await;
+                    }
+                    return Ok((outcome, files));
                 }
                 Err(e) => e,
             };
