@@ -478,3 +478,15 @@ pub struct Dates {
     pub time_when: time::OffsetDateTime,
     pub system_when: std::time::SystemTime,
 }
+
+/// A reader of the `Document` table that does not mark `body` split.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[table(name = "Document")]
+pub struct UnsplitDocument {
+    #[table(partition_key)]
+    pub pk: String,
+    #[table(row_key)]
+    pub rk: String,
+    pub title: String,
+    pub body: String,
+}

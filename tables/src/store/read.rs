@@ -7,13 +7,13 @@ use std::collections::BTreeSet;
 use super::write::{race_backoff, RACE_ATTEMPTS};
 use super::Store;
 use crate::backend::QueryRequest;
-use crate::entity::{Key, LargeForm, TableEntity};
+use crate::entity::{ColumnKind, Key, LargeForm, Schema, TableEntity};
 use crate::error::{Error, Result};
 use crate::large::cells::{assemble, inline_name, value_from_stored};
 use crate::large::plan::large_columns;
 use crate::layout::{
     blob_cell, chunks_cell, continuation_key, is_cell_of, parse_split_cell, split_cell, split_parts, BlobRef,
-    SplitCell, SPLIT_OF, SPLIT_PARTS,
+    SplitCell, BLOB_SUFFIX, CHUNKS_SUFFIX, SPLIT_OF, SPLIT_PARTS,
 };
 use crate::query::{CmpOp, Filter};
 use crate::value::{ETag, Row, Value};
@@ -63,6 +63,7 @@ impl<T: TableEntity> Store<T> {
     /// values, reassembled and checked, retrying a read that raced a replace
     /// (`None` when the entity was deleted under the read).
     pub(crate) async fn decode_row(&self, row: Row) -> Result<Option<T>> {
+        refuse_unassembled_large_values(T::SCHEMA, &row)?;
         if !const { T::SCHEMA.has_large_values() } {
             return T::from_row(row).map(Some);
         }
@@ -225,6 +226,35 @@ impl<T: TableEntity> Store<T> {
         }
         Ok(None)
     }
+}
+
+/// Refuses a row holding a large value (split cells or a blob reference)
+/// under the column of a field that is not `split` or `#[blob_content]`:
+/// reading it as absent would return a default, and saving the entity back
+/// would drop the value.
+fn refuse_unassembled_large_values(schema: &Schema, row: &Row) -> Result<()> {
+    for cell in row.properties.keys() {
+        let Some(column) = cell
+            .strip_suffix(BLOB_SUFFIX)
+            .or_else(|| cell.strip_suffix(CHUNKS_SUFFIX))
+        else {
+            continue;
+        };
+        let plain_field = schema.columns.iter().any(|c| {
+            !matches!(c.kind, ColumnKind::Large { .. } | ColumnKind::Blob)
+                && (c.name == column || c.aliases.contains(&column))
+        });
+        if plain_field {
+            return Err(Error::Decode {
+                column: cell.clone(),
+                expected: format!(
+                    "a plain cell `{column}`: the row holds a large value of this column (split cells or a blob); mark the field #[table(split = \"text\" | \"gzip\" | \"binary\")] to read it"
+                ),
+                found: format!("`{cell}`"),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The name a large value is stored under: the column's own name when any

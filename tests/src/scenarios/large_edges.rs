@@ -267,3 +267,26 @@ pub async fn a_blob_name_over_the_service_limit_is_refused_before_writing(env: &
     assert!(err.to_string().contains("blob"), "{err}");
     assert!(env.backend().get(&env.table, &pk, "r").await.unwrap().is_none());
 }
+
+/// A type that does not mark a field `split` meets that column stored as a
+/// large value (split cells or a blob): the read fails naming the cell and
+/// the remedy, never returning an empty value that a save would write back.
+pub async fn a_large_value_under_an_unsplit_field_fails_the_read(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    let unsplit = env.tables.store_in::<crate::model::UnsplitDocument>(&env.table);
+    for (rk, chars, cell) in [("split", 40_000, "Body__chunks"), ("blob", 3_200_000, "Body__blob")] {
+        let mut d = Document::new("p", rk);
+        d.body = noise(chars, 9);
+        store.create(&mut d).await.unwrap();
+        assert!(raw(env, rk).await.get(cell).is_some(), "{rk}: stored as {cell}");
+        let err = unsplit.get(("p", rk)).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Decode { column, .. } if column == cell),
+            "{rk}: {err}"
+        );
+        assert!(err.to_string().contains("split"), "{rk}: names the remedy: {err}");
+        // The stored value is untouched.
+        let again = store.get(("p", rk)).await.unwrap().unwrap();
+        assert_eq!(again.body, d.body, "{rk}");
+    }
+}

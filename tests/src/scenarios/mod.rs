@@ -117,6 +117,7 @@ macro_rules! for_each_scenario {
             large_edges::an_entity_with_a_damaged_part_count_stays_deletable,
             large_edges::a_reference_cell_that_is_not_text_is_integrity,
             large_edges::a_blob_name_over_the_service_limit_is_refused_before_writing,
+            large_edges::a_large_value_under_an_unsplit_field_fails_the_read,
         }
     };
 }
