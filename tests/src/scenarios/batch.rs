@@ -143,3 +143,23 @@ pub async fn create_batch_respects_the_request_size_budget(env: &Env) {
     assert_eq!(store.count(QueryOptions::partition("p")).await.unwrap(), 100);
     assert_eq!(store.get(("p", "042")).await.unwrap().unwrap().text.len(), 30_000);
 }
+
+/// Line and paragraph separators (U+2028, U+2029) inside values travel in a
+/// batch as they do in a single insert, and read back unchanged.
+pub async fn line_separators_survive_a_batch(env: &Env) {
+    let store = env.tables.store_in::<crate::model::Customer>(&env.table);
+    let names: Vec<String> = (0..30)
+        .map(|i| format!("line\u{2028}{i}\u{2029}paragraph \u{2028}\u{2028}"))
+        .collect();
+    let batch: Vec<_> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| crate::model::Customer::new("p", &format!("c{i:02}"), n))
+        .collect();
+    assert_eq!(store.create_batch(&batch).await.unwrap(), 30);
+    assert_eq!(store.upsert_batch(&batch).await.unwrap(), 30);
+    for (i, n) in names.iter().enumerate() {
+        let got = store.get(("p", format!("c{i:02}"))).await.unwrap().unwrap();
+        assert_eq!(&got.name, n, "c{i:02}");
+    }
+}

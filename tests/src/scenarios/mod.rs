@@ -77,6 +77,7 @@ macro_rules! for_each_scenario {
             batch::upsert_batch_replaces_and_inserts,
             batch::delete_partition_deletes_in_transactions,
             batch::create_batch_respects_the_request_size_budget,
+            batch::line_separators_survive_a_batch,
             protect::protected_fields_refuse_unauthorised_changes,
             filters::typed_filters_match_what_they_say,
             filters::adversarial_strings_match_exactly_the_rows_they_name,

@@ -63,6 +63,7 @@ pub(crate) fn build_body(
             Some(row) => {
                 let json = serde_json::to_string(&wire::row_to_json(row))
                     .map_err(|e| Error::Transport(format!("cannot serialise a row: {e}")))?;
+                let json = wire::escape_line_separators(json);
                 if matches!(op, WriteOp::Insert(_)) {
                     s.push_str(&format!("Prefer: return-no-content{crlf}"));
                 }
