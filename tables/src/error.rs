@@ -171,6 +171,20 @@ pub enum Error {
         /// What happened to it.
         source: Box<Error>,
     },
+    /// A write was sent and no answer says whether it was applied (the
+    /// connection failed or timed out after the request left). Read the
+    /// entity before applying the change again: it may already be stored.
+    #[error("{table}: the write of the entity with PartitionKey `{partition_key}` and RowKey `{row_key}` may or may not have been applied ({source}); read the entity before applying the change again")]
+    OutcomeUnknown {
+        /// The table.
+        table: String,
+        /// The partition key.
+        partition_key: String,
+        /// The row key.
+        row_key: String,
+        /// What cut the request short.
+        source: Box<Error>,
+    },
     /// The service refused a request for a reason not covered above.
     #[error("the service answered {status} {code}: {message}")]
     Service {
@@ -224,6 +238,8 @@ pub enum ErrorKind {
     Throttled,
     /// The service did not answer, or failed (408, 5xx, transport errors).
     Unavailable,
+    /// A write was sent and its outcome is not known ([`Error::OutcomeUnknown`]).
+    OutcomeUnknown,
     /// The request was refused as malformed or over a limit, by the service
     /// (400, 413) or before sending.
     Invalid,
@@ -254,6 +270,7 @@ impl Error {
                 _ => ErrorKind::Other,
             },
             Error::Transport(_) => ErrorKind::Unavailable,
+            Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
             Error::Decode { .. } | Error::Integrity { .. } => ErrorKind::Damaged,
             _ if self.is_refusal() => ErrorKind::Invalid,
             _ => ErrorKind::Other,
@@ -275,6 +292,20 @@ impl Error {
                 | Error::InvalidCursor(_)
                 | Error::Config(_)
         )
+    }
+
+    /// The error of a write that was sent: one whose answer never came
+    /// (transport failure, timeout, 5xx) becomes [`Error::OutcomeUnknown`].
+    pub(crate) fn after_sending(self, table: &str, pk: &str, rk: &str) -> Error {
+        match self.kind() {
+            ErrorKind::Unavailable => Error::OutcomeUnknown {
+                table: table.to_owned(),
+                partition_key: pk.to_owned(),
+                row_key: rk.to_owned(),
+                source: Box::new(self),
+            },
+            _ => self,
+        }
     }
 
     /// A service error with the given status, code and message.

@@ -5,8 +5,9 @@
 //! the write is rejected, the entity is read again and the rejection is
 //! classified:
 //!
-//! - the re-read itself failed: [`Error::Conflict`], with the cause logged
-//!   through `tracing` (the attempt could not be classified);
+//! - the re-read itself failed: [`Error::OutcomeUnknown`] when the write got
+//!   no answer (it may have been applied), otherwise [`Error::Conflict`], with
+//!   the cause logged through `tracing`;
 //! - the version did not move: the write's own error (no retry can fix it);
 //! - the version moved (or the row vanished): the intent is applied again to
 //!   the fresh version after a jittered pause, for a bounded number of
@@ -22,7 +23,7 @@ use rand::Rng;
 use super::{Lookup, Store};
 use crate::backend::IfMatch;
 use crate::entity::{Key, TableEntity};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// What an outcome verb did. Expected branches of a concurrent program are
 /// values, not errors.
@@ -299,7 +300,14 @@ impl<T: TableEntity> Store<T> {
                         read_error = %read_error,
                         "a conditional write was rejected and the re-read failed; reporting a conflict"
                     );
-                    return Err(self.conflict(key));
+                    // Without an answer to the write, whether it was applied is unknown.
+                    return Err(match write_error.kind() {
+                        ErrorKind::OutcomeUnknown => write_error,
+                        ErrorKind::Unavailable => {
+                            write_error.after_sending(&self.table, &key.partition_key, &key.row_key)
+                        }
+                        _ => self.conflict(key),
+                    });
                 }
             };
             let fresh_version = fresh.as_ref().map(|(_, etag)| etag.clone());

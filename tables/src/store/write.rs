@@ -399,7 +399,9 @@ impl<T: TableEntity> Store<T> {
             return Err(if conflict {
                 Error::conflict(&self.table, &key)
             } else {
-                error.about_entity(&self.table, &key.partition_key, &key.row_key)
+                error
+                    .about_entity(&self.table, &key.partition_key, &key.row_key)
+                    .after_sending(&self.table, &key.partition_key, &key.row_key)
             });
         }
     }

@@ -333,3 +333,52 @@ pub async fn composite_ids_work_with_the_outcome_verbs(env: &Env) {
     let n = notes.mutate("TEAM|NOTE 1", |n| n.body.push('!')).await.unwrap();
     assert_eq!(n.body, "b!");
 }
+
+/// A write whose answer never came is reported as an unknown outcome, never
+/// as a conflict that invites applying the change again, nor as a batch that
+/// committed nothing.
+pub async fn lost_answers_are_reported_as_unknown_outcomes(env: &Env) {
+    let faulty = FaultyBackend::new(env.backend().clone());
+    let tables = Tables::with_backend(faulty.clone());
+    let store = tables.store_in::<Customer>(&env.table);
+    let lost = || Error::Transport("response lost".into());
+
+    // A create applied whose answer was lost.
+    faulty.fail_next(FaultTarget::Write, FaultTiming::After, lost);
+    let err = store.create(&mut Customer::new("p", "c", "x")).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::OutcomeUnknown { row_key, .. } if row_key == "c"),
+        "{err}"
+    );
+    assert_eq!(err.kind(), unified_tables::ErrorKind::OutcomeUnknown);
+    assert!(store.get(("p", "c")).await.unwrap().is_some(), "it was applied");
+
+    // A mutate whose write lost its answer and whose classifying re-read failed.
+    faulty.fail_next(FaultTarget::Write, FaultTiming::After, lost);
+    faulty.fail_after(FaultTarget::Get, 1, FaultTiming::Before, lost);
+    let err = store.mutate(("p", "c"), |c| c.visits += 1).await.unwrap_err();
+    assert!(matches!(err, Error::OutcomeUnknown { .. }), "{err}");
+    assert!(err.to_string().contains("read the entity before"), "{err}");
+    assert_eq!(faulty.pending(), 0);
+    assert_eq!(store.get(("p", "c")).await.unwrap().unwrap().visits, 1, "applied once");
+
+    // A batch transaction applied whose answer was lost.
+    let batch: Vec<Customer> = (0..5).map(|i| Customer::new("p", &format!("b{i}"), "y")).collect();
+    faulty.fail_next(FaultTarget::Transaction, FaultTiming::After, lost);
+    let err = store.create_batch(&batch).await.unwrap_err();
+    match &err {
+        Error::BatchFailed {
+            committed: 0, source, ..
+        } => {
+            assert!(matches!(**source, Error::OutcomeUnknown { .. }), "{err}")
+        }
+        other => panic!("expected BatchFailed with an unknown outcome, got {other}"),
+    }
+    for c in &batch {
+        assert!(
+            store.get(("p", c.email.as_str())).await.unwrap().is_some(),
+            "{} stored",
+            c.email
+        );
+    }
+}

@@ -70,6 +70,7 @@ macro_rules! for_each_scenario {
             concurrency::get_or_create_converges_on_the_winner,
             concurrency::mutate_or_create_applies_the_delta_on_insert_and_update,
             concurrency::a_rejected_write_is_classified_by_re_reading,
+            concurrency::lost_answers_are_reported_as_unknown_outcomes,
             concurrency::composite_ids_work_with_the_outcome_verbs,
             batch::create_batch_packs_transactions_of_100,
             batch::create_batch_refuses_a_repeated_key_before_writing,
