@@ -195,6 +195,12 @@ pub enum Error {
         /// The service's message.
         message: String,
     },
+    /// The service answered with something this crate cannot read (JSON
+    /// that does not parse, a transaction answer that does not match its
+    /// request, a header in the wrong form). For a write, the outcome is
+    /// unknown: read the entity before applying the change again.
+    #[error("the storage service answered with a response that cannot be read: {0}")]
+    MalformedResponse(String),
     /// The service could not be reached or did not answer in time.
     #[error("cannot reach the storage service: {0}")]
     Transport(String),
@@ -240,6 +246,8 @@ pub enum ErrorKind {
     Unavailable,
     /// A write was sent and its outcome is not known ([`Error::OutcomeUnknown`]).
     OutcomeUnknown,
+    /// The service's answer could not be read ([`Error::MalformedResponse`]).
+    MalformedResponse,
     /// The request was refused as malformed or over a limit, by the service
     /// (400, 413) or before sending.
     Invalid,
@@ -271,6 +279,7 @@ impl Error {
             },
             Error::Transport(_) => ErrorKind::Unavailable,
             Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
+            Error::MalformedResponse(_) => ErrorKind::MalformedResponse,
             Error::Decode { .. } | Error::Integrity { .. } => ErrorKind::Damaged,
             _ if self.is_refusal() => ErrorKind::Invalid,
             _ => ErrorKind::Other,
@@ -295,10 +304,11 @@ impl Error {
     }
 
     /// The error of a write that was sent: one whose answer never came
-    /// (transport failure, timeout, 5xx) becomes [`Error::OutcomeUnknown`].
+    /// (transport failure, timeout, 5xx) or could not be read becomes
+    /// [`Error::OutcomeUnknown`].
     pub(crate) fn after_sending(self, table: &str, pk: &str, rk: &str) -> Error {
         match self.kind() {
-            ErrorKind::Unavailable => Error::OutcomeUnknown {
+            ErrorKind::Unavailable | ErrorKind::MalformedResponse => Error::OutcomeUnknown {
                 table: table.to_owned(),
                 partition_key: pk.to_owned(),
                 row_key: rk.to_owned(),

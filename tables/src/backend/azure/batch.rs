@@ -171,7 +171,7 @@ pub(crate) fn interpret(ops: &[WriteOp], parts: &[PartResponse]) -> Result<Vec<W
         });
     }
     if parts.len() != ops.len() {
-        return Err(Error::Transport(format!(
+        return Err(Error::MalformedResponse(format!(
             "the transaction answered {} operations for {} sent",
             parts.len(),
             ops.len()

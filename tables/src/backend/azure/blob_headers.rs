@@ -16,7 +16,7 @@ pub(super) fn is_blob_missing(error: &Error) -> bool {
 }
 
 pub(super) fn unreadable(what: &str, detail: impl fmt::Display) -> Error {
-    Error::Transport(format!("the blob service's answer has an unreadable {what}: {detail}"))
+    Error::MalformedResponse(format!("the blob service's answer has an unreadable {what}: {detail}"))
 }
 
 /// An RFC 1123 date (`Sun, 06 Nov 1994 08:49:37 GMT`).

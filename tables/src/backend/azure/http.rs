@@ -250,7 +250,8 @@ pub(crate) fn service_failure(error: &azure_core::Error) -> Option<&ServiceFailu
 }
 
 /// Maps an `azure_core` error to ours: a service answer to [`Error::Service`],
-/// anything else (connection, time-out, unreadable answer) to [`Error::Transport`].
+/// an answer that cannot be read to [`Error::MalformedResponse`], anything
+/// else (connection, time-out) to [`Error::Transport`].
 pub(crate) fn map_error(error: azure_core::Error) -> Error {
     if let Some(f) = service_failure(&error) {
         return f.clone().into();
@@ -262,6 +263,7 @@ pub(crate) fn map_error(error: azure_core::Error) -> Error {
             message: error.to_string(),
         };
     }
+    let malformed = matches!(error.kind(), ErrorKind::DataConversion);
     let mut text = error.to_string();
     let mut source = std::error::Error::source(&error);
     while let Some(s) = source {
@@ -272,5 +274,8 @@ pub(crate) fn map_error(error: azure_core::Error) -> Error {
         }
         source = s.source();
     }
-    Error::Transport(text)
+    match malformed {
+        true => Error::MalformedResponse(text),
+        false => Error::Transport(text),
+    }
 }

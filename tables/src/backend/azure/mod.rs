@@ -218,11 +218,7 @@ fn if_match(condition: &IfMatch) -> IfMatchCondition {
 }
 
 fn decode_row(obj: &Map<String, Json>) -> Result<Row> {
-    wire::row_from_json(obj).map_err(|e| Error::Decode {
-        column: String::new(),
-        expected: "an entity in the service's JSON form".into(),
-        found: e,
-    })
+    wire::row_from_json(obj).map_err(|e| Error::MalformedResponse(format!("an entity that cannot be read: {e}")))
 }
 
 fn body_of(row: &Row) -> Json {

@@ -243,6 +243,20 @@ const BUSY: (u16, &str, &str) = (
 );
 
 #[tokio::test]
+async fn an_answer_that_cannot_be_read_is_a_malformed_response() {
+    let (endpoint, _) = scripted_server(vec![(200, "", "{not json")]);
+    let err = backend_at(&endpoint).get("T", "p", "r").await.unwrap_err();
+    assert!(matches!(err, Error::MalformedResponse(_)), "{err}");
+    assert_eq!(err.kind(), crate::ErrorKind::MalformedResponse);
+    let bad_date =
+        r#"{"odata.metadata":"m","PartitionKey":"p","RowKey":"r","Timestamp":"2024-01-01T00:00:00+99999999999:00"}"#;
+    let (endpoint, _) = scripted_server(vec![(200, "", bad_date)]);
+    let err = backend_at(&endpoint).get("T", "p", "r").await.unwrap_err();
+    assert!(matches!(err, Error::MalformedResponse(_)), "{err}");
+    assert!(err.to_string().contains("Timestamp"), "{err}");
+}
+
+#[tokio::test]
 async fn transient_failures_are_retried_then_succeed() {
     let entity = r#"{"odata.metadata":"m","PartitionKey":"p","RowKey":"r","Timestamp":"2024-01-01T00:00:00Z","N@odata.type":"Edm.Int64","N":"7"}"#;
     let (endpoint, count) = scripted_server(vec![
