@@ -352,3 +352,52 @@ impl<T: TableEntity> Store<T> {
         Ok(false)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fuzz_cases() -> u32 {
+        std::env::var("UNIFIED_TABLES_FUZZ_CASES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(256)
+    }
+
+    #[test]
+    fn a_cursor_round_trips_and_is_bound_to_its_query() {
+        let next = PageToken {
+            next_partition_key: "p:1\n~".into(),
+            next_row_key: Some("r".into()),
+        };
+        let cursor = Cursor::encode("q", &next);
+        assert_eq!(cursor.decode("q").unwrap(), next);
+        assert!(matches!(cursor.decode("other"), Err(Error::InvalidCursor(_))));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: fuzz_cases(),
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+
+        /// Any text as a cursor: refused as damaged, never a panic.
+        #[test]
+        fn any_text_is_refused_as_a_cursor(text in "\\PC{0,80}") {
+            proptest::prop_assert!(Cursor(text).decode("q").is_err());
+        }
+
+        /// A payload with a valid checksum (anyone can compute one) but any
+        /// content: a token or `InvalidCursor`, never a panic or a huge allocation.
+        #[test]
+        fn any_signed_payload_is_a_token_or_refused(payload in "(\\PC|\n|~|:|[0-9]){0,80}") {
+            let text = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload.as_bytes());
+            let cursor = Cursor(format!("{text}.{}", checksum(&payload)));
+            match cursor.decode("q") {
+                Ok(_) | Err(Error::InvalidCursor(_)) => {}
+                Err(other) => proptest::prop_assert!(false, "unexpected error: {other}"),
+            }
+        }
+    }
+}

@@ -4,6 +4,7 @@ pub mod batch;
 pub mod concurrency;
 pub mod crud;
 pub mod filters;
+pub mod hostile_rows;
 pub mod keys;
 pub mod large;
 pub mod large_aliases;
@@ -120,6 +121,9 @@ macro_rules! for_each_scenario {
             large_edges::a_reference_cell_that_is_not_text_is_integrity,
             large_edges::a_blob_name_over_the_service_limit_is_refused_before_writing,
             large_edges::a_large_value_under_an_unsplit_field_fails_the_read,
+            hostile_rows::foreign_cells_are_typed_errors_naming_the_column,
+            hostile_rows::a_utf16_value_with_an_odd_length_is_integrity,
+            hostile_rows::a_gzip_value_that_unpacks_without_bound_is_integrity,
         }
     };
 }

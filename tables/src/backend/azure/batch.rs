@@ -268,4 +268,49 @@ mod tests {
         assert!(body.contains("If-Match: *\r\n"));
         assert!(body.ends_with("--changeset_y--\r\n--batch_x--\r\n"));
     }
+
+    /// The bounded budget of the generated-input tests; `UNIFIED_TABLES_FUZZ_CASES` for more.
+    fn fuzz_cases() -> u32 {
+        std::env::var("UNIFIED_TABLES_FUZZ_CASES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(256)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: fuzz_cases(),
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+
+        /// Any text as a batch answer: parts or a typed error, never a panic.
+        #[test]
+        fn any_answer_parses_or_is_an_error(
+            lines in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::string::string_regex("HTTP/1\\.[01] [0-9]{0,5} [A-Za-z ]{0,8}").unwrap(),
+                    proptest::string::string_regex("(Content-ID|ETag|x-ms-error-code): ?[ -~]{0,12}").unwrap(),
+                    proptest::string::string_regex("--[a-z_0-9]{0,12}(--)?").unwrap(),
+                    proptest::string::string_regex("\\{[ -~]{0,40}").unwrap(),
+                    proptest::string::string_regex("\\PC{0,20}").unwrap(),
+                    proptest::strategy::Just(String::new()),
+                ],
+                0..24,
+            ),
+            n_ops in 1usize..4,
+        ) {
+            let body = lines.join("\r\n");
+            let parts = parse_parts(&body);
+            let ops: Vec<WriteOp> = (0..n_ops)
+                .map(|i| WriteOp::Insert(Row::new("p", format!("r{i}"))))
+                .collect();
+            match interpret(&ops, &parts) {
+                Ok(outcomes) => proptest::prop_assert_eq!(outcomes.len(), ops.len()),
+                Err(Error::Transaction { index, .. }) => proptest::prop_assert!(index < ops.len().max(parts.len())),
+                Err(Error::MalformedResponse(_) | Error::Service { .. }) => {}
+                Err(other) => proptest::prop_assert!(false, "unexpected error: {other}"),
+            }
+        }
+    }
 }
