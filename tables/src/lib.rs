@@ -54,6 +54,24 @@ mod tables;
 pub mod update;
 mod value;
 
+/// Shared by the crate's generated-input tests.
+#[cfg(test)]
+pub(crate) mod fuzz {
+    /// The proptest configuration of generated-input tests: 256 cases, or
+    /// `UNIFIED_TABLES_FUZZ_CASES`; failures are printed, never persisted.
+    pub(crate) fn config() -> proptest::test_runner::Config {
+        let cases = std::env::var("UNIFIED_TABLES_FUZZ_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(256);
+        proptest::test_runner::Config {
+            cases,
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        }
+    }
+}
+
 pub use codec::{EncodeOptions, OversizedCellPolicy, TableValue};
 pub use entity::{
     normalize_id, restore_id, Column, ColumnKind, Key, KeyMode, LargeEncoding, Schema, TableEntity, TableRecord,

@@ -371,15 +371,7 @@ mod tests {
         use proptest::prelude::*;
 
         fn config() -> ProptestConfig {
-            let cases = std::env::var("UNIFIED_TABLES_FUZZ_CASES")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(256);
-            ProptestConfig {
-                cases,
-                failure_persistence: None,
-                ..ProptestConfig::default()
-            }
+            crate::fuzz::config()
         }
 
         fn manifest_value() -> impl Strategy<Value = Value> {

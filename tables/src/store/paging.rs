@@ -357,13 +357,6 @@ impl<T: TableEntity> Store<T> {
 mod tests {
     use super::*;
 
-    fn fuzz_cases() -> u32 {
-        std::env::var("UNIFIED_TABLES_FUZZ_CASES")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(256)
-    }
-
     #[test]
     fn a_cursor_round_trips_and_is_bound_to_its_query() {
         let next = PageToken {
@@ -376,11 +369,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::test_runner::Config {
-            cases: fuzz_cases(),
-            failure_persistence: None,
-            ..proptest::test_runner::Config::default()
-        })]
+        #![proptest_config(crate::fuzz::config())]
 
         /// Any text as a cursor: refused as damaged, never a panic.
         #[test]

@@ -269,20 +269,8 @@ mod tests {
         assert!(body.ends_with("--changeset_y--\r\n--batch_x--\r\n"));
     }
 
-    /// The bounded budget of the generated-input tests; `UNIFIED_TABLES_FUZZ_CASES` for more.
-    fn fuzz_cases() -> u32 {
-        std::env::var("UNIFIED_TABLES_FUZZ_CASES")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(256)
-    }
-
     proptest::proptest! {
-        #![proptest_config(proptest::test_runner::Config {
-            cases: fuzz_cases(),
-            failure_persistence: None,
-            ..proptest::test_runner::Config::default()
-        })]
+        #![proptest_config(crate::fuzz::config())]
 
         /// Any text as a batch answer: parts or a typed error, never a panic.
         #[test]
