@@ -54,26 +54,15 @@ pub(crate) fn gunzip_bounded(packed: &[u8], limit: usize) -> std::result::Result
         .min(packed.len().saturating_mul(DEFLATE_MAX_RATIO))
         .min(packed.len().saturating_mul(16).max(1 << 16));
     let mut out = Vec::with_capacity(first);
-    let mut decoder = GzDecoder::new(packed);
-    let mut buf = [0u8; 32 * 1024];
-    loop {
-        let n = match decoder.read(&mut buf) {
-            Ok(0) => return Ok(out),
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(GunzipError::Damaged(format!("not gzip data, or damaged: {e}"))),
-        };
-        let len = out.len().saturating_add(n);
-        if len > limit {
-            return Err(GunzipError::TooLarge { limit });
-        }
-        if len > out.capacity() {
-            // Grow by doubling, but never past the limit.
-            let target = out.capacity().saturating_mul(2).clamp(len, limit);
-            out.reserve_exact(target - out.len());
-        }
-        out.extend_from_slice(&buf[..n]);
+    // At most one byte past the limit is ever unpacked, straight into `out`.
+    let mut decoder = GzDecoder::new(packed).take(limit as u64 + 1);
+    decoder
+        .read_to_end(&mut out)
+        .map_err(|e| GunzipError::Damaged(format!("not gzip data, or damaged: {e}")))?;
+    if out.len() > limit {
+        return Err(GunzipError::TooLarge { limit });
     }
+    Ok(out)
 }
 
 /// Unpacks the base64 text of a `{Col}__GZip` cell (bounded by [`MAX_GZIP_CELL_INFLATED_BYTES`]).

@@ -222,10 +222,10 @@ pub(crate) fn checked_blob_name(
 
 /// Plans the rows and blobs of `row`, whose large columns hold their full
 /// one-cell form. A row without large columns is a plan of that one row.
-pub(crate) fn plan(table: &str, full: Row, columns: &[LargeColumn], limits: Limits) -> Result<Plan> {
+pub(crate) fn plan(table: &str, full: Cow<'_, Row>, columns: &[LargeColumn], limits: Limits) -> Result<Plan> {
     if columns.is_empty() {
         return Ok(Plan {
-            main: full,
+            main: full.into_owned(),
             continuations: Vec::new(),
             blobs: Vec::new(),
         });
@@ -442,15 +442,15 @@ mod tests {
 
     #[test]
     fn tiers_by_size() {
-        let inline = plan("T", row_with(&"a".repeat(32_767)), &[BODY], LIMITS).unwrap();
+        let inline = plan("T", Cow::Owned(row_with(&"a".repeat(32_767))), &[BODY], LIMITS).unwrap();
         assert!(inline.main.get("Body").is_some() && inline.continuations.is_empty() && inline.blobs.is_empty());
 
-        let split = plan("T", row_with(&"a".repeat(32_768)), &[BODY], LIMITS).unwrap();
+        let split = plan("T", Cow::Owned(row_with(&"a".repeat(32_768))), &[BODY], LIMITS).unwrap();
         assert!(split.main.get("Body").is_none());
         assert_eq!(split.main.get("Body__chunks"), Some(&Value::Int32(2)));
         assert_eq!(split.main.get(SPLIT_PARTS), Some(&Value::Int32(0)));
 
-        let rows = plan("T", row_with(&"a".repeat(2_000_000)), &[BODY], LIMITS).unwrap();
+        let rows = plan("T", Cow::Owned(row_with(&"a".repeat(2_000_000))), &[BODY], LIMITS).unwrap();
         assert!(!rows.continuations.is_empty());
         assert_eq!(
             rows.main.get(SPLIT_PARTS),
@@ -459,7 +459,7 @@ mod tests {
         assert_eq!(rows.continuations[0].row_key, "r~0001");
         assert_eq!(rows.continuations[0].get(SPLIT_OF), Some(&Value::String("r".into())));
 
-        let blob = plan("T", row_with(&"a".repeat(3_145_729)), &[BODY], LIMITS).unwrap();
+        let blob = plan("T", Cow::Owned(row_with(&"a".repeat(3_145_729))), &[BODY], LIMITS).unwrap();
         assert_eq!(blob.blobs.len(), 1);
         assert!(blob.main.get("Body__blob").is_some() && blob.main.get("Body__chunks").is_none());
     }
@@ -467,13 +467,13 @@ mod tests {
     #[test]
     fn refusals_name_the_column() {
         let never = LargeColumn { offload: false, ..BODY };
-        let err = plan("T", row_with(&"€".repeat(1_500_000)), &[never], LIMITS).unwrap_err();
+        let err = plan("T", Cow::Owned(row_with(&"€".repeat(1_500_000))), &[never], LIMITS).unwrap_err();
         assert!(
             matches!(&err, Error::OversizedValue { column, .. } if column == "Body"),
             "{err}"
         );
         let no_blobs = Limits { blobs: false, ..LIMITS };
-        let err = plan("T", row_with(&"a".repeat(5_000_000)), &[BODY], no_blobs).unwrap_err();
+        let err = plan("T", Cow::Owned(row_with(&"a".repeat(5_000_000))), &[BODY], no_blobs).unwrap_err();
         assert!(err.to_string().contains("no blob container"), "{err}");
     }
 }

@@ -2,6 +2,7 @@
 //! plan steps, and whole entities are packed into entity-group transactions
 //! per partition by the one packer.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use super::write::{reads_first, Encoded, Stamps, Unit, Verb};
@@ -79,7 +80,14 @@ impl<T: TableEntity> Store<T> {
             };
             let partition_key = e.row.partition_key.clone();
             let unit = self
-                .plan_unit(&verb, read, e.row, &e.files, stored.as_ref(), &HashSet::new())
+                .plan_unit(
+                    &verb,
+                    read,
+                    Cow::Owned(e.row),
+                    &e.files,
+                    stored.as_ref(),
+                    &HashSet::new(),
+                )
                 .map_err(|err| batch_failed(0, entities[i].key(), err))?;
             units.push((partition_key, (i, unit)));
         }
@@ -93,9 +101,9 @@ impl<T: TableEntity> Store<T> {
             );
             let mut rest = group.into_iter();
             for range in ranges {
-                let tx: Vec<(usize, Unit)> = rest.by_ref().take(range.len()).collect();
-                for (i, unit) in &tx {
-                    for upload in &unit.uploads {
+                let mut tx: Vec<(usize, Unit)> = rest.by_ref().take(range.len()).collect();
+                for (i, unit) in &mut tx {
+                    for upload in std::mem::take(&mut unit.uploads) {
                         Box::pin(self.upload(upload))
                             .await
                             .map_err(|e| batch_failed(committed, entities[*i].key(), e))?;

@@ -69,14 +69,15 @@ impl<T: TableEntity> Store<T> {
 
     /// Uploads a blob create-only; an existing blob of the same name (and so
     /// the same hash) counts as success and is touched.
-    pub(crate) async fn upload(&self, upload: &Upload) -> Result<()> {
+    pub(crate) async fn upload(&self, upload: Upload) -> Result<()> {
         let blobs = self.blob_container().await?;
         let options = PutOptions {
-            content_type: upload.content_type.clone(),
-            content_encoding: upload.content_encoding.clone(),
+            content_type: upload.content_type,
+            content_encoding: upload.content_encoding,
             condition: BlobCondition::IfNoneMatchAny,
         };
-        let bytes = Arc::unwrap_or_clone(upload.bytes.clone());
+        // Moved when this upload holds the only reference (a planned value), copied otherwise (a file).
+        let bytes = Arc::unwrap_or_clone(upload.bytes);
         match blobs
             .backend
             .put(&blobs.options.container, &upload.path, bytes, options)

@@ -11,6 +11,7 @@
 //! Single writes ([`Store::write_entity`]) and batches
 //! ([`Store::write_batch`](super::batch)) share every step.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
 
@@ -180,7 +181,7 @@ impl<T: TableEntity> Store<T> {
         &self,
         verb: &Verb,
         read: bool,
-        row: Row,
+        row: Cow<'_, Row>,
         files: &Files,
         stored: Option<&Row>,
         leftovers: &HashSet<usize>,
@@ -336,11 +337,11 @@ impl<T: TableEntity> Store<T> {
                 self.guard(verb, &key, stored.as_ref(), &encoded_row)?;
             }
             let row = match retries {
-                true => encoded_row.clone(),
-                false => std::mem::take(&mut encoded_row),
+                true => Cow::Borrowed(&encoded_row),
+                false => Cow::Owned(std::mem::take(&mut encoded_row)),
             };
-            let unit = self.plan_unit(verb, read, row, &files, stored.as_ref(), &leftovers)?;
-            for upload in &unit.uploads {
+            let mut unit = self.plan_unit(verb, read, row, &files, stored.as_ref(), &leftovers)?;
+            for upload in std::mem::take(&mut unit.uploads) {
                 Box::pin(self.upload(upload)).await?;
             }
             let new_refs = if unit.old_refs.is_empty() {
