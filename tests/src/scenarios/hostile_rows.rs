@@ -113,3 +113,16 @@ pub async fn a_gzip_value_that_unpacks_without_bound_is_integrity(env: &Env) {
         "{err}"
     );
 }
+
+/// A file's reference cell that is not text is a decode error naming the
+/// cell, never a file-less entity that a save would write back without it.
+pub async fn a_file_reference_that_is_not_text_is_a_decode_error(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    store.ensure_created().await.unwrap();
+    let row = Row::new("p", "file")
+        .with("Title", Value::String("t".into()))
+        .with("Attachment__blob", Value::Int32(7));
+    put(env, row).await;
+    let err = store.get(("p", "file")).await.unwrap_err();
+    assert!(decode_error_on(&err, "Attachment__blob"), "{err}");
+}

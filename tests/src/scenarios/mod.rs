@@ -124,6 +124,7 @@ macro_rules! for_each_scenario {
             hostile_rows::foreign_cells_are_typed_errors_naming_the_column,
             hostile_rows::a_utf16_value_with_an_odd_length_is_integrity,
             hostile_rows::a_gzip_value_that_unpacks_without_bound_is_integrity,
+            hostile_rows::a_file_reference_that_is_not_text_is_a_decode_error,
         }
     };
 }
