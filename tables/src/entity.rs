@@ -360,16 +360,34 @@ impl<A: Into<String>, B: Into<String>> From<(A, B)> for Key {
 ///
 /// ```
 /// assert_eq!(unified_tables::normalize_id("  Part | Row1 "), "part-|-row1");
+/// // Character by character: a final capital sigma lower-cases to `σ`.
+/// assert_eq!(unified_tables::normalize_id("ΟΔΟΣ"), "οδοσ");
 /// ```
 pub fn normalize_id(id: &str) -> String {
-    id.trim().replace(' ', "-").to_lowercase()
+    // Each character on its own, as .NET's ToLowerInvariant does: no
+    // context rules (a final capital sigma becomes `σ`, never `ς`).
+    id.trim()
+        .chars()
+        .flat_map(|c| if c == ' ' { '-'.to_lowercase() } else { c.to_lowercase() })
+        .collect()
 }
 
 /// The composite id of a row read back: the stored `Id` when it splits into
-/// exactly the row's keys, otherwise rebuilt from the keys.
+/// exactly the row's keys, otherwise rebuilt from the keys. As in .NET, the
+/// keys rebuild it only when both are non-empty; otherwise a stored `Id` is
+/// kept as it is.
+///
+/// ```
+/// use unified_tables::restore_id;
+/// assert_eq!(restore_id(Some("a|b"), "a", "b"), "a|b");
+/// assert_eq!(restore_id(Some("stale"), "a", "b"), "a|b");
+/// assert_eq!(restore_id(Some("kept"), "", "b"), "kept");
+/// assert_eq!(restore_id(None, "a", "a"), "a");
+/// ```
 pub fn restore_id(stored: Option<&str>, partition_key: &str, row_key: &str) -> String {
-    if partition_key.is_empty() && row_key.is_empty() {
-        return stored.unwrap_or_default().to_owned();
+    // As .NET: the keys rebuild the id only when both are non-empty.
+    if partition_key.is_empty() || row_key.is_empty() {
+        return stored.map_or_else(|| Key::new(partition_key, row_key).to_id(), str::to_owned);
     }
     if let Some(id) = stored {
         let k = Key::from_id(id);

@@ -110,8 +110,9 @@ impl<T: TableEntity> Store<T> {
     pub async fn mutate(&self, key: impl Into<Lookup>, mut intent: impl FnMut(&mut T)) -> Result<T> {
         let key = self.resolve(key)?;
         let outcome = self
-            .cas(&key, |current| match current {
+            .cas(&key, |current, last| match current {
                 None => Step::Done(Outcome::NotFound),
+                Some(_) if last => Step::Done(Outcome::Conflicted),
                 Some(mut e) => {
                     intent(&mut e);
                     Step::Update(e)
@@ -125,8 +126,9 @@ impl<T: TableEntity> Store<T> {
     /// `Updated`, `NotFound` or `Conflicted`. Only unexpected failures are errors.
     pub async fn try_mutate(&self, key: impl Into<Lookup>, mut intent: impl FnMut(&mut T)) -> Result<Outcome<T>> {
         let key = self.resolve(key)?;
-        self.cas(&key, |current| match current {
+        self.cas(&key, |current, last| match current {
             None => Step::Done(Outcome::NotFound),
+            Some(_) if last => Step::Done(Outcome::Conflicted),
             Some(mut e) => {
                 intent(&mut e);
                 Step::Update(e)
@@ -147,9 +149,10 @@ impl<T: TableEntity> Store<T> {
         mut apply: impl FnMut(&mut T),
     ) -> Result<Outcome<T>> {
         let key = self.resolve(key)?;
-        self.cas(&key, |current| match current {
+        self.cas(&key, |current, last| match current {
             None => Step::Done(Outcome::NotFound),
             Some(e) if !when(&e) => Step::Done(Outcome::PreconditionFailed(e)),
+            Some(_) if last => Step::Done(Outcome::Conflicted),
             Some(mut e) => {
                 apply(&mut e);
                 Step::Update(e)
@@ -194,7 +197,8 @@ impl<T: TableEntity> Store<T> {
         let key = self.resolve(key)?;
         let mut wrong_key = None;
         let outcome = self
-            .cas(&key, |current| match current {
+            .cas(&key, |current, last| match current {
+                _ if last => Step::Done(Outcome::Conflicted),
                 None => {
                     let mut e = create();
                     if let Err(err) = self.check_same_key(&key, &e) {
@@ -252,17 +256,21 @@ impl<T: TableEntity> Store<T> {
     }
 
     /// The compare-and-swap loop shared by every verb above.
-    async fn cas(&self, key: &Key, mut plan: impl FnMut(Option<T>) -> Step<T>) -> Result<Outcome<T>> {
+    /// `step` decides the next step from the current row; with `last` set
+    /// no attempt is left, so it only decides and never runs the intent
+    /// (with `n` attempts an intent runs at most `n` times).
+    async fn cas(&self, key: &Key, mut step: impl FnMut(Option<T>, bool) -> Step<T>) -> Result<Outcome<T>> {
         let attempts = self.tables.options.mutate_attempts.max(1);
         let mut current = self.read(key).await?;
         let mut attempt = 0u32;
         loop {
             attempt += 1;
             let read_version = current.as_ref().map(|(_, etag)| etag.clone());
-            let (mut entity, insert) = match plan(current.take().map(|(e, _)| e)) {
+            let last = attempt > attempts;
+            let (mut entity, insert) = match step(current.take().map(|(e, _)| e), last) {
                 Step::Done(outcome) => return Ok(outcome),
                 // The last re-read only decides NotFound / PreconditionFailed.
-                _ if attempt > attempts => return Ok(Outcome::Conflicted),
+                _ if last => return Ok(Outcome::Conflicted),
                 Step::Insert(e) => (e, true),
                 Step::Update(e) => (e, false),
             };

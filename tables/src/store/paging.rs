@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 use super::{QueryOptions, Store};
 use crate::backend::{PageToken, QueryRequest};
 use crate::codec::ValueKind;
+use crate::entity::KeyMode;
 use crate::entity::{Column, ColumnKind, TableEntity};
 use crate::error::{Error, Result};
 use crate::layout::{blob_cell, gzip_cell, json_cell};
@@ -196,8 +197,28 @@ fn physical_columns(columns: &'static [Column], prefix: &str, wanted: &str, out:
 }
 
 impl<T: TableEntity> Store<T> {
-    /// The backend request for `options`, with the projection resolved.
+    /// The backend request for `options` of any reader but [`Store::page`],
+    /// which alone takes a cursor: a cursor anywhere else is refused, never ignored.
     pub(crate) fn request_for(&self, options: &QueryOptions) -> Result<QueryRequest> {
+        if options.cursor.is_some() {
+            return Err(Error::InvalidCursor(
+                "only Store::page continues after a cursor; query, stream and count read from the start: drop `.after(..)`, or call page".into(),
+            ));
+        }
+        self.listing_request(options)
+    }
+
+    /// The backend request for `options`, with the keys normalized as the
+    /// type's ids are and the projection resolved.
+    fn listing_request(&self, options: &QueryOptions) -> Result<QueryRequest> {
+        let normalized;
+        let options = match T::SCHEMA.keys {
+            KeyMode::CompositeId { normalize: true } => {
+                normalized = options.with_normalized_keys();
+                &normalized
+            }
+            _ => options,
+        };
         let mut request = options.request()?;
         if let Some(fields) = &options.select {
             let mut columns = Vec::new();
@@ -257,7 +278,7 @@ impl<T: TableEntity> Store<T> {
             Some(c) => Some(c.decode(&bound)?),
             None => None,
         };
-        let mut request = self.request_for(&options)?;
+        let mut request = self.listing_request(&options)?;
         request.top = Some(page_size as u32);
         self.ensure_created().await?;
         let page = self.tables.backend.query(&self.table, &request, token.as_ref()).await?;

@@ -72,9 +72,21 @@ impl QueryOptions {
     }
 
     /// For [`Store::page`]: continue after the page that returned `cursor`.
+    /// The other readers (`query`, `stream`, `count`, `any`) read from the
+    /// start and refuse options that carry a cursor with [`Error::InvalidCursor`].
     pub fn after(mut self, cursor: super::paging::Cursor) -> QueryOptions {
         self.cursor = Some(cursor);
         self
+    }
+
+    /// These options with the partition and row-key prefix normalized as
+    /// composite ids are (trimmed, spaces to `-`, lower-cased).
+    pub(crate) fn with_normalized_keys(&self) -> QueryOptions {
+        QueryOptions {
+            partition: self.partition.as_deref().map(crate::entity::normalize_id),
+            prefix: self.prefix.as_deref().map(crate::entity::normalize_id),
+            ..self.clone()
+        }
     }
 
     /// The backend request for these options.

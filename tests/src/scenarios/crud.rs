@@ -1,7 +1,7 @@
 //! Create, read, update, upsert, delete, ETags, stamps and request counts.
 
 use unified_tables::backend::{Backend, WriteOp};
-use unified_tables::{Concurrency, Error, StoreOptions, Value};
+use unified_tables::{Concurrency, Error, QueryOptions, StoreOptions, Value};
 
 use crate::model::{Customer, Note, RawNote, Renamed};
 use crate::Env;
@@ -363,4 +363,44 @@ pub async fn request_counts_are_at_their_minimum(env: &Env) {
     measure("update", 1);
     store.delete(("eu", "a")).await.unwrap();
     measure("delete", 1);
+}
+
+/// Partition arguments and row-key prefixes of id-keyed types are normalized
+/// as ids are, so a partition written as a person would type it finds the
+/// rows its ids were stored under; the append log reads the same way.
+pub async fn partition_arguments_of_id_keyed_types_are_normalized(env: &Env) {
+    let notes = env.tables.store_in::<Note>(&env.table);
+    for (id, body) in [("Room 7|First Note", "a"), ("Room 7|Second", "b"), ("Room 8|x", "c")] {
+        let mut n = Note {
+            id: id.into(),
+            body: body.into(),
+            created_at: None,
+            updated_at: None,
+            etag: None,
+        };
+        notes.create(&mut n).await.unwrap();
+    }
+    let room = notes.query(QueryOptions::partition("Room 7")).await.unwrap();
+    assert_eq!(room.iter().map(|n| n.body.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+    let prefixed = notes
+        .query(QueryOptions::partition(" ROOM 7 ").row_key_prefix("First "))
+        .await
+        .unwrap();
+    assert_eq!(prefixed.len(), 1, "the prefix is normalized too");
+    assert_eq!(notes.count(QueryOptions::partition("Room 7")).await.unwrap(), 2);
+
+    let mut event = Note {
+        id: String::new(),
+        body: "logged".into(),
+        created_at: None,
+        updated_at: None,
+        etag: None,
+    };
+    notes.append("Room 9", &mut event, None).await.unwrap();
+    let recent = notes.recent("Room 9", 5, None).await.unwrap();
+    assert_eq!(
+        recent.len(),
+        1,
+        "the log of an id-keyed type reads by the partition as written"
+    );
 }

@@ -301,3 +301,20 @@ pub async fn select_reads_only_the_named_fields(env: &Env) {
         .unwrap_err();
     assert!(err.to_string().contains("nope"), "{err}");
 }
+
+/// A cursor belongs to `page`: the readers that start from the beginning
+/// refuse it instead of silently ignoring it.
+pub async fn a_cursor_outside_page_is_refused(env: &Env) {
+    let store = env.tables.store_in::<Item>(&env.table);
+    let items: Vec<Item> = (0..5).map(|i| Item::new("p", i)).collect();
+    store.create_batch(&items).await.unwrap();
+    let first = store.page(QueryOptions::partition("p").take(2)).await.unwrap();
+    let cursor = first.cursor.expect("more pages");
+    let with_cursor = || QueryOptions::partition("p").take(2).after(cursor.clone());
+    let err = store.query(with_cursor()).await.unwrap_err();
+    assert!(matches!(err, unified_tables::Error::InvalidCursor(_)), "{err}");
+    assert!(store.count(with_cursor()).await.is_err());
+    assert!(store.any(with_cursor()).await.is_err());
+    let next = store.page(with_cursor()).await.unwrap();
+    assert_eq!(next.items.len(), 2, "page still continues after it");
+}
