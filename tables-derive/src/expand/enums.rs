@@ -23,15 +23,25 @@ pub(crate) fn expand(e: &Enum) -> TokenStream {
     // Numbers are accepted as the .NET library's Enum.Parse accepts them:
     // the declared discriminant, or the position when none is declared.
     let mut next = 0i64;
+    let mut zero = None;
     let from_number: Vec<TokenStream> = e
         .variants
         .iter()
         .map(|(v, _, d)| {
             let n = d.unwrap_or(next);
             next = n + 1;
+            if n == 0 && zero.is_none() {
+                zero = Some(v);
+            }
             quote!(#n => #p::Ok(#ident::#v))
         })
         .collect();
+    // A missing column reads as .NET's default of an enum: the member whose
+    // value is 0 (the first variant, unless discriminants say otherwise).
+    let absent = match zero {
+        Some(v) => quote!(#p::Ok(#ident::#v)),
+        None => quote!(#p::Err(#p::absent_column(__column, #type_name))),
+    };
     let names: Vec<&String> = e.variants.iter().map(|(_, n, _)| n).collect();
     wrap(quote! {
         // Filters compare an enum by its stored name: equality only (names do not sort as variants do).
@@ -67,7 +77,7 @@ pub(crate) fn expand(e: &Enum) -> TokenStream {
                     #p::Some(#p::Value::Int32(__n)) => __number(__n as i64, &#p::Value::Int32(__n)),
                     #p::Some(#p::Value::Int64(__n)) => __number(__n, &#p::Value::Int64(__n)),
                     #p::Some(__other) => #p::Err(#p::unknown_variant(__column, #type_name, &__other, __NAMES)),
-                    #p::None => #p::Err(#p::absent_column(__column, #type_name)),
+                    #p::None => #absent,
                 }
             }
         }

@@ -66,6 +66,7 @@ macro_rules! for_each_scenario {
             values::every_value_type_round_trips,
             values::int64_and_double_keep_their_type,
             values::large_json_goes_to_a_gzip_cell_and_back,
+            values::a_missing_enum_column_reads_as_the_zero_variant,
             concurrency::concurrent_mutates_lose_no_update,
             concurrency::a_forced_race_re_applies_the_intent_to_the_fresh_version,
             concurrency::racing_transitions_have_one_winner,
