@@ -64,6 +64,22 @@ impl Env {
         self.counter.reset();
     }
 
+    /// Writes `row` as it is (insert or replace), past every check of the store:
+    /// how other programs' rows reach a scenario.
+    pub async fn put_raw(&self, row: unified_tables::Row) {
+        use unified_tables::backend::{UpdateMode, WriteOp};
+        self.counter
+            .execute(
+                &self.table,
+                WriteOp::Upsert {
+                    row,
+                    mode: UpdateMode::Replace,
+                },
+            )
+            .await
+            .expect("a raw write");
+    }
+
     /// The raw backend (counted).
     pub fn backend(&self) -> &CountingBackend<Arc<dyn Backend>> {
         &self.counter

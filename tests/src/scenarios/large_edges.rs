@@ -2,7 +2,7 @@
 //! rows, references shared between types, files written back after a release.
 
 use futures::TryStreamExt;
-use unified_tables::backend::{Backend, IfMatch, UpdateMode, WriteOp};
+use unified_tables::backend::{Backend, IfMatch, WriteOp};
 use unified_tables::{BlobContent, Error, Row, Value};
 
 use crate::model::Document;
@@ -17,19 +17,6 @@ fn part_count(row: &Row) -> i32 {
         Some(Value::Int32(n)) => *n,
         _ => -1,
     }
-}
-
-async fn put_raw(env: &Env, row: Row) {
-    env.backend()
-        .execute(
-            &env.table,
-            WriteOp::Upsert {
-                row,
-                mode: UpdateMode::Replace,
-            },
-        )
-        .await
-        .unwrap();
 }
 
 /// `get` and `exists` of a continuation row's key return the continuation row
@@ -79,7 +66,7 @@ pub async fn a_split_value_without_its_manifest_is_integrity(env: &Env) {
     let mut row = raw(env, "split").await;
     assert!(row.get("Body__c0").is_some());
     row.take("Body__chunks");
-    put_raw(env, row).await;
+    env.put_raw(row).await;
     let got = store.get(("p", "split")).await;
     assert!(
         matches!(&got, Err(Error::Integrity { .. })),
@@ -158,7 +145,7 @@ pub async fn a_damaged_file_reference_is_integrity_not_a_panic(env: &Env) {
     let mut r: serde_json::Value = serde_json::from_str(&json).unwrap();
     r["length"] = 0.into();
     row.insert("Attachment__blob", Value::String(r.to_string()));
-    put_raw(env, row).await;
+    env.put_raw(row).await;
     let got = store.get(("p", "file")).await.unwrap().unwrap();
     let content = got.attachment.unwrap();
     let handle = tokio::spawn(async move { content.open().try_collect::<Vec<Vec<u8>>>().await });
@@ -213,7 +200,7 @@ pub async fn an_entity_with_a_damaged_part_count_stays_deletable(env: &Env) {
         let real = part_count(&row);
         assert!(real >= 1, "{rk}: the value has continuation rows");
         row.insert("_SplitParts", Value::Int32(parts));
-        put_raw(env, row).await;
+        env.put_raw(row).await;
         env.reset_counts();
         assert!(store.delete(("p", rk)).await.unwrap(), "{rk}: deleted");
         assert!(
@@ -238,7 +225,7 @@ pub async fn a_reference_cell_that_is_not_text_is_integrity(env: &Env) {
     let mut d = Document::new("p", "ref");
     store.create(&mut d).await.unwrap();
     let row = raw(env, "ref").await.with("Body__blob", Value::Int32(7));
-    put_raw(env, row).await;
+    env.put_raw(row).await;
     let err = store.get(("p", "ref")).await.unwrap_err();
     assert!(
         matches!(&err, Error::Integrity { column, .. } if column == "Body"),
