@@ -165,6 +165,12 @@ pub(crate) fn interpret(ops: &[WriteOp], parts: &[PartResponse]) -> Result<Vec<W
             })
             .or_else(|| (parts.len() == ops.len()).then_some(position))
             .unwrap_or(0);
+        if index >= ops.len() {
+            return Err(Error::MalformedResponse(format!(
+                "the transaction answered that operation {index} failed, but {} were sent",
+                ops.len()
+            )));
+        }
         return Err(Error::Transaction {
             index,
             source: Box::new(failure.into()),
@@ -295,7 +301,7 @@ mod tests {
                 .collect();
             match interpret(&ops, &parts) {
                 Ok(outcomes) => proptest::prop_assert_eq!(outcomes.len(), ops.len()),
-                Err(Error::Transaction { index, .. }) => proptest::prop_assert!(index < ops.len().max(parts.len())),
+                Err(Error::Transaction { index, .. }) => proptest::prop_assert!(index < ops.len()),
                 Err(Error::MalformedResponse(_) | Error::Service { .. }) => {}
                 Err(other) => proptest::prop_assert!(false, "unexpected error: {other}"),
             }
