@@ -98,7 +98,8 @@ pub mod __private {
     pub use crate::error::{Error, Result};
     pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};
     pub use crate::large::{encode_large_bytes, encode_large_json, encode_large_text};
-    pub use crate::query::typed::{Col, Filterable, JsonCol, LargeCol, Nested, OptCol, SkippedCol};
+    pub use crate::query::typed::{Col, Filterable, Nested, OptCol};
+    pub use crate::query::{JsonCol, LargeCol, SkippedCol};
     pub use crate::stamp::{KeyPart, Stamp};
     pub use crate::store::Authorizer;
     pub use crate::update::refusal::{LargeFieldsCannotBePatched, MergeCannotClearAField};

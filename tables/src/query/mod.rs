@@ -1,7 +1,9 @@
 //! Filters and the query shapes built on them.
 
 mod filter;
+mod refused;
 pub mod typed;
 
 pub use filter::{CmpOp, Filter, MAX_COMPARISONS};
+pub use refused::{reason, JsonCol, LargeCol, SkippedCol};
 pub use typed::{Col, Filterable, IntoFilter, OptCol, Ordered, Where, WherePartial};

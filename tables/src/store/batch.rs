@@ -5,11 +5,11 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use super::write::{reads_first, Encoded, Stamps, Unit, Verb};
+use super::write::{lost_race, reads_first, Encoded, Stamps, Unit, Verb};
 use super::Store;
 use crate::backend::pack::{op_weight, pack};
 use crate::entity::{Key, TableEntity};
-use crate::error::{Error, ErrorKind, KeyKind, Result};
+use crate::error::{Error, KeyKind, Result};
 
 /// Groups items by partition key, keeping the order in which partitions and
 /// items first appear.
@@ -137,11 +137,7 @@ impl<T: TableEntity> Store<T> {
                     other => (0, other, false),
                 };
                 let failed = entities[owners.get(index).copied().unwrap_or(books[0])].key();
-                let lost_race = matches!(
-                    source.kind(),
-                    ErrorKind::NotFound | ErrorKind::AlreadyExists | ErrorKind::PreconditionFailed
-                );
-                if read && lost_race {
+                if read && lost_race(source.kind()) {
                     // An upsert planned on a version that moved: the transaction applied
                     // nothing; write its entities one by one, each retrying as a single write does.
                     for i in books {

@@ -223,21 +223,13 @@ impl<T: TableEntity> Store<T> {
     fn expect_updated(&self, key: &Key, outcome: Outcome<T>) -> Result<T> {
         match outcome {
             Outcome::Updated(e) => Ok(e),
-            Outcome::NotFound => Err(Error::NotFound {
-                table: self.table.clone(),
-                partition_key: key.partition_key.clone(),
-                row_key: key.row_key.clone(),
-            }),
+            Outcome::NotFound => Err(Error::not_found(&self.table, key)),
             Outcome::PreconditionFailed(_) | Outcome::Conflicted => Err(self.conflict(key)),
         }
     }
 
     fn conflict(&self, key: &Key) -> Error {
-        Error::Conflict {
-            table: self.table.clone(),
-            partition_key: key.partition_key.clone(),
-            row_key: key.row_key.clone(),
-        }
+        Error::conflict(&self.table, key)
     }
 
     fn check_same_key(&self, key: &Key, entity: &T) -> Result<()> {

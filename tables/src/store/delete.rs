@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use super::read::continuation_range;
+use super::read::{continuation_owner, continuation_range};
 use super::write::{race_backoff, RACE_ATTEMPTS};
 use super::Store;
 use crate::backend::pack::{op_weight, pack};
@@ -113,7 +113,7 @@ impl<T: TableEntity> Store<T> {
         while let Some(rows) = pages.next().await? {
             let ops: Vec<WriteOp> = rows
                 .into_iter()
-                .filter(|r| r.get(SPLIT_OF).and_then(Value::as_str) == Some(key.row_key.as_str()))
+                .filter(|r| continuation_owner(r) == Some(key.row_key.as_str()))
                 .map(|r| delete_op(&key.partition_key, r.row_key, IfMatch::Any))
                 .collect();
             for chunk in ops.chunks(MAX_TRANSACTION_OPS) {
@@ -182,7 +182,7 @@ fn delete_units(partition_key: &str, rows: Vec<Row>) -> Vec<DeleteUnit> {
     let mut units: Vec<DeleteUnit> = Vec::with_capacity(rows.len());
     let mut by_key: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for row in rows {
-        let owner = row.get(SPLIT_OF).and_then(Value::as_str).map(str::to_owned);
+        let owner = continuation_owner(&row).map(str::to_owned);
         match owner.and_then(|o| by_key.get(&o).copied()) {
             Some(u) => units[u].ops.push(delete_op(partition_key, row.row_key, IfMatch::Any)),
             None => {

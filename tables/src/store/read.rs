@@ -33,6 +33,11 @@ pub(crate) fn continuation_range(partition_key: &str, row_key: &str, last: usize
         ))
 }
 
+/// The main RowKey a continuation row names, if the row is one.
+pub(crate) fn continuation_owner(row: &Row) -> Option<&str> {
+    row.get(SPLIT_OF).and_then(Value::as_str)
+}
+
 /// Whether a row is a continuation row of a large value (never an entity).
 pub(crate) fn is_continuation_row(row: &Row) -> bool {
     row.get(SPLIT_OF).is_some()
@@ -128,7 +133,7 @@ impl<T: TableEntity> Store<T> {
         if parts > 0 {
             let mut seen = BTreeSet::new();
             for cont in self.continuation_rows(main, parts).await? {
-                if cont.get(SPLIT_OF).and_then(Value::as_str) != Some(main.row_key.as_str()) {
+                if continuation_owner(&cont) != Some(main.row_key.as_str()) {
                     continue;
                 }
                 seen.insert(cont.row_key.clone());

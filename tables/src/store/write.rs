@@ -18,12 +18,13 @@ use std::time::Duration;
 use rand::Rng;
 
 use super::blobs::{Files, Upload};
+use super::read::continuation_owner;
 use super::Store;
 use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
 use crate::entity::{Key, TableEntity};
 use crate::error::{Error, ErrorKind, KeyKind, Result};
 use crate::large::plan::{check_row_key, large_columns, plan, Limits};
-use crate::layout::{blob_paths, continuation_key, split_parts, SPLIT_OF};
+use crate::layout::{blob_paths, continuation_key, split_parts};
 use crate::service::{check_row_limits, validate_key};
 use crate::value::{DateTime, ETag, Row, Value};
 
@@ -34,6 +35,15 @@ pub(crate) const RACE_ATTEMPTS: u32 = 5;
 pub(crate) fn race_backoff(attempt: u32) -> Duration {
     let base = 5u64 << (attempt.saturating_sub(1)).min(4);
     Duration::from_millis(base + rand::thread_rng().gen_range(0..=base))
+}
+
+/// Whether a write's rejection says another writer got there first (the row
+/// appeared, vanished, or changed version since it was read).
+pub(crate) fn lost_race(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::NotFound | ErrorKind::AlreadyExists | ErrorKind::PreconditionFailed
+    )
 }
 
 /// What a write does to the stored entity.
@@ -370,7 +380,7 @@ impl<T: TableEntity> Store<T> {
                 let holder = self.tables.backend.get(&self.table, &key.partition_key, &taken).await?;
                 let ours = holder
                     .as_ref()
-                    .is_some_and(|r| r.get(SPLIT_OF).and_then(Value::as_str) == Some(key.row_key.as_str()));
+                    .is_some_and(|r| continuation_owner(r) == Some(key.row_key.as_str()));
                 if ours && attempt < RACE_ATTEMPTS {
                     leftovers.insert(index);
                     continue;
@@ -381,12 +391,8 @@ impl<T: TableEntity> Store<T> {
                     reason: "a row that is not a continuation row of this entity holds a key the entity's large values need; nothing was written".into(),
                 });
             }
-            let lost_race = matches!(
-                kind,
-                ErrorKind::NotFound | ErrorKind::AlreadyExists | ErrorKind::PreconditionFailed
-            );
             let may_retry = read && !matches!(verb, Verb::Replace(IfMatch::ETag(_)));
-            if lost_race && may_retry && attempt < RACE_ATTEMPTS {
+            if lost_race(kind) && may_retry && attempt < RACE_ATTEMPTS {
                 tokio::time::sleep(race_backoff(attempt)).await;
                 continue;
             }
