@@ -17,6 +17,22 @@ pub mod protect;
 pub mod query;
 pub mod transactions;
 pub mod values;
+// -- cache modules --
+// -- end cache modules --
+// -- union modules --
+// -- end union modules --
+// -- locks modules --
+// -- end locks modules --
+// -- softdel modules --
+// -- end softdel modules --
+// -- interop modules --
+// -- end interop modules --
+// -- connect modules --
+// -- end connect modules --
+// -- typedq modules --
+// -- end typedq modules --
+// -- typedd modules --
+// -- end typedd modules --
 
 /// Every scenario's name, for the runner macro.
 #[macro_export]
@@ -128,6 +144,22 @@ macro_rules! for_each_scenario {
             hostile_rows::a_utf16_value_with_an_odd_length_is_integrity,
             hostile_rows::a_gzip_value_that_unpacks_without_bound_is_integrity,
             hostile_rows::a_file_reference_that_is_not_text_is_a_decode_error,
+            // -- cache scenarios --
+            // -- end cache scenarios --
+            // -- union scenarios --
+            // -- end union scenarios --
+            // -- locks scenarios --
+            // -- end locks scenarios --
+            // -- softdel scenarios --
+            // -- end softdel scenarios --
+            // -- interop scenarios --
+            // -- end interop scenarios --
+            // -- connect scenarios --
+            // -- end connect scenarios --
+            // -- typedq scenarios --
+            // -- end typedq scenarios --
+            // -- typedd scenarios --
+            // -- end typedd scenarios --
         }
     };
 }
