@@ -92,6 +92,46 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// Starts a partial update: `Customer::update().balance(250.0)`, sent
     /// with [`Store::patch`](crate::Store::patch).
     fn update() -> Self::Updater;
+
+    /// A copy for the read cache: `Some` when the type implements `Clone`
+    /// (the derive decides at compile time), `None` when it does not, in
+    /// which case the type is never cached.
+    fn cache_clone(&self) -> Option<Self> {
+        None
+    }
+}
+
+/// Lets generated code copy an entity when its type is `Clone` and answer
+/// `None` when it is not, decided at compile time by method resolution
+/// (`(&&CloneProbe(x)).probe_clone()`).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct CloneProbe<'a, T>(pub &'a T);
+
+/// The `Clone` arm of [`CloneProbe`].
+#[doc(hidden)]
+pub trait ProbeClone<T> {
+    /// A copy of the probed value.
+    fn probe_clone(&self) -> Option<T>;
+}
+
+impl<T: Clone> ProbeClone<T> for &CloneProbe<'_, T> {
+    fn probe_clone(&self) -> Option<T> {
+        Some(self.0.clone())
+    }
+}
+
+/// The fallback arm of [`CloneProbe`]: no copy.
+#[doc(hidden)]
+pub trait ProbeNoClone<T> {
+    /// No copy: the type is not `Clone`.
+    fn probe_clone(&self) -> Option<T>;
+}
+
+impl<T> ProbeNoClone<T> for CloneProbe<'_, T> {
+    fn probe_clone(&self) -> Option<T> {
+        None
+    }
 }
 
 /// A nested struct whose fields are stored as `Parent_Child` columns of the

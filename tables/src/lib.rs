@@ -79,7 +79,10 @@ pub use entity::{
 pub use error::{Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
 pub use stamp::{KeyPart, Stamp};
-pub use store::{Concurrency, Count, Cursor, EntityPage, Lookup, Outcome, QueryOptions, Store, StoreOptions};
+pub use store::{
+    CachePolicy, Concurrency, Count, Cursor, EntityPage, Lookup, Outcome, QueryOptions, ReadCache, ReadCacheBuilder,
+    Store, StoreOptions,
+};
 pub use tables::{BlobOptions, Tables};
 pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord};
 pub use value::wire;
@@ -92,8 +95,8 @@ pub mod __private {
         decode_binary, decode_json, encode_binary, encode_json, resolve_column, EncodeOptions, TableValue, ValueKind,
     };
     pub use crate::entity::{
-        normalize_id, restore_id, Column, ColumnKind, Key, KeyMode, LargeEncoding, LargeForm, Schema, TableEntity,
-        TableRecord,
+        normalize_id, restore_id, CloneProbe, Column, ColumnKind, Key, KeyMode, LargeEncoding, LargeForm, ProbeClone,
+        ProbeNoClone, Schema, TableEntity, TableRecord,
     };
     pub use crate::error::{Error, Result};
     pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};

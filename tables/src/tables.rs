@@ -8,7 +8,7 @@ use crate::backend::blob::BlobBackend;
 use crate::backend::memory::{MemoryBackend, MemoryBlobBackend};
 use crate::backend::Backend;
 use crate::entity::TableEntity;
-use crate::store::{Store, StoreOptions};
+use crate::store::{ReadCache, Store, StoreOptions};
 
 /// A connection to table storage: a backend plus the options every store
 /// made from it shares.
@@ -24,6 +24,10 @@ pub struct Tables {
     pub(crate) options: StoreOptions,
     pub(crate) created: Arc<Mutex<HashSet<String>>>,
     pub(crate) blobs: Option<Arc<Blobs>>,
+    pub(crate) cache: Option<ReadCache>,
+    /// What cache entries of this handle are keyed under besides table and
+    /// keys: the account's table endpoint, or a name unique to the backend.
+    pub(crate) scope: Arc<str>,
 }
 
 /// Where large values and files go when they leave the table.
@@ -72,6 +76,7 @@ impl fmt::Debug for Tables {
             .field("backend", &self.backend)
             .field("options", &self.options)
             .field("blobs", &self.blobs)
+            .field("cache", &self.cache)
             .finish()
     }
 }
@@ -104,14 +109,55 @@ impl Tables {
         Tables::from_arc(Arc::new(backend))
     }
 
-    /// Tables over a shared backend.
+    /// Tables over a shared backend, with the default read cache.
     pub fn from_arc(backend: Arc<dyn Backend>) -> Tables {
+        static BACKENDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = BACKENDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Tables {
             backend,
             options: StoreOptions::default(),
             created: Arc::new(Mutex::new(HashSet::new())),
             blobs: None,
+            cache: Some(ReadCache::default()),
+            scope: format!("backend:{n}").into(),
         }
+    }
+
+    /// Serves reads of the stores made from now on from `cache` (which other
+    /// handles may share: entries are keyed by account endpoint, table and keys).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use unified_tables::store::{CachePolicy, ReadCache};
+    /// use unified_tables::Tables;
+    /// let cache = ReadCache::builder().policy(CachePolicy::Absolute(Duration::from_secs(30))).build()?;
+    /// let db = Tables::memory().with_cache(cache);
+    /// # let _ = db;
+    /// # Ok::<(), unified_tables::Error>(())
+    /// ```
+    pub fn with_cache(mut self, cache: ReadCache) -> Tables {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// No read cache: every read goes to the table (the stores made from
+    /// now on). Writes of these stores no longer evict entries of other
+    /// handles' caches.
+    pub fn without_cache(mut self) -> Tables {
+        self.cache = None;
+        self
+    }
+
+    /// The read cache, if reads are cached.
+    pub fn cache(&self) -> Option<&ReadCache> {
+        self.cache.as_ref()
+    }
+
+    /// Keys cache entries of this handle under `scope` (the account
+    /// endpoint) instead of a name unique to its backend.
+    pub(crate) fn with_scope(mut self, scope: &str) -> Tables {
+        self.scope = scope.into();
+        self
     }
 
     /// Replaces the options of the stores made from now on.
@@ -157,7 +203,8 @@ impl Tables {
     pub fn connect(connection_string: &str) -> crate::Result<Tables> {
         use crate::backend::azure::{AzureBackend, AzureBlobBackend, ConnectionString};
         let parsed = ConnectionString::parse(connection_string)?;
-        let tables = Tables::with_backend(AzureBackend::from_parsed(parsed.clone())?);
+        let tables =
+            Tables::with_backend(AzureBackend::from_parsed(parsed.clone())?).with_scope(&parsed.table_endpoint);
         // Large values and files go to the account's blob endpoint when it has one.
         Ok(match AzureBlobBackend::from_parsed(parsed) {
             Ok(blobs) => tables.with_blobs(blobs, crate::BlobOptions::default()),

@@ -237,6 +237,12 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
             fn update() -> Self::Updater {
                 #update_ident(::core::default::Default::default())
             }
+
+            fn cache_clone(&self) -> #p::Option<Self> {
+                #[allow(unused_imports)]
+                use #p::{ProbeClone as _, ProbeNoClone as _};
+                (&&#p::CloneProbe(self)).probe_clone()
+            }
         }
     })
 }

@@ -59,6 +59,19 @@ pub(crate) type Pending<'a> = (Arc<Vec<u8>>, Option<&'a str>);
 pub(crate) struct BlobSource {
     pub(crate) backend: Arc<dyn BlobBackend>,
     pub(crate) container: String,
+    /// Told when a read of the content fails its integrity check (the row
+    /// that referenced it has changed): the read cache drops the entity.
+    pub(crate) on_integrity: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl BlobSource {
+    /// Passes `result` through, telling [`BlobSource::on_integrity`] of an integrity failure.
+    fn checked<X>(&self, result: Result<X>) -> Result<X> {
+        if let (Err(Error::Integrity { .. }), Some(tell)) = (&result, &self.on_integrity) {
+            tell();
+        }
+        result
+    }
 }
 
 /// A file kept in blob storage, referenced from its row by `{Col}__blob`.
@@ -191,17 +204,6 @@ impl BlobContent {
     /// since the entity was read is an [`Error::Integrity`] saying the row may
     /// have changed.
     pub fn open(&self) -> impl Stream<Item = Result<Vec<u8>>> + Send + 'static {
-        enum State {
-            Pending(Arc<Vec<u8>>, bool),
-            Remote {
-                source: BlobSource,
-                reference: BlobRef,
-                offset: u64,
-                hasher: Sha256,
-                done: bool,
-            },
-            Failed(Option<Error>),
-        }
         let state = match (&self.pending, &self.stored, &self.source) {
             (Some((bytes, _)), _, _) => match bytes.read() {
                 Ok(b) => State::Pending(b, false),
@@ -235,55 +237,11 @@ impl BlobContent {
                     source,
                     reference,
                     offset,
-                    mut hasher,
+                    hasher,
                     ..
                 } => {
-                    let gone = || Error::Integrity {
-                        column: reference.path.clone(),
-                        reason: "the blob is gone; the row may have changed since it was read: read the entity again"
-                            .into(),
-                    };
-                    let end = offset.saturating_add(READ_CHUNK).min(reference.length);
-                    let range = Some(offset..end);
-                    let (_, bytes) = source
-                        .backend
-                        .get(&source.container, &reference.path, range)
-                        .await?
-                        .ok_or_else(gone)?;
-                    if bytes.len() as u64 != end - offset {
-                        return Err(Error::Integrity {
-                            column: reference.path.clone(),
-                            reason: format!(
-                                "the blob returned {} bytes for a {}-byte range: its length differs from its reference",
-                                bytes.len(),
-                                end - offset
-                            ),
-                        });
-                    }
-                    hasher.update(&bytes);
-                    let last = end >= reference.length;
-                    if last {
-                        let actual: String = crate::value::hex(&hasher.clone().finalize());
-                        if actual != reference.sha256 {
-                            return Err(Error::Integrity {
-                                column: reference.path.clone(),
-                                reason: format!(
-                                    "SHA-256 mismatch: the reference says {}, the blob hashes to {actual}",
-                                    reference.sha256
-                                ),
-                            });
-                        }
-                    }
-                    Ok(Some((
-                        bytes,
-                        State::Remote {
-                            source,
-                            reference,
-                            offset: end,
-                            hasher,
-                            done: last,
-                        },
-                    )))
+                    let watch = source.clone();
+                    watch.checked(read_chunk(source, reference, offset, hasher).await)
                 }
             }
         })
@@ -294,7 +252,19 @@ impl BlobContent {
     pub async fn read_all(&self) -> Result<Vec<u8>> {
         match (&self.pending, &self.stored, &self.source) {
             (Some((bytes, _)), _, _) => Ok(Arc::unwrap_or_clone(bytes.read()?)),
-            (None, Some(reference), Some(source)) => {
+            (None, Some(reference), Some(source)) => source.checked(self.read_remote(reference, source).await),
+            _ => {
+                use futures::TryStreamExt;
+                let parts: Vec<Vec<u8>> = self.open().try_collect().await?;
+                Ok(parts.concat())
+            }
+        }
+    }
+
+    /// The whole stored content in one request, checked.
+    async fn read_remote(&self, reference: &BlobRef, source: &BlobSource) -> Result<Vec<u8>> {
+        {
+            {
                 let (_, bytes, actual) = source
                     .backend
                     .get_hashed(&source.container, &reference.path)
@@ -317,13 +287,76 @@ impl BlobContent {
                 }
                 Ok(bytes)
             }
-            _ => {
-                use futures::TryStreamExt;
-                let parts: Vec<Vec<u8>> = self.open().try_collect().await?;
-                Ok(parts.concat())
-            }
         }
     }
+}
+
+/// Where [`BlobContent::open`] is in its stream.
+enum State {
+    Pending(Arc<Vec<u8>>, bool),
+    Remote {
+        source: BlobSource,
+        reference: BlobRef,
+        offset: u64,
+        hasher: Sha256,
+        done: bool,
+    },
+    Failed(Option<Error>),
+}
+
+/// The next chunk of a stored content from `offset`, checked against its
+/// reference once the last chunk is read.
+async fn read_chunk(
+    source: BlobSource,
+    reference: BlobRef,
+    offset: u64,
+    mut hasher: Sha256,
+) -> Result<Option<(Vec<u8>, State)>> {
+    let gone = || Error::Integrity {
+        column: reference.path.clone(),
+        reason: "the blob is gone; the row may have changed since it was read: read the entity again".into(),
+    };
+    let end = offset.saturating_add(READ_CHUNK).min(reference.length);
+    let range = Some(offset..end);
+    let (_, bytes) = source
+        .backend
+        .get(&source.container, &reference.path, range)
+        .await?
+        .ok_or_else(gone)?;
+    if bytes.len() as u64 != end - offset {
+        return Err(Error::Integrity {
+            column: reference.path.clone(),
+            reason: format!(
+                "the blob returned {} bytes for a {}-byte range: its length differs from its reference",
+                bytes.len(),
+                end - offset
+            ),
+        });
+    }
+    hasher.update(&bytes);
+    let last = end >= reference.length;
+    if last {
+        let actual: String = crate::value::hex(&hasher.clone().finalize());
+        if actual != reference.sha256 {
+            return Err(Error::Integrity {
+                column: reference.path.clone(),
+                reason: format!(
+                    "SHA-256 mismatch: the reference says {}, the blob hashes to {actual}",
+                    reference.sha256
+                ),
+            });
+        }
+    }
+    Ok(Some((
+        bytes,
+        State::Remote {
+            source,
+            reference,
+            offset: end,
+            hasher,
+            done: last,
+        },
+    )))
 }
 
 /// Writes the reference cell of a stored blob field. Content not uploaded

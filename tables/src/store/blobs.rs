@@ -52,6 +52,7 @@ impl<T: TableEntity> Store<T> {
         self.blobs().map(|b| BlobSource {
             backend: b.backend.clone(),
             container: b.options.container.clone(),
+            on_integrity: None,
         })
     }
 
@@ -201,7 +202,18 @@ impl<T: TableEntity> Store<T> {
 
     /// Binds the files of an entity read back to the blob store, so they can be opened.
     pub(crate) fn bind_read_files(&self, entity: &mut T) {
-        let Some(source) = self.blob_source() else { return };
+        let Some(mut source) = self.blob_source() else { return };
+        if entity.blob_contents().is_empty() {
+            return;
+        }
+        // A file found gone or changed means the row changed: its cached copy goes.
+        if self.cache.is_some() {
+            let store = self.clone();
+            let key = entity.key();
+            source.on_integrity = Some(std::sync::Arc::new(move || {
+                store.evict(&key.partition_key, &key.row_key)
+            }));
+        }
         for (_, content) in entity.blob_contents_mut() {
             content.bind(source.clone());
         }

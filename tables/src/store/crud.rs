@@ -27,17 +27,34 @@ impl<T: TableEntity> Store<T> {
         Ok(self.read(&key).await?.map(|(entity, _)| entity))
     }
 
-    /// Whether an entity with these keys exists.
+    /// Whether an entity with these keys exists: from the read cache when it
+    /// holds the entity, else one round trip (which, for a type without
+    /// large values, caches the entity it read).
     pub async fn exists(&self, key: impl Into<Lookup>) -> Result<bool> {
         let key = self.resolve(key)?;
+        if self.cached_presence(&key) {
+            return Ok(true);
+        }
+        let keeping = self.read_ticket(&key);
         self.ensure_created().await?;
-        // A continuation row of a large value is not an entity.
-        Ok(self
+        let row = self
             .tables
             .backend
             .get(&self.table, &key.partition_key, &key.row_key)
-            .await?
-            .is_some_and(|row| !is_continuation_row(&row)))
+            .await?;
+        // A continuation row of a large value is not an entity.
+        let Some(row) = row.filter(|row| !is_continuation_row(row)) else {
+            return Ok(false);
+        };
+        // A large value is never assembled to answer whether the row exists.
+        if let (Some(keeping), false) = (keeping, const { T::SCHEMA.has_large_values() }) {
+            let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
+            if let Ok(Some((entity, bytes))) = self.decode_weighed(row, true).await {
+                let etag = entity.etag().cloned().unwrap_or(etag);
+                self.keep_read(keeping, &key, &entity, &etag, bytes);
+            }
+        }
+        Ok(true)
     }
 
     /// Inserts or replaces the entity, unconditionally, in one round trip.

@@ -148,6 +148,10 @@ impl<T: TableEntity> Store<T> {
         let mut pages = self.pages(request).await?;
         let mut deleted = 0;
         while let Some(rows) = pages.next().await? {
+            // Every listed row leaves the read cache, also if a transaction below fails.
+            for row in &rows {
+                self.evict(partition_key, &row.row_key);
+            }
             let units = delete_units(partition_key, rows);
             let ranges = pack(units.iter().map(|u| (u.ops.len(), u.ops.iter().map(op_weight).sum())));
             let mut units = units.into_iter();

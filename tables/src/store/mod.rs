@@ -2,6 +2,8 @@
 
 mod batch;
 mod blobs;
+pub mod cache;
+mod cached;
 mod concurrency;
 mod crud;
 mod delete;
@@ -14,6 +16,7 @@ mod read;
 mod sweep;
 mod write;
 
+pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
 pub use concurrency::Outcome;
 pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use protect::Authorizer;
@@ -113,6 +116,7 @@ pub struct Store<T> {
     tables: Tables,
     table: String,
     authorizer: Option<protect::SharedAuthorizer>,
+    cache: Option<cached::StoreCache>,
     _entity: PhantomData<fn() -> T>,
 }
 
@@ -122,6 +126,7 @@ impl<T> Clone for Store<T> {
             tables: self.tables.clone(),
             table: self.table.clone(),
             authorizer: self.authorizer.clone(),
+            cache: self.cache.clone(),
             _entity: PhantomData,
         }
     }
@@ -135,10 +140,15 @@ impl<T> fmt::Debug for Store<T> {
 
 impl<T: TableEntity> Store<T> {
     pub(crate) fn new(tables: Tables, table: String) -> Store<T> {
+        let cache = tables.cache.as_ref().map(|cache| cached::StoreCache {
+            cache: cache.clone(),
+            policy: cache.policy_of::<T>(),
+        });
         Store {
             tables,
             table,
             authorizer: None,
+            cache,
             _entity: PhantomData,
         }
     }

@@ -197,20 +197,38 @@ impl<T: TableEntity> Store<T> {
     }
 
     /// Reads every entity the options select, following page tokens.
+    ///
+    /// The list of a whole partition (a partition and nothing else: no
+    /// filter, prefix, limit or projection) is served from the read cache
+    /// when it holds it, and cached when no write in the partition ran while
+    /// it was read. Every other query reads the table.
     pub async fn query(&self, options: QueryOptions) -> Result<Vec<T>> {
+        let whole = self.whole_partition(&options);
+        if let Some(list) = whole.as_deref().and_then(|pk| self.cached_list(pk)) {
+            return Ok(list);
+        }
+        let keeping = whole.as_deref().and_then(|pk| self.list_ticket(pk));
         let limit = options.take.unwrap_or(usize::MAX);
         let mut pages = self.pages(self.request_for(&options)?).await?;
         let mut out = Vec::new();
+        let mut bytes = 0;
         while out.len() < limit {
             let Some(rows) = pages.next().await? else { break };
             for row in rows {
                 if out.len() >= limit {
                     break;
                 }
-                if let Some(entity) = self.decode_listed(row).await? {
+                if super::read::is_continuation_row(&row) {
+                    continue;
+                }
+                if let Some((entity, size)) = self.decode_weighed(row, keeping.is_some()).await? {
+                    bytes += size;
                     out.push(entity);
                 }
             }
+        }
+        if let (Some(keeping), Some(pk)) = (keeping, &whole) {
+            self.keep_list(keeping, pk, &out, bytes);
         }
         Ok(out)
     }

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use super::cache::row_bytes;
 use super::write::{race_backoff, RACE_ATTEMPTS};
 use super::Store;
 use crate::backend::QueryRequest;
@@ -45,8 +46,14 @@ pub(crate) fn is_continuation_row(row: &Row) -> bool {
 
 impl<T: TableEntity> Store<T> {
     /// Reads one row as an entity together with its version (which entities
-    /// without an ETag field cannot carry).
+    /// without an ETag field cannot carry): from the read cache when it holds
+    /// the entity, else from the table, keeping what it read when no write of
+    /// the entity ran meanwhile.
     pub(crate) async fn read(&self, key: &Key) -> Result<Option<(T, ETag)>> {
+        if let Some(hit) = self.cached_entity(key) {
+            return Ok(Some(hit));
+        }
+        let keeping = self.read_ticket(key);
         self.ensure_created().await?;
         let Some(row) = self
             .tables
@@ -58,8 +65,20 @@ impl<T: TableEntity> Store<T> {
             return Ok(None);
         };
         let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
-        Ok(self.decode_row(row).await?.map(|e| {
+        let decoded = match self.decode_weighed(row, keeping.is_some()).await {
+            Ok(decoded) => decoded,
+            Err(e) => {
+                if matches!(e, Error::Integrity { .. }) {
+                    self.evict(&key.partition_key, &key.row_key);
+                }
+                return Err(e);
+            }
+        };
+        Ok(decoded.map(|(e, bytes)| {
             let etag = e.etag().cloned().unwrap_or(etag);
+            if let Some(keeping) = keeping {
+                self.keep_read(keeping, key, &e, &etag, bytes);
+            }
             (e, etag)
         }))
     }
@@ -68,24 +87,32 @@ impl<T: TableEntity> Store<T> {
     /// values, reassembled and checked, retrying a read that raced a replace
     /// (`None` when the entity was deleted under the read).
     pub(crate) async fn decode_row(&self, row: Row) -> Result<Option<T>> {
-        refuse_unassembled_large_values(T::SCHEMA, &row)?;
-        if !const { T::SCHEMA.has_large_values() } {
-            return T::from_row(row).map(Some);
-        }
-        Box::pin(self.decode_assembled(row)).await
+        Ok(self.decode_weighed(row, false).await?.map(|(e, _)| e))
     }
 
-    /// [`Store::decode_row`] of a type with large values.
-    async fn decode_assembled(&self, row: Row) -> Result<Option<T>> {
+    /// [`Store::decode_row`], with the bytes of the decoded cells when `weigh`
+    /// (the size the entity counts for in the read cache; 0 otherwise).
+    pub(crate) async fn decode_weighed(&self, row: Row, weigh: bool) -> Result<Option<(T, usize)>> {
+        refuse_unassembled_large_values(T::SCHEMA, &row)?;
+        if !const { T::SCHEMA.has_large_values() } {
+            let bytes = if weigh { row_bytes(&row) } else { 0 };
+            return T::from_row(row).map(|e| Some((e, bytes)));
+        }
+        Box::pin(self.decode_assembled(row, weigh)).await
+    }
+
+    /// [`Store::decode_weighed`] of a type with large values.
+    async fn decode_assembled(&self, row: Row, weigh: bool) -> Result<Option<(T, usize)>> {
         let mut main = row;
         let mut attempt = 0;
         loop {
             attempt += 1;
             match self.assemble_row(&main).await {
                 Ok(row) => {
+                    let bytes = if weigh { row_bytes(&row) } else { 0 };
                     let mut entity = T::from_row(row)?;
                     self.bind_read_files(&mut entity);
-                    return Ok(Some(entity));
+                    return Ok(Some((entity, bytes)));
                 }
                 Err(e @ Error::Integrity { .. }) => {
                     let again = self

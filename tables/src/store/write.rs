@@ -18,6 +18,7 @@ use std::time::Duration;
 use rand::Rng;
 
 use super::blobs::{Files, Upload};
+use super::cache::{Settled, Writing};
 use super::read::continuation_owner;
 use super::Store;
 use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
@@ -106,6 +107,19 @@ impl Encoded {
     pub(crate) fn key(&self) -> Key {
         Key::new(self.row.partition_key.clone(), self.row.row_key.clone())
     }
+}
+
+/// What a committed write of one entity reports.
+#[derive(Debug)]
+pub(crate) struct Written {
+    /// The main row's outcome.
+    pub(crate) outcome: WriteOutcome,
+    /// The entity's files.
+    pub(crate) files: Files,
+    /// What lets the write cache the entity, with a read cache.
+    pub(crate) settled: Option<Settled>,
+    /// The size the entity counts for in the cache, when its type is cached.
+    pub(crate) weight: Option<usize>,
 }
 
 /// The operations, uploads and blob bookkeeping of one entity's write.
@@ -263,22 +277,47 @@ impl<T: TableEntity> Store<T> {
     /// dropping operations at index `droppable..` that found their row gone
     /// (stale rows of a damaged or concurrently changed entity) and sending
     /// the rest again. Returns the outcome of the first operation.
-    pub(crate) async fn send(&self, mut ops: Vec<WriteOp>, droppable: usize) -> Result<WriteOutcome> {
-        if ops.len() == 1 {
+    pub(crate) async fn send(&self, ops: Vec<WriteOp>, droppable: usize) -> Result<WriteOutcome> {
+        self.send_settled(ops, droppable).await.map(|(outcome, _)| outcome)
+    }
+
+    /// [`Store::send`], also returning what lets the caller cache the entity
+    /// written (when the store has a read cache).
+    ///
+    /// Every table write passes here or through [`Store::send_tracked`]: the
+    /// read cache evicts what the operations touch before they are sent, and
+    /// a write that fails, or whose future is dropped, leaves it evicted.
+    pub(crate) async fn send_settled(
+        &self,
+        mut ops: Vec<WriteOp>,
+        droppable: usize,
+    ) -> Result<(WriteOutcome, Option<Settled>)> {
+        let writing = self.begin_write(&ops);
+        let outcome = if ops.len() == 1 {
             let op = ops.pop().expect("one operation");
-            return self.tables.backend.execute(&self.table, op).await;
-        }
-        let (mut outcomes, _) = self.send_tracked(ops, droppable).await?;
-        Ok(outcomes.swap_remove(0))
+            self.tables.backend.execute(&self.table, op).await?
+        } else {
+            let (mut outcomes, _) = self.commit_tracked(ops, droppable).await?;
+            outcomes.swap_remove(0)
+        };
+        Ok((outcome, writing.map(Writing::succeed)))
     }
 
     /// [`Store::send`], returning every outcome and the indexes (into `ops`)
     /// of the operations that were sent in the end.
     pub(crate) async fn send_tracked(
         &self,
-        mut ops: Vec<WriteOp>,
+        ops: Vec<WriteOp>,
         droppable: usize,
     ) -> Result<(Vec<WriteOutcome>, Vec<usize>)> {
+        let writing = self.begin_write(&ops);
+        let sent = self.commit_tracked(ops, droppable).await?;
+        drop(writing.map(Writing::succeed));
+        Ok(sent)
+    }
+
+    /// The backend requests of [`Store::send_tracked`].
+    async fn commit_tracked(&self, mut ops: Vec<WriteOp>, droppable: usize) -> Result<(Vec<WriteOutcome>, Vec<usize>)> {
         let mut kept: Vec<usize> = (0..ops.len()).collect();
         loop {
             if ops.len() == 1 || droppable >= ops.len() {
@@ -309,17 +348,23 @@ impl<T: TableEntity> Store<T> {
     /// (stamps, ETag, files) on it.
     pub(crate) async fn write_entity(&self, entity: &mut T, verb: Verb) -> Result<ETag> {
         let stamps = Stamps::of(&verb, entity, super::now());
-        let (outcome, files) = self.write_encoded(self.encode(entity, stamps).await?, &verb).await?;
+        let written = self.write_encoded(self.encode(entity, stamps).await?, &verb).await?;
         if const { T::SCHEMA.has_large_values() } {
-            self.bind_stored_files(entity, &files.refs);
+            self.bind_stored_files(entity, &written.files.refs);
         }
-        Ok(apply_written(entity, stamps, outcome))
+        // Only a version the service reported whole (ETag and Timestamp) is cached.
+        let reported = written.outcome.etag.is_some() && written.outcome.timestamp.is_some();
+        let etag = apply_written(entity, stamps, written.outcome);
+        if let (Some(settled), Some(bytes), true) = (written.settled, written.weight, reported) {
+            self.keep_written(&settled, entity, &etag, bytes);
+        }
+        Ok(etag)
     }
 
     /// Guards, plans and commits an encoded entity, retrying lost races when
     /// the write read first and its condition allows it. Returns the outcome
     /// of the main row and the entity's files.
-    pub(crate) async fn write_encoded(&self, encoded: Encoded, verb: &Verb) -> Result<(WriteOutcome, Files)> {
+    pub(crate) async fn write_encoded(&self, encoded: Encoded, verb: &Verb) -> Result<Written> {
         self.ensure_created().await?;
         let read = reads_first::<T>(verb);
         // Only a write that reads or has large values can take a second attempt;
@@ -330,6 +375,7 @@ impl<T: TableEntity> Store<T> {
             row: mut encoded_row,
             files,
         } = encoded;
+        let weight = self.cache_weight(&encoded_row);
         let mut leftovers: HashSet<usize> = HashSet::new();
         let mut attempt = 0;
         loop {
@@ -360,12 +406,17 @@ impl<T: TableEntity> Store<T> {
                 unit.new_refs()
             };
             let (old_refs, new_parts) = (unit.old_refs, unit.new_parts);
-            let error = match self.send(unit.ops, new_parts + 1).await {
-                Ok(outcome) => {
+            let error = match self.send_settled(unit.ops, new_parts + 1).await {
+                Ok((outcome, settled)) => {
                     if !old_refs.is_empty() {
                         Box::pin(self.release_blobs(&key, &old_refs, &new_refs)).await;
                     }
-                    return Ok((outcome, files));
+                    return Ok(Written {
+                        outcome,
+                        files,
+                        settled,
+                        weight,
+                    });
                 }
                 Err(e) => e,
             };
