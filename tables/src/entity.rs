@@ -93,43 +93,61 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// with [`Store::patch`](crate::Store::patch).
     fn update() -> Self::Updater;
 
-    /// A copy for the read cache: `Some` when the type implements `Clone`
-    /// (the derive decides at compile time), `None` when it does not, in
-    /// which case the type is never cached.
-    fn cache_clone(&self) -> Option<Self> {
+    /// How the read cache copies the entity: `Some(Clone::clone)` when the
+    /// type implements `Clone` (the derive decides at compile time), `None`
+    /// when it does not, in which case the type is never cached.
+    fn cache_cloner() -> Option<fn(&Self) -> Self> {
         None
+    }
+
+    /// A copy for the read cache, when the type can be copied.
+    fn cache_clone(&self) -> Option<Self> {
+        Self::cache_cloner().map(|clone| clone(self))
     }
 }
 
-/// Lets generated code copy an entity when its type is `Clone` and answer
-/// `None` when it is not, decided at compile time by method resolution
-/// (`(&&CloneProbe(x)).probe_clone()`).
+/// Lets generated code find `Clone::clone` for a type that is `Clone` and
+/// `None` for one that is not, decided at compile time by method resolution
+/// (`(&&CloneProbe::<T>::new()).cloner()`).
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct CloneProbe<'a, T>(pub &'a T);
+pub struct CloneProbe<T>(core::marker::PhantomData<fn() -> T>);
+
+impl<T> CloneProbe<T> {
+    /// The probe of `T`.
+    pub const fn new() -> Self {
+        CloneProbe(core::marker::PhantomData)
+    }
+}
+
+impl<T> Default for CloneProbe<T> {
+    fn default() -> Self {
+        CloneProbe::new()
+    }
+}
 
 /// The `Clone` arm of [`CloneProbe`].
 #[doc(hidden)]
 pub trait ProbeClone<T> {
-    /// A copy of the probed value.
-    fn probe_clone(&self) -> Option<T>;
+    /// `Clone::clone` of `T`.
+    fn cloner(&self) -> Option<fn(&T) -> T>;
 }
 
-impl<T: Clone> ProbeClone<T> for &CloneProbe<'_, T> {
-    fn probe_clone(&self) -> Option<T> {
-        Some(self.0.clone())
+impl<T: Clone> ProbeClone<T> for &CloneProbe<T> {
+    fn cloner(&self) -> Option<fn(&T) -> T> {
+        Some(T::clone)
     }
 }
 
-/// The fallback arm of [`CloneProbe`]: no copy.
+/// The fallback arm of [`CloneProbe`]: `T` is not `Clone`.
 #[doc(hidden)]
 pub trait ProbeNoClone<T> {
-    /// No copy: the type is not `Clone`.
-    fn probe_clone(&self) -> Option<T>;
+    /// No way to copy a `T`.
+    fn cloner(&self) -> Option<fn(&T) -> T>;
 }
 
-impl<T> ProbeNoClone<T> for CloneProbe<'_, T> {
-    fn probe_clone(&self) -> Option<T> {
+impl<T> ProbeNoClone<T> for CloneProbe<T> {
+    fn cloner(&self) -> Option<fn(&T) -> T> {
         None
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod blob_scenarios;
 pub mod differential;
+pub mod gate;
 pub mod model;
 pub mod scenarios;
 
@@ -83,6 +84,12 @@ impl Env {
     /// The raw backend (counted).
     pub fn backend(&self) -> &CountingBackend<Arc<dyn Backend>> {
         &self.counter
+    }
+
+    /// Tables over the same backend and blobs, reading through `cache`
+    /// (entries keyed as this environment's other handles key them).
+    pub fn cached(&self, cache: unified_tables::ReadCache) -> Tables {
+        self.tables.clone().with_cache(cache)
     }
 
     /// Tables with other options over the same backend.

@@ -238,10 +238,10 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
                 #update_ident(::core::default::Default::default())
             }
 
-            fn cache_clone(&self) -> #p::Option<Self> {
+            fn cache_cloner() -> #p::Option<fn(&Self) -> Self> {
                 #[allow(unused_imports)]
                 use #p::{ProbeClone as _, ProbeNoClone as _};
-                (&&#p::CloneProbe(self)).probe_clone()
+                (&&#p::CloneProbe::<Self>::new()).cloner()
             }
         }
     })

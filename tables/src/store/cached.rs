@@ -5,7 +5,7 @@ use super::cache::{row_bytes, Address, CachePolicy, Entry, ReadCache, Settled, T
 use super::{QueryOptions, Store};
 use crate::backend::WriteOp;
 use crate::entity::{Key, KeyMode, TableEntity};
-use crate::value::{ETag, Row};
+use crate::value::{DateTime, ETag, Row};
 
 /// A store's view of its cache: the shared cache, and this type's policy.
 #[derive(Debug, Clone)]
@@ -108,19 +108,27 @@ impl<T: TableEntity> Store<T> {
         })))
     }
 
-    /// Caches the entity a write stored, with the version the service
-    /// returned, when no other write of it overlapped.
-    pub(crate) fn keep_written(&self, settled: &Settled, entity: &T, etag: &ETag, bytes: usize) {
+    /// Caches the entity a write stored, decoded from the row it wrote (so
+    /// it is what a read returns), with the version the service returned,
+    /// when no other write of it overlapped.
+    pub(crate) fn keep_written(&self, settled: &Settled, row: Row, etag: &ETag, timestamp: Option<DateTime>) {
         let Some(c) = self.serving() else { return };
-        let Some(copy) = entity.cache_clone() else { return };
-        let key = entity.key();
+        let bytes = row_bytes(&row);
+        // A row that does not read back caches nothing.
+        let Ok(mut copy) = T::from_row(row) else { return };
+        copy.set_etag(Some(etag.clone()));
+        copy.set_timestamp(timestamp);
+        if const { T::SCHEMA.has_large_values() } {
+            self.bind_read_files(&mut copy);
+        }
+        let key = copy.key();
         let at = Address::entity(self.scope(), &self.table, &key.partition_key, &key.row_key);
         settled.keep(&at, Entry::new(&at, copy, Some(etag.clone()), bytes, c.policy));
     }
 
-    /// The size a write's row counts for in the cache, when the type is cached.
-    pub(crate) fn cache_weight(&self, row: &Row) -> Option<usize> {
-        self.serving().map(|_| row_bytes(row))
+    /// A copy of a write's row for the cache, when the type is cached.
+    pub(crate) fn row_for_cache(&self, row: &Row) -> Option<Row> {
+        self.serving().map(|_| row.clone())
     }
 
     /// The partition a query reads whole (no filter, prefix, limit or

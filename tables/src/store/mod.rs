@@ -140,9 +140,14 @@ impl<T> fmt::Debug for Store<T> {
 
 impl<T: TableEntity> Store<T> {
     pub(crate) fn new(tables: Tables, table: String) -> Store<T> {
+        // A type the cache cannot copy (not `Clone`) is never served from it;
+        // its writes still evict what other stores of the table cached.
         let cache = tables.cache.as_ref().map(|cache| cached::StoreCache {
             cache: cache.clone(),
-            policy: cache.policy_of::<T>(),
+            policy: match T::cache_cloner() {
+                Some(_) => cache.policy_of::<T>(),
+                None => cache::CachePolicy::Disabled,
+            },
         });
         Store {
             tables,

@@ -118,8 +118,8 @@ pub(crate) struct Written {
     pub(crate) files: Files,
     /// What lets the write cache the entity, with a read cache.
     pub(crate) settled: Option<Settled>,
-    /// The size the entity counts for in the cache, when its type is cached.
-    pub(crate) weight: Option<usize>,
+    /// The row written, for the read cache, when the type is cached.
+    pub(crate) row: Option<Row>,
 }
 
 /// The operations, uploads and blob bookkeeping of one entity's write.
@@ -353,10 +353,11 @@ impl<T: TableEntity> Store<T> {
             self.bind_stored_files(entity, &written.files.refs);
         }
         // Only a version the service reported whole (ETag and Timestamp) is cached.
-        let reported = written.outcome.etag.is_some() && written.outcome.timestamp.is_some();
+        let timestamp = written.outcome.timestamp;
+        let reported = written.outcome.etag.is_some() && timestamp.is_some();
         let etag = apply_written(entity, stamps, written.outcome);
-        if let (Some(settled), Some(bytes), true) = (written.settled, written.weight, reported) {
-            self.keep_written(&settled, entity, &etag, bytes);
+        if let (Some(settled), Some(row), true) = (written.settled, written.row, reported) {
+            self.keep_written(&settled, row, &etag, timestamp);
         }
         Ok(etag)
     }
@@ -375,7 +376,7 @@ impl<T: TableEntity> Store<T> {
             row: mut encoded_row,
             files,
         } = encoded;
-        let weight = self.cache_weight(&encoded_row);
+        let cache_row = self.row_for_cache(&encoded_row);
         let mut leftovers: HashSet<usize> = HashSet::new();
         let mut attempt = 0;
         loop {
@@ -415,7 +416,7 @@ impl<T: TableEntity> Store<T> {
                         outcome,
                         files,
                         settled,
-                        weight,
+                        row: cache_row,
                     });
                 }
                 Err(e) => e,

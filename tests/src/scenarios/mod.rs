@@ -18,6 +18,7 @@ pub mod query;
 pub mod transactions;
 pub mod values;
 // -- cache modules --
+pub mod cache;
 // -- end cache modules --
 // -- union modules --
 // -- end union modules --
@@ -145,6 +146,17 @@ macro_rules! for_each_scenario {
             hostile_rows::a_gzip_value_that_unpacks_without_bound_is_integrity,
             hostile_rows::a_file_reference_that_is_not_text_is_a_decode_error,
             // -- cache scenarios --
+            cache::cached_reads_make_no_requests_and_each_write_leaves_what_it_says,
+            cache::whole_partition_lists_are_cached_and_every_write_in_the_partition_drops_them,
+            cache::a_read_in_flight_while_a_write_completes_keeps_nothing,
+            cache::overlapping_writes_leave_nothing_cached,
+            cache::a_failed_or_cancelled_write_drops_the_entity_and_a_refused_one_drops_nothing,
+            cache::delete_partition_evicts_every_listed_row_also_when_it_fails,
+            cache::composite_ids_share_one_entry_and_stores_of_a_table_share_entries,
+            cache::a_disabled_type_is_never_served_but_its_writes_evict,
+            cache::absolute_entries_expire_and_sliding_entries_live_while_read,
+            cache::large_values_are_cached_assembled_and_a_gone_file_drops_the_entry,
+            cache::a_type_that_is_not_clone_is_never_cached,
             // -- end cache scenarios --
             // -- union scenarios --
             // -- end union scenarios --
