@@ -113,3 +113,67 @@ impl<B: Backend> Backend for GateBackend<B> {
         self.inner.query(table, request, token).await
     }
 }
+
+/// Wraps a table backend and pauses a random 0–`max` before and after each
+/// point read and write, so that concurrent requests interleave in many orders.
+#[derive(Debug, Clone)]
+pub struct JitterBackend<B> {
+    inner: B,
+    max: std::time::Duration,
+}
+
+impl<B> JitterBackend<B> {
+    /// Wraps `inner`.
+    pub fn new(inner: B, max: std::time::Duration) -> Self {
+        JitterBackend { inner, max }
+    }
+
+    async fn pause(&self) {
+        use rand::Rng;
+        let micros = rand::thread_rng().gen_range(0..=self.max.as_micros() as u64);
+        if micros > 0 {
+            tokio::time::sleep(std::time::Duration::from_micros(micros)).await;
+        } else {
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+#[async_trait]
+impl<B: Backend> Backend for JitterBackend<B> {
+    async fn create_table(&self, table: &str) -> Result<()> {
+        self.inner.create_table(table).await
+    }
+
+    async fn delete_table(&self, table: &str) -> Result<()> {
+        self.inner.delete_table(table).await
+    }
+
+    async fn get(&self, table: &str, partition_key: &str, row_key: &str) -> Result<Option<Row>> {
+        self.pause().await;
+        let row = self.inner.get(table, partition_key, row_key).await;
+        self.pause().await;
+        row
+    }
+
+    async fn execute(&self, table: &str, op: WriteOp) -> Result<WriteOutcome> {
+        self.pause().await;
+        let outcome = self.inner.execute(table, op).await;
+        self.pause().await;
+        outcome
+    }
+
+    async fn transaction(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
+        self.pause().await;
+        let outcomes = self.inner.transaction(table, ops).await;
+        self.pause().await;
+        outcomes
+    }
+
+    async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
+        self.pause().await;
+        let page = self.inner.query(table, request, token).await;
+        self.pause().await;
+        page
+    }
+}

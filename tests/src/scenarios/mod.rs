@@ -19,6 +19,7 @@ pub mod transactions;
 pub mod values;
 // -- cache modules --
 pub mod cache;
+pub mod cache_checker;
 // -- end cache modules --
 // -- union modules --
 // -- end union modules --
@@ -157,6 +158,7 @@ macro_rules! for_each_scenario {
             cache::absolute_entries_expire_and_sliding_entries_live_while_read,
             cache::large_values_are_cached_assembled_and_a_gone_file_drops_the_entry,
             cache::a_type_that_is_not_clone_is_never_cached,
+            cache_checker::concurrent_readers_never_see_a_version_older_than_a_returned_write,
             // -- end cache scenarios --
             // -- union scenarios --
             // -- end union scenarios --
