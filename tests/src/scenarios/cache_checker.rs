@@ -18,6 +18,9 @@ use crate::Env;
 
 const KEYS: [&str; 3] = ["a", "b", "c"];
 
+/// Rounds of concurrent operations, each followed by a check against the table.
+const ROUNDS: u64 = 6;
+
 /// One write: the value it stored and when it started and returned (logical clock).
 #[derive(Debug, Clone, Copy)]
 struct Write {
@@ -36,7 +39,7 @@ struct Read {
 }
 
 pub async fn concurrent_readers_never_see_a_version_older_than_a_returned_write(env: &Env) {
-    let (tasks, ops) = if env.is_azure() { (6, 24) } else { (8, 60) };
+    let (tasks, ops) = if env.is_azure() { (6u64, 24u64) } else { (8, 60) };
     let jitter = JitterBackend::new(env.backend().clone(), Duration::from_micros(500));
     let tables = Tables::with_backend(jitter).with_cache(ReadCache::default());
     let store = tables.store_in::<Customer>(&env.table);
@@ -55,72 +58,85 @@ pub async fn concurrent_readers_never_see_a_version_older_than_a_returned_write(
     }
     let next_value = Arc::new(AtomicU64::new(1));
     let seed: u64 = rand::random();
-    let mut handles = Vec::new();
-    for t in 0..tasks {
-        let (store, clock, writes, next_value) = (store.clone(), clock.clone(), writes.clone(), next_value.clone());
-        handles.push(tokio::spawn(async move {
-            let mut rng = rand::rngs::StdRng::seed_from_u64(seed.wrapping_add(t));
-            let mut reads = Vec::new();
-            for _ in 0..ops {
-                let key = rng.gen_range(0..KEYS.len());
-                let rk = KEYS[key];
-                match rng.gen_range(0..10) {
-                    0..=3 => {
-                        let start = clock.fetch_add(1, Ordering::SeqCst);
-                        let got = store.get(("p", rk)).await.unwrap().expect("never deleted");
-                        reads.push(Read {
-                            key,
-                            value: got.visits,
-                            start,
-                            list: false,
-                        });
-                    }
-                    4 => {
-                        let start = clock.fetch_add(1, Ordering::SeqCst);
-                        let list = store.query(QueryOptions::partition("p")).await.unwrap();
-                        for c in list {
-                            let key = KEYS.iter().position(|k| *k == c.email).unwrap();
+    let table = env.tables.store_in::<Customer>(&env.table);
+    let mut reads = Vec::new();
+    for round in 0..ROUNDS {
+        let mut handles = Vec::new();
+        for t in 0..tasks {
+            let (store, clock, writes, next_value) = (store.clone(), clock.clone(), writes.clone(), next_value.clone());
+            handles.push(tokio::spawn(async move {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(seed.wrapping_add(t + round * 1000));
+                let mut reads = Vec::new();
+                for _ in 0..ops / ROUNDS {
+                    let key = rng.gen_range(0..KEYS.len());
+                    let rk = KEYS[key];
+                    match rng.gen_range(0..10) {
+                        0..=3 => {
+                            let start = clock.fetch_add(1, Ordering::SeqCst);
+                            let got = store.get(("p", rk)).await.unwrap().expect("never deleted");
                             reads.push(Read {
                                 key,
-                                value: c.visits,
+                                value: got.visits,
                                 start,
-                                list: true,
+                                list: false,
                             });
                         }
-                    }
-                    kind => {
-                        let value = next_value.fetch_add(1, Ordering::SeqCst) as u32;
-                        let start = clock.fetch_add(1, Ordering::SeqCst);
-                        let mut c = Customer::new("p", rk, "w");
-                        c.visits = value;
-                        match kind {
-                            5..=6 => {
-                                store.upsert(&mut c).await.unwrap();
+                        4 => {
+                            let start = clock.fetch_add(1, Ordering::SeqCst);
+                            let list = store.query(QueryOptions::partition("p")).await.unwrap();
+                            for c in list {
+                                let key = KEYS.iter().position(|k| *k == c.email).unwrap();
+                                reads.push(Read {
+                                    key,
+                                    value: c.visits,
+                                    start,
+                                    list: true,
+                                });
                             }
-                            7 => {
-                                store.update_with(&mut c, Concurrency::LastWriterWins).await.unwrap();
-                            }
-                            8 => {
-                                store.patch(("p", rk), Customer::update().visits(value)).await.unwrap();
-                            }
-                            _ => match store.mutate(("p", rk), |c| c.visits = value).await {
-                                Ok(_) => {}
-                                // Lost every race: nothing was written.
-                                Err(unified_tables::Error::Conflict { .. }) => continue,
-                                Err(e) => panic!("{e}"),
-                            },
                         }
-                        let end = clock.fetch_add(1, Ordering::SeqCst);
-                        writes.lock().unwrap().insert((key, value), Write { value, start, end });
+                        kind => {
+                            let value = next_value.fetch_add(1, Ordering::SeqCst) as u32;
+                            let start = clock.fetch_add(1, Ordering::SeqCst);
+                            let mut c = Customer::new("p", rk, "w");
+                            c.visits = value;
+                            match kind {
+                                5..=6 => {
+                                    store.upsert(&mut c).await.unwrap();
+                                }
+                                7 => {
+                                    store.update_with(&mut c, Concurrency::LastWriterWins).await.unwrap();
+                                }
+                                8 => {
+                                    store.patch(("p", rk), Customer::update().visits(value)).await.unwrap();
+                                }
+                                _ => match store.mutate(("p", rk), |c| c.visits = value).await {
+                                    Ok(_) => {}
+                                    // Lost every race: nothing was written.
+                                    Err(unified_tables::Error::Conflict { .. }) => continue,
+                                    Err(e) => panic!("{e}"),
+                                },
+                            }
+                            let end = clock.fetch_add(1, Ordering::SeqCst);
+                            writes.lock().unwrap().insert((key, value), Write { value, start, end });
+                        }
                     }
                 }
-            }
-            reads
-        }));
-    }
-    let mut reads = Vec::new();
-    for h in handles {
-        reads.extend(h.await.unwrap());
+                reads
+            }));
+        }
+        for h in handles {
+            reads.extend(h.await.unwrap());
+        }
+        // Once every call has returned, the cache answers what the table holds.
+        for rk in KEYS {
+            let cached = store.get(("p", rk)).await.unwrap().unwrap();
+            let stored = table.get(("p", rk)).await.unwrap().unwrap();
+            assert_eq!(
+                (cached.visits, &cached.etag),
+                (stored.visits, &stored.etag),
+                "{rk}: after round {round} the cache answers another version than the table holds (seed {seed})"
+            );
+        }
     }
     let writes = writes.lock().unwrap();
     let mut checked = 0;
