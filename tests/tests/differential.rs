@@ -25,7 +25,7 @@
 //! Failures are not persisted to files; they are printed.
 
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
-use unified_tables_tests::differential::driver::run;
+use unified_tables_tests::differential::driver::{run, run_cached};
 use unified_tables_tests::differential::ops::sequence;
 use unified_tables_tests::differential::{Large, Plain, Subject};
 use unified_tables_tests::{azure_env, memory_env, Env, Kind};
@@ -65,6 +65,15 @@ async fn fresh_env(kind: Kind) -> Option<Env> {
 
 /// Runs the random sequences of `T` on `kind`, shrinking and printing a failure.
 fn differential<T: Subject>(kind: Kind) {
+    differential_of::<T>(kind, false)
+}
+
+/// [`differential`] through a store with a read cache (half the sequences).
+fn differential_cached<T: Subject>(kind: Kind) {
+    differential_of::<T>(kind, true)
+}
+
+fn differential_of<T: Subject>(kind: Kind, cached: bool) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -74,10 +83,12 @@ fn differential<T: Subject>(kind: Kind) {
         return; // Azure not configured and not required (the harness said so).
     }
     let (cases, max_ops) = budget(kind);
+    let cases = if cached { cases.div_ceil(2) } else { cases };
     let seed = seed();
     eprintln!(
-        "differential {} on {kind:?}: {cases} sequences of up to {max_ops} operations, UNIFIED_TABLES_DIFF_SEED={seed}",
-        T::NAME
+        "differential {}{} on {kind:?}: {cases} sequences of up to {max_ops} operations, UNIFIED_TABLES_DIFF_SEED={seed}",
+        T::NAME,
+        if cached { " (cached)" } else { "" }
     );
     let config = Config {
         cases,
@@ -94,7 +105,10 @@ fn differential<T: Subject>(kind: Kind) {
     let result = runner.run(&sequence(max_ops), |ops| {
         rt.block_on(async {
             let env = fresh_env(kind).await.expect("checked above");
-            run::<T>(&env, &ops).await
+            match cached {
+                true => run_cached::<T>(&env, &ops).await,
+                false => run::<T>(&env, &ops).await,
+            }
         })
         .map_err(TestCaseError::fail)
     });
@@ -126,6 +140,26 @@ fn azure_plain() {
 #[test]
 fn azure_large() {
     differential::<Large>(Kind::Azure);
+}
+
+#[test]
+fn memory_plain_cached() {
+    differential_cached::<Plain>(Kind::Memory);
+}
+
+#[test]
+fn memory_large_cached() {
+    differential_cached::<Large>(Kind::Memory);
+}
+
+#[test]
+fn azure_plain_cached() {
+    differential_cached::<Plain>(Kind::Azure);
+}
+
+#[test]
+fn azure_large_cached() {
+    differential_cached::<Large>(Kind::Azure);
 }
 
 /// Fixed sequences: shrunk failures and boundary walks, run on both backends.
