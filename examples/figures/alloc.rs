@@ -14,9 +14,11 @@ pub struct CountingAllocator;
 static ON: AtomicBool = AtomicBool::new(false);
 static CURRENT: AtomicIsize = AtomicIsize::new(0);
 static PEAK: AtomicIsize = AtomicIsize::new(0);
+static CALLS: AtomicIsize = AtomicIsize::new(0);
 
 fn grew(bytes: usize) {
     if ON.load(Ordering::Relaxed) {
+        CALLS.fetch_add(1, Ordering::Relaxed);
         let now = CURRENT.fetch_add(bytes as isize, Ordering::Relaxed) + bytes as isize;
         PEAK.fetch_max(now, Ordering::Relaxed);
     }
@@ -67,6 +69,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
 /// Starts a measurement: the growth counts from zero.
 pub fn start() {
     CURRENT.store(0, Ordering::Relaxed);
+    CALLS.store(0, Ordering::Relaxed);
     PEAK.store(0, Ordering::Relaxed);
     ON.store(true, Ordering::SeqCst);
 }
@@ -75,4 +78,9 @@ pub fn start() {
 pub fn stop() -> usize {
     ON.store(false, Ordering::SeqCst);
     PEAK.load(Ordering::Relaxed).max(0) as usize
+}
+
+/// The allocations (calls that grew the heap) since [`start`], read after [`stop`].
+pub fn allocations() -> usize {
+    CALLS.load(Ordering::Relaxed).max(0) as usize
 }

@@ -10,7 +10,9 @@
 //!    flight, against the raw crate on Azure;
 //! 4. 8 MiB large values (text, gzip, file) written and read, against the
 //!    raw requests of the same stored layout on Azure;
-//! 5. streaming memory: peak heap growth streaming rows against collecting them.
+//! 5. streaming memory: peak heap growth streaming rows against collecting them;
+//! 6. the read cache: a cached `get` against one that reads the table, and
+//!    the allocations of a hit against those of the clone it returns.
 //!
 //! The ratio is library / reference of the figures as printed (times: lower
 //! is better; MB/s: higher is better); the target, where one is set, says
@@ -26,6 +28,7 @@ mod codec_routes;
 
 mod alloc;
 mod batch;
+mod cache;
 mod common;
 mod large;
 mod point;
@@ -47,6 +50,8 @@ static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 
 /// Point operations per measurement: in memory, and on Azure.
 const POINT_OPS: (usize, usize) = (20_000, 200);
+/// Cached gets per measurement: in memory, and on Azure.
+const CACHE_OPS: (usize, usize) = (100_000, 2_000);
 /// Rows streamed: in memory, and on Azure (seeding them takes a while).
 const STREAM_ROWS: (usize, usize) = (100_000, 50_000);
 
@@ -75,12 +80,14 @@ fn codec_figures() -> Vec<Figure> {
 /// Batches, point operations and large values, on a multi-threaded runtime.
 async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<String>), Failure> {
     let mut notes = Vec::new();
-    let (db, service, point_ops) = match connection {
+    // Every figure but the cache's reads the table each time, as the raw crate does.
+    let (db, service, point_ops, cache_ops) = match connection {
         Some(c) => {
             let parsed = ConnectionString::parse(c)?;
-            (Tables::connect(c)?, Some(common::crate_client(&parsed)?), POINT_OPS.1)
+            let db = Tables::connect(c)?.without_cache();
+            (db, Some(common::crate_client(&parsed)?), POINT_OPS.1, CACHE_OPS.1)
         }
-        None => (Tables::memory(), None, POINT_OPS.0),
+        None => (Tables::memory().without_cache(), None, POINT_OPS.0, CACHE_OPS.0),
     };
     let (mut figures, refused) = batch::figures(&db, service.clone()).await?;
     if let Some(reason) = refused {
@@ -90,6 +97,7 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
     }
     figures.extend(point::figures(&db, service.as_ref(), point_ops).await?);
     figures.extend(large::figures(&db, connection).await?);
+    figures.extend(cache::figures(&db, cache_ops, 1_000).await?);
     Ok((figures, notes))
 }
 
@@ -114,8 +122,8 @@ fn main() -> Result<(), Failure> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     figures.extend(runtime.block_on(async {
         let (db, rows) = match &connection {
-            Some(c) => (Tables::connect(c)?, STREAM_ROWS.1),
-            None => (Tables::memory(), STREAM_ROWS.0),
+            Some(c) => (Tables::connect(c)?.without_cache(), STREAM_ROWS.1),
+            None => (Tables::memory().without_cache(), STREAM_ROWS.0),
         };
         stream::figures(&db, rows).await
     })?);
