@@ -44,6 +44,15 @@ impl<T: TableEntity> Store<T> {
         Some((entity, entry.etag().cloned().unwrap_or_else(|| ETag::new(""))))
     }
 
+    /// The cached entity at these keys, without its version.
+    pub(crate) fn cached_at(&self, partition_key: &str, row_key: &str) -> Option<T> {
+        let c = self.serving()?;
+        let entry = c
+            .cache
+            .get(&Address::entity(self.scope(), &self.table, partition_key, row_key))?;
+        entry.value::<T>()?.cache_clone()
+    }
+
     /// Whether the cache holds the entity at `key` (of any type).
     pub(crate) fn cached_presence(&self, key: &Key) -> bool {
         self.serving().is_some_and(|c| {

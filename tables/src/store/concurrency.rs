@@ -107,7 +107,7 @@ impl<T: TableEntity> Store<T> {
     /// # Ok::<(), unified_tables::Error>(())
     /// # }).unwrap();
     /// ```
-    pub async fn mutate(&self, key: impl Into<Lookup>, mut intent: impl FnMut(&mut T)) -> Result<T> {
+    pub async fn mutate(&self, key: impl Into<Lookup<'_>>, mut intent: impl FnMut(&mut T)) -> Result<T> {
         let key = self.resolve(key)?;
         let outcome = self
             .cas(&key, |current, last| match current {
@@ -124,7 +124,7 @@ impl<T: TableEntity> Store<T> {
 
     /// Like [`Store::mutate`], but the expected branches are values:
     /// `Updated`, `NotFound` or `Conflicted`. Only unexpected failures are errors.
-    pub async fn try_mutate(&self, key: impl Into<Lookup>, mut intent: impl FnMut(&mut T)) -> Result<Outcome<T>> {
+    pub async fn try_mutate(&self, key: impl Into<Lookup<'_>>, mut intent: impl FnMut(&mut T)) -> Result<Outcome<T>> {
         let key = self.resolve(key)?;
         self.cas(&key, |current, last| match current {
             None => Step::Done(Outcome::NotFound),
@@ -144,7 +144,7 @@ impl<T: TableEntity> Store<T> {
     /// on every attempt while other writers kept changing it.
     pub async fn try_transition(
         &self,
-        key: impl Into<Lookup>,
+        key: impl Into<Lookup<'_>>,
         when: impl Fn(&T) -> bool,
         mut apply: impl FnMut(&mut T),
     ) -> Result<Outcome<T>> {
@@ -165,7 +165,7 @@ impl<T: TableEntity> Store<T> {
     /// A lost create race converges on the winner's row instead of failing.
     ///
     /// The factory's entity must have the looked-up key.
-    pub async fn get_or_create(&self, key: impl Into<Lookup>, factory: impl FnOnce() -> T) -> Result<T> {
+    pub async fn get_or_create(&self, key: impl Into<Lookup<'_>>, factory: impl FnOnce() -> T) -> Result<T> {
         let key = self.resolve(key)?;
         if let Some(existing) = self.get(key.clone()).await? {
             return Ok(existing);
@@ -190,7 +190,7 @@ impl<T: TableEntity> Store<T> {
     /// update) retries as [`Store::mutate`] does.
     pub async fn mutate_or_create(
         &self,
-        key: impl Into<Lookup>,
+        key: impl Into<Lookup<'_>>,
         mut create: impl FnMut() -> T,
         mut mutate: impl FnMut(&mut T),
     ) -> Result<T> {

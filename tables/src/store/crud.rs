@@ -22,15 +22,22 @@ impl<T: TableEntity> Store<T> {
     /// Reads one entity with its ETag, or `None` if it does not exist.
     ///
     /// One round trip.
-    pub async fn get(&self, key: impl Into<Lookup>) -> Result<Option<T>> {
-        let key = self.resolve(key)?;
+    pub async fn get(&self, key: impl Into<Lookup<'_>>) -> Result<Option<T>> {
+        let lookup = key.into();
+        // A hit needs no key of its own: only a valid key was ever cached.
+        if let Lookup::Keys(pk, rk) = &lookup {
+            if let Some(hit) = self.cached_at(pk, rk) {
+                return Ok(Some(hit));
+            }
+        }
+        let key = self.resolve(lookup)?;
         Ok(self.read(&key).await?.map(|(entity, _)| entity))
     }
 
     /// Whether an entity with these keys exists: from the read cache when it
     /// holds the entity, else one round trip (which, for a type without
     /// large values, caches the entity it read).
-    pub async fn exists(&self, key: impl Into<Lookup>) -> Result<bool> {
+    pub async fn exists(&self, key: impl Into<Lookup<'_>>) -> Result<bool> {
         let key = self.resolve(key)?;
         if self.cached_presence(&key) {
             return Ok(true);
@@ -92,7 +99,7 @@ impl<T: TableEntity> Store<T> {
 
     /// Deletes the entity with these keys, whatever its version. Returns
     /// whether it existed; deleting a missing entity is not an error.
-    pub async fn delete(&self, key: impl Into<Lookup>) -> Result<bool> {
+    pub async fn delete(&self, key: impl Into<Lookup<'_>>) -> Result<bool> {
         let key = self.resolve(key)?;
         self.delete_one(&key, IfMatch::Any).await
     }

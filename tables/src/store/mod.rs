@@ -23,6 +23,7 @@ pub use protect::Authorizer;
 pub use query::{next_prefix, QueryOptions};
 pub use sweep::SweepReport;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -70,40 +71,45 @@ impl Default for StoreOptions {
 }
 
 /// How to find one entity: by its two keys, or by a composite id.
+///
+/// Made from `("partition", "row")` (borrowed or owned strings), a [`Key`],
+/// or an id string.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Lookup {
+pub enum Lookup<'a> {
     /// Both keys, as given.
     Key(Key),
+    /// Both keys, as given, borrowed where the caller lent them.
+    Keys(Cow<'a, str>, Cow<'a, str>),
     /// A composite id `{pk}|{rk}` (normalized when the schema says so).
     Id(String),
 }
 
-impl<A: Into<String>, B: Into<String>> From<(A, B)> for Lookup {
-    fn from(k: (A, B)) -> Lookup {
-        Lookup::Key(Key::from(k))
+impl<'a, A: Into<Cow<'a, str>>, B: Into<Cow<'a, str>>> From<(A, B)> for Lookup<'a> {
+    fn from((pk, rk): (A, B)) -> Lookup<'a> {
+        Lookup::Keys(pk.into(), rk.into())
     }
 }
 
-impl From<Key> for Lookup {
-    fn from(k: Key) -> Lookup {
+impl From<Key> for Lookup<'_> {
+    fn from(k: Key) -> Self {
         Lookup::Key(k)
     }
 }
 
-impl From<&Key> for Lookup {
-    fn from(k: &Key) -> Lookup {
-        Lookup::Key(k.clone())
+impl<'a> From<&'a Key> for Lookup<'a> {
+    fn from(k: &'a Key) -> Self {
+        Lookup::Keys(Cow::Borrowed(&k.partition_key), Cow::Borrowed(&k.row_key))
     }
 }
 
-impl From<&str> for Lookup {
-    fn from(id: &str) -> Lookup {
+impl From<&str> for Lookup<'_> {
+    fn from(id: &str) -> Self {
         Lookup::Id(id.to_owned())
     }
 }
 
-impl From<String> for Lookup {
-    fn from(id: String) -> Lookup {
+impl From<String> for Lookup<'_> {
+    fn from(id: String) -> Self {
         Lookup::Id(id)
     }
 }
@@ -195,9 +201,10 @@ impl<T: TableEntity> Store<T> {
     }
 
     /// The keys a lookup addresses, validated.
-    pub fn resolve(&self, lookup: impl Into<Lookup>) -> Result<Key> {
+    pub fn resolve<'a>(&self, lookup: impl Into<Lookup<'a>>) -> Result<Key> {
         let key = match lookup.into() {
             Lookup::Key(k) => k,
+            Lookup::Keys(pk, rk) => Key::new(pk.into_owned(), rk.into_owned()),
             Lookup::Id(id) => match T::SCHEMA.keys {
                 KeyMode::CompositeId { normalize: true } => Key::from_id(&crate::entity::normalize_id(&id)),
                 _ => Key::from_id(&id),

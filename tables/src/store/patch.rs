@@ -35,7 +35,7 @@ impl<T: TableEntity> Store<T> {
     /// # Ok::<(), unified_tables::Error>(())
     /// # }).unwrap();
     /// ```
-    pub async fn patch<B: UpdateBuilder<T>>(&self, key: impl Into<Lookup>, builder: B) -> Result<ETag> {
+    pub async fn patch<B: UpdateBuilder<T>>(&self, key: impl Into<Lookup<'_>>, builder: B) -> Result<ETag> {
         let key = self.resolve(key)?;
         let update = builder.into_update();
         if let Some(reason) = update.error {
