@@ -79,7 +79,9 @@ pub use entity::{
 pub use error::{Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
 pub use stamp::{KeyPart, Stamp};
-pub use store::{Concurrency, Count, Cursor, EntityPage, Lookup, Outcome, QueryOptions, Store, StoreOptions};
+pub use store::{
+    Concurrency, Count, Cursor, EntityPage, EntityStream, Lookup, Outcome, QueryOptions, Store, StoreOptions,
+};
 pub use tables::{BlobOptions, Tables};
 pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord};
 pub use value::wire;

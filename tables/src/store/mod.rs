@@ -8,16 +8,19 @@ mod delete;
 mod logs;
 mod paging;
 mod patch;
+mod projection;
 pub(crate) mod protect;
 mod query;
 mod read;
+mod stream;
 mod sweep;
 mod write;
 
 pub use concurrency::Outcome;
 pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use protect::Authorizer;
-pub use query::{next_prefix, QueryOptions};
+pub use query::{next_prefix, AnyPartition, OnePartition, PrefixNeedsAPartition, QueryOptions};
+pub use stream::EntityStream;
 pub use sweep::SweepReport;
 
 use std::fmt;
