@@ -137,9 +137,9 @@ impl<E> WherePartial<E> {
 /// type `E`: a typed filter built from `E`'s own columns, or an untyped
 /// [`Filter`] (which is not checked against any type).
 #[diagnostic::on_unimplemented(
-    message = "this filter cannot query a store of `{E}`",
+    message = "this filter was built for another entity type and cannot filter a query over `{E}`",
     label = "a filter built from another type's columns",
-    note = "a typed filter belongs to the entity whose columns built it: build one from `{E}`'s columns, as in `{E}::filter(|c| ..)`"
+    note = "a typed filter belongs to the entity whose columns built it: build this one from `{E}`'s columns, as in `{E}::filter(|c| ..)`"
 )]
 pub trait IntoFilter<E> {
     /// The untyped filter.
