@@ -39,7 +39,11 @@ pub async fn typed_projections_read_only_the_chosen_fields(env: &Env) {
         (got.text.as_str(), got.big, got.maybe_big, got.status),
         (e.text.as_str(), e.big, e.maybe_big, e.status)
     );
-    assert_eq!((&got.tags, &got.scores), (&e.tags, &e.scores), "JSON-stored values read whole");
+    assert_eq!(
+        (&got.tags, &got.scores),
+        (&e.tags, &e.scores),
+        "JSON-stored values read whole"
+    );
     assert_eq!((&got.extra, &got.maybe_extra), (&e.extra, &e.maybe_extra));
     assert_eq!(got.address.city, e.address.city);
     assert_eq!(
@@ -48,7 +52,13 @@ pub async fn typed_projections_read_only_the_chosen_fields(env: &Env) {
         "the record's other columns were not read"
     );
     assert_eq!(
-        (got.small, got.flag, got.double, got.maybe_text.as_deref(), got.maybe_status),
+        (
+            got.small,
+            got.flag,
+            got.double,
+            got.maybe_text.as_deref(),
+            got.maybe_status
+        ),
         (0, false, 0.0, None, None),
         "unselected fields are at their defaults"
     );
@@ -61,13 +71,16 @@ pub async fn typed_projections_read_only_the_chosen_fields(env: &Env) {
         .await
         .unwrap()
         .remove(0);
-    assert_eq!(got.address, e.address, "c.address.col() reads every column of the record");
+    assert_eq!(
+        got.address, e.address,
+        "c.address.col() reads every column of the record"
+    );
     assert_eq!(got.billing, None);
     assert_eq!(got.text, "");
     let got = store
-        .query(QueryOptions::partition("p").select(Everything::projection(|c| {
-            [c.extra.col(), c.address.geo.lat.col()]
-        })))
+        .query(
+            QueryOptions::partition("p").select(Everything::projection(|c| [c.extra.col(), c.address.geo.lat.col()])),
+        )
         .await
         .unwrap()
         .remove(0);
@@ -86,12 +99,12 @@ pub async fn typed_projections_of_large_values_and_files_read_rows_whole(env: &E
         Document::projection(|c| vec![c.notes.col()]),
         Document::projection(|c| vec![c.title.col(), c.attachment.col()]),
     ] {
-        let got = store
-            .query(QueryOptions::partition("p").select(large))
-            .await
-            .unwrap();
+        let got = store.query(QueryOptions::partition("p").select(large)).await.unwrap();
         assert_eq!(got.len(), 1, "continuation rows are not entities");
-        assert!(got[0].same(&d), "a query selecting a large value or file reads its rows whole");
+        assert!(
+            got[0].same(&d),
+            "a query selecting a large value or file reads its rows whole"
+        );
     }
     let got = store
         .query(QueryOptions::partition("p").select(Document::projection(|c| [c.title.col()])))
@@ -153,7 +166,8 @@ pub async fn a_scope_chosen_at_run_time_reads_what_it_names(env: &Env) {
             None => QueryOptions::all(),
         }
     };
-    let keys = |rows: Vec<Customer>| -> Vec<(String, String)> { rows.into_iter().map(|c| (c.region, c.email)).collect() };
+    let keys =
+        |rows: Vec<Customer>| -> Vec<(String, String)> { rows.into_iter().map(|c| (c.region, c.email)).collect() };
     assert_eq!(
         keys(store.query(scope(Some("p"))).await.unwrap()),
         vec![("p".to_owned(), "ab".to_owned()), ("p".to_owned(), "ac".to_owned())],
