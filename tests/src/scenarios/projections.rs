@@ -2,7 +2,7 @@
 //! scope is chosen at run time, a stream polled in place.
 
 use unified_tables::store::AnyPartition;
-use unified_tables::{QueryOptions, TableEntity};
+use unified_tables::{Error, QueryOptions, TableEntity};
 
 use crate::model::{Customer, Document, Everything, Geo};
 use crate::{noise, Env};
@@ -86,6 +86,19 @@ pub async fn typed_projections_read_only_the_chosen_fields(env: &Env) {
         .remove(0);
     assert_eq!(got.address.geo, Some(Geo { lat: 49.84, lon: 0.0 }));
     assert_eq!(got.address.city, "");
+
+    // The string form: names and dotted paths, checked when the query runs.
+    let got = store
+        .query(QueryOptions::partition("p").select_raw(&["extra", "address.city"]))
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!((got.address.city.as_str(), got.address.zip.as_deref()), ("Lviv", None));
+    let err = store
+        .query(QueryOptions::partition("p").select_raw(&["extra", "adress"]))
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, Error::Config(m) if m.contains("adress")), "{err}");
 }
 
 pub async fn typed_projections_of_large_values_and_files_read_rows_whole(env: &Env) {
@@ -135,6 +148,7 @@ pub async fn a_stream_polled_in_place_filters_and_projects(env: &Env) {
     while let Some(customer) = stream.next().await {
         let customer = customer.unwrap();
         assert_eq!((customer.visits, customer.balance), (0, 0.0), "not selected");
+        assert!(customer.etag.is_some() && customer.timestamp.is_some(), "always read");
         seen.push((customer.email, customer.name));
     }
     assert_eq!(
@@ -153,6 +167,18 @@ pub async fn a_stream_polled_in_place_filters_and_projects(env: &Env) {
         n += 1;
     }
     assert_eq!(n, 2);
+
+    // A refused request is the stream's one item, with its own error kind; then it ends.
+    let cursor = store
+        .page(QueryOptions::partition("p").take(2))
+        .await
+        .unwrap()
+        .cursor
+        .expect("more pages");
+    let mut stream = store.stream(QueryOptions::partition("p").take(2).after(cursor));
+    let first = stream.next().await.expect("the error");
+    assert!(matches!(first, Err(Error::InvalidCursor(_))), "{first:?}");
+    assert!(stream.next().await.is_none());
 }
 
 pub async fn a_scope_chosen_at_run_time_reads_what_it_names(env: &Env) {
