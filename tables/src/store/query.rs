@@ -64,7 +64,7 @@ pub struct AnyPartition;
 /// Implemented by the scope whose options may take a row-key prefix.
 #[diagnostic::on_unimplemented(
     message = "a row-key prefix needs a partition",
-    label = "these options read every partition",
+    label = "these options may read every partition",
     note = "row keys are ordered within a partition only: start from `QueryOptions::partition(..)`, then add `.row_key_prefix(..)`"
 )]
 pub trait PrefixNeedsAPartition {}
