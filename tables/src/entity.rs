@@ -76,6 +76,28 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
         build(&Self::columns())
     }
 
+    /// Chooses the fields a query reads, from this entity's typed columns:
+    /// `Customer::projection(|c| [c.name.col(), c.address.col()])`, given
+    /// to [`QueryOptions::select`](crate::QueryOptions::select).
+    ///
+    /// A flattened record selects all its columns (`c.address.col()`) or one
+    /// (`c.address.city.col()`); a JSON-stored field is read whole; a large
+    /// value or file makes the query read its rows whole; a `#[table(skip)]`
+    /// field cannot be selected (it is not stored).
+    ///
+    /// ```
+    /// use unified_tables::{QueryOptions, TableEntity};
+    /// # #[derive(TableEntity)] struct Customer { #[table(partition_key)] region: String, #[table(row_key)] email: String, name: String, visits: u32 }
+    /// let only_names = QueryOptions::partition("eu").select(Customer::projection(|c| [c.name.col()]));
+    /// # let _ = only_names;
+    /// ```
+    fn projection<P>(build: impl FnOnce(&Self::Columns) -> P) -> P
+    where
+        P: IntoIterator<Item = crate::query::Selected<Self>>,
+    {
+        build(&Self::columns())
+    }
+
     /// The files (`#[blob_content]` fields) the entity holds, by column.
     fn blob_contents(&self) -> Vec<(&'static str, &crate::large::BlobContent)> {
         Vec::new()

@@ -80,8 +80,8 @@ pub use error::{Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
 pub use stamp::{KeyPart, Stamp};
 pub use store::{
-    CachePolicy, Concurrency, Count, Cursor, EntityPage, Lookup, Outcome, QueryOptions, ReadCache, ReadCacheBuilder,
-    Store, StoreOptions,
+    CachePolicy, Concurrency, Count, Cursor, EntityPage, EntityStream, Lookup, Outcome, QueryOptions, ReadCache,
+    ReadCacheBuilder, Store, StoreOptions,
 };
 pub use tables::{BlobOptions, Tables};
 pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord};

@@ -57,9 +57,18 @@ fn filter_field(cont: &Container, f: &Field) -> Option<(TokenStream, TokenStream
         Storage::Key(KeyRole::Id) => col(&f.column, ty, false),
         Storage::System(SystemRole::ETag) => return None,
         Storage::System(SystemRole::Timestamp) => col("Timestamp", ty::option_inner(ty).unwrap_or(ty), false),
-        Storage::Skip => (quote!(#p::SkippedCol<#e>), quote!(#p::SkippedCol::new())),
-        Storage::Json => (quote!(#p::JsonCol<#e>), quote!(#p::JsonCol::new())),
-        Storage::Large { .. } | Storage::Blob { .. } => (quote!(#p::LargeCol<#e>), quote!(#p::LargeCol::new())),
+        Storage::Skip => {
+            let expr = column_expr(cont, &f.column, prefix.clone());
+            (quote!(#p::SkippedCol<#e>), quote!(#p::SkippedCol::new(#expr)))
+        }
+        Storage::Json => {
+            let expr = column_expr(cont, &f.column, prefix.clone());
+            (quote!(#p::JsonCol<#e>), quote!(#p::JsonCol::new(#expr)))
+        }
+        Storage::Large { .. } | Storage::Blob { .. } => {
+            let expr = column_expr(cont, &f.column, prefix.clone());
+            (quote!(#p::LargeCol<#e>), quote!(#p::LargeCol::new(#expr)))
+        }
         Storage::Flatten { inner, .. } => {
             let pfx = nested_prefix(cont, &f.column, prefix.clone());
             (quote!(#p::Nested<#e, #inner>), quote!(#p::Nested::new(#pfx)))

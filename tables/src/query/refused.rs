@@ -1,9 +1,12 @@
 //! Filter columns of fields the service cannot filter on (skipped, JSON-stored,
 //! large values): every comparison is a compile error whose message says why.
+//! A JSON-stored or large field can still be selected in a projection (it is
+//! read whole); a skipped one cannot.
 
 use std::marker::PhantomData;
 
 use super::typed::Where;
+use super::Selected;
 
 /// Why a field has no filter column: one never-implemented trait per
 /// reason, whose message the compiler shows when a comparison is attempted.
@@ -31,31 +34,39 @@ pub mod reason {
         note = "keep a small summary of it (a length, a hash, a flag) in its own column and filter on that"
     )]
     pub trait LargeFieldsCannotBeFiltered {}
+
+    /// Never implemented: a skipped field has no stored column to select.
+    #[diagnostic::on_unimplemented(
+        message = "this field is #[table(skip)]: it is not stored, so a projection cannot select it",
+        label = "not a stored column",
+        note = "leave it out of the projection: a skipped field always reads as its default; remove #[table(skip)] to store it"
+    )]
+    pub trait SkippedFieldsCannotBeSelected {}
 }
 
 macro_rules! unfilterable {
     ($(#[$doc:meta])* $name:ident: $reason:path) => {
         $(#[$doc])*
         pub struct $name<E> {
+            name: String,
             _entity: PhantomData<fn() -> E>,
         }
 
         impl<E> $name<E> {
             #[doc(hidden)]
-            pub fn new() -> Self {
-                $name { _entity: PhantomData }
+            pub fn new(name: String) -> Self {
+                $name { name, _entity: PhantomData }
+            }
+
+            /// The stored column name (the field's, before any cell suffix).
+            pub fn name(&self) -> &str {
+                &self.name
             }
         }
 
         impl<E> std::fmt::Debug for $name<E> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(stringify!($name))
-            }
-        }
-
-        impl<E> Default for $name<E> {
-            fn default() -> Self {
-                Self::new()
+                write!(f, "{}({})", stringify!($name), self.name)
             }
         }
 
@@ -88,3 +99,30 @@ unfilterable!(
     /// The filter column of a large value or blob: every comparison is a compile error.
     LargeCol: reason::LargeFieldsCannotBeFiltered
 );
+
+impl<E> JsonCol<E> {
+    /// This field, for a projection: its one JSON cell (or compressed cell),
+    /// read and decoded whole.
+    pub fn col(&self) -> Selected<E> {
+        Selected::column(&self.name)
+    }
+}
+
+impl<E> LargeCol<E> {
+    /// This field, for a projection. A large value's parts live in cells and
+    /// rows a projection cannot name, so a query that selects one reads its
+    /// rows whole: every field comes back, as without a projection.
+    pub fn col(&self) -> Selected<E> {
+        Selected::column(&self.name)
+    }
+}
+
+impl<E> SkippedCol<E> {
+    /// Refused at compile time: a skipped field is not stored.
+    pub fn col(&self) -> Selected<E>
+    where
+        E: reason::SkippedFieldsCannotBeSelected,
+    {
+        unreachable!("the reason trait has no implementations")
+    }
+}

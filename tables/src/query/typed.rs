@@ -10,7 +10,7 @@
 use std::marker::PhantomData;
 use std::ops::{BitAnd, BitOr, Not};
 
-use super::{CmpOp, Filter};
+use super::{CmpOp, Filter, Selected};
 use crate::codec::{EncodeOptions, TableValue};
 use crate::error::Error;
 use crate::value::{Row, Value};
@@ -133,25 +133,32 @@ impl<E> WherePartial<E> {
     }
 }
 
-/// Something that can be used as a query's filter.
-pub trait IntoFilter {
+/// Something that can be used as the filter of a query over entities of
+/// type `E`: a typed filter built from `E`'s own columns, or an untyped
+/// [`Filter`] (which is not checked against any type).
+#[diagnostic::on_unimplemented(
+    message = "this filter was built for another entity type and cannot filter a query over `{E}`",
+    label = "a filter built from another type's columns",
+    note = "a typed filter belongs to the entity whose columns built it: build this one from `{E}`'s columns, as in `{E}::filter(|c| ..)`"
+)]
+pub trait IntoFilter<E> {
     /// The untyped filter.
     fn into_filter(self) -> Result<Filter, Error>;
 }
 
-impl<E> IntoFilter for Where<E> {
+impl<E> IntoFilter<E> for Where<E> {
     fn into_filter(self) -> Result<Filter, Error> {
         Where::into_filter(self)
     }
 }
 
-impl<E> IntoFilter for WherePartial<E> {
+impl<E> IntoFilter<E> for WherePartial<E> {
     fn into_filter(self) -> Result<Filter, Error> {
         WherePartial::into_filter(self)
     }
 }
 
-impl IntoFilter for Filter {
+impl<E> IntoFilter<E> for Filter {
     fn into_filter(self) -> Result<Filter, Error> {
         Ok(self)
     }
@@ -233,6 +240,11 @@ impl<E, T> Col<E, T> {
     /// The stored column name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// This column, for a projection: `Customer::projection(|c| [c.name.col()])`.
+    pub fn col(&self) -> Selected<E> {
+        Selected::column(&self.name)
     }
 }
 
@@ -331,6 +343,12 @@ impl<E, R: ?Sized> Nested<E, R> {
             _types: PhantomData,
         }
     }
+
+    /// The whole flattened record, for a projection: every column of it
+    /// (`c.address.col()`); `c.address.city.col()` selects one.
+    pub fn col(&self) -> Selected<E> {
+        Selected::column(self.prefix.strip_suffix('_').unwrap_or(&self.prefix))
+    }
 }
 
 impl<E: 'static, R: crate::entity::TableRecord + 'static> std::ops::Deref for Nested<E, R>
@@ -366,6 +384,11 @@ impl<E, T> OptCol<E, T> {
     /// The stored column name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// This column, for a projection (a row without it reads as `None`).
+    pub fn col(&self) -> Selected<E> {
+        Selected::column(&self.name)
     }
 }
 

@@ -143,7 +143,7 @@ impl<T: TableEntity> Store<T> {
     /// The partition a query reads whole (no filter, prefix, limit or
     /// projection), normalized as the type's ids are: the queries whose
     /// lists are cached.
-    pub(crate) fn whole_partition(&self, options: &QueryOptions) -> Option<String> {
+    pub(crate) fn whole_partition<S>(&self, options: &QueryOptions<T, S>) -> Option<String> {
         self.serving()?;
         let whole = options.prefix.is_none()
             && options.take.is_none()

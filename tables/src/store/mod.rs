@@ -10,9 +10,11 @@ mod delete;
 mod logs;
 mod paging;
 mod patch;
+mod projection;
 pub(crate) mod protect;
 mod query;
 mod read;
+mod stream;
 mod sweep;
 mod write;
 
@@ -20,7 +22,8 @@ pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
 pub use concurrency::Outcome;
 pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use protect::Authorizer;
-pub use query::{next_prefix, QueryOptions};
+pub use query::{next_prefix, AnyPartition, OnePartition, PrefixNeedsAPartition, QueryOptions};
+pub use stream::EntityStream;
 pub use sweep::SweepReport;
 
 use std::borrow::Cow;

@@ -1,21 +1,15 @@
-//! Pages with resumable cursors, streams that hold one page at a time,
-//! bounded counts.
+//! Pages with resumable cursors, bounded counts.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::str::FromStr;
 
 use base64::Engine as _;
-use futures::stream::{self, Stream};
 use sha2::{Digest, Sha256};
 
 use super::{QueryOptions, Store};
 use crate::backend::{PageToken, QueryRequest};
-use crate::codec::ValueKind;
-use crate::entity::KeyMode;
-use crate::entity::{Column, ColumnKind, TableEntity};
+use crate::entity::{KeyMode, TableEntity};
 use crate::error::{Error, Result};
-use crate::layout::{blob_cell, gzip_cell, json_cell};
 use crate::service::MAX_PAGE_SIZE;
 
 /// The default page size of [`Store::page`].
@@ -54,7 +48,7 @@ fn lp(s: Option<&str>) -> String {
     }
 }
 
-fn fingerprint(options: &QueryOptions, page_size: usize) -> String {
+fn fingerprint<T, S>(options: &QueryOptions<T, S>, page_size: usize) -> String {
     let filter = options.filter.as_ref().map(|f| f.to_odata());
     format!(
         "{}|{}|{page_size}|{}",
@@ -153,53 +147,10 @@ impl fmt::Display for Count {
     }
 }
 
-/// The physical columns a field (or column) name selects.
-fn physical_columns(columns: &'static [Column], prefix: &str, wanted: &str, out: &mut Vec<String>) -> bool {
-    let mut found = false;
-    for c in columns {
-        let name = format!("{prefix}{}", c.name);
-        let matches = wanted == c.field || wanted == c.name || wanted == name;
-        match c.kind {
-            ColumnKind::Flatten(children) => {
-                if matches {
-                    let mut all = Vec::new();
-                    for child in children {
-                        physical_columns(children, &format!("{name}_"), child.field, &mut all);
-                    }
-                    out.extend(all);
-                    found = true;
-                } else if let Some(rest) = wanted.strip_prefix(&format!("{}.", c.field)) {
-                    found |= physical_columns(children, &format!("{name}_"), rest, out);
-                }
-            }
-            _ if !matches => {}
-            ColumnKind::Value(ValueKind::Json) => {
-                out.extend([json_cell(&name), gzip_cell(&name)]);
-                out.extend(
-                    c.aliases
-                        .iter()
-                        .flat_map(|a| [json_cell(&format!("{prefix}{a}")), gzip_cell(&format!("{prefix}{a}"))]),
-                );
-                found = true;
-            }
-            ColumnKind::Blob => {
-                out.push(blob_cell(&name));
-                found = true;
-            }
-            _ => {
-                out.extend([name.clone(), gzip_cell(&name)]);
-                out.extend(c.aliases.iter().map(|a| format!("{prefix}{a}")));
-                found = true;
-            }
-        }
-    }
-    found
-}
-
 impl<T: TableEntity> Store<T> {
     /// The backend request for `options` of any reader but [`Store::page`],
     /// which alone takes a cursor: a cursor anywhere else is refused, never ignored.
-    pub(crate) fn request_for(&self, options: &QueryOptions) -> Result<QueryRequest> {
+    pub(crate) fn request_for<S>(&self, options: &QueryOptions<T, S>) -> Result<QueryRequest> {
         if options.cursor.is_some() {
             return Err(Error::InvalidCursor(
                 "only Store::page continues after a cursor; query, stream and count read from the start: drop `.after(..)`, or call page".into(),
@@ -210,7 +161,7 @@ impl<T: TableEntity> Store<T> {
 
     /// The backend request for `options`, with the keys normalized as the
     /// type's ids are and the projection resolved.
-    fn listing_request(&self, options: &QueryOptions) -> Result<QueryRequest> {
+    fn listing_request<S>(&self, options: &QueryOptions<T, S>) -> Result<QueryRequest> {
         let normalized;
         let options = match T::SCHEMA.keys {
             KeyMode::CompositeId { normalize: true } => {
@@ -220,28 +171,8 @@ impl<T: TableEntity> Store<T> {
             _ => options,
         };
         let mut request = options.request()?;
-        if let Some(fields) = &options.select {
-            let mut columns = Vec::new();
-            for f in fields {
-                if !physical_columns(T::SCHEMA.columns, "", f, &mut columns) {
-                    return Err(Error::Config(format!(
-                        "`{f}` is not a stored field of {}; select fields by their Rust or column names",
-                        T::SCHEMA.table
-                    )));
-                }
-            }
-            columns.dedup();
-            // Continuation rows of large values are recognised by this marker.
-            columns.push(crate::layout::SPLIT_OF.to_owned());
-            // A large value lives in cells whose names a projection cannot list
-            // (chunks, manifest, continuation rows): read such rows whole.
-            let large_selected = fields.iter().any(|f| {
-                T::SCHEMA.columns.iter().any(|c| {
-                    (c.field == f.as_str() || c.name == f.as_str())
-                        && matches!(c.kind, ColumnKind::Large { .. } | ColumnKind::Blob)
-                })
-            });
-            request.select = if large_selected { None } else { Some(columns) };
+        if let Some(selection) = &options.select {
+            request.select = super::projection::select_list(T::SCHEMA, selection)?;
         }
         Ok(request)
     }
@@ -268,7 +199,7 @@ impl<T: TableEntity> Store<T> {
     /// # Ok::<(), unified_tables::Error>(())
     /// # }).unwrap();
     /// ```
-    pub async fn page(&self, options: QueryOptions) -> Result<EntityPage<T>> {
+    pub async fn page<S>(&self, options: QueryOptions<T, S>) -> Result<EntityPage<T>> {
         let page_size = options
             .take
             .unwrap_or(DEFAULT_PAGE_SIZE)
@@ -294,63 +225,9 @@ impl<T: TableEntity> Store<T> {
         })
     }
 
-    /// Streams the entities the options select, fetching page by page and
-    /// holding at most one page in memory.
-    pub fn stream(&self, options: QueryOptions) -> impl Stream<Item = Result<T>> + Send + 'static {
-        struct State<T> {
-            store: Store<T>,
-            request: Result<QueryRequest>,
-            token: Option<PageToken>,
-            buffer: VecDeque<crate::value::Row>,
-            started: bool,
-            left: Option<usize>,
-        }
-        let state = State {
-            store: self.clone(),
-            request: self.request_for(&options),
-            token: None,
-            buffer: VecDeque::new(),
-            started: false,
-            left: options.take,
-        };
-        stream::try_unfold(state, |mut st| async move {
-            loop {
-                if st.left == Some(0) {
-                    return Ok(None);
-                }
-                if let Some(row) = st.buffer.pop_front() {
-                    if let Some(entity) = st.store.decode_listed(row).await? {
-                        st.left = st.left.map(|n| n - 1);
-                        return Ok(Some((entity, st)));
-                    }
-                    continue;
-                }
-                if st.started && st.token.is_none() {
-                    return Ok(None);
-                }
-                let request = match &st.request {
-                    Ok(r) => r.clone(),
-                    Err(e) => return Err(Error::Config(e.to_string())),
-                };
-                if !st.started {
-                    st.store.ensure_created().await?;
-                }
-                let page = st
-                    .store
-                    .tables
-                    .backend
-                    .query(&st.store.table, &request, st.token.as_ref())
-                    .await?;
-                st.started = true;
-                st.token = page.next;
-                st.buffer.extend(page.rows);
-            }
-        })
-    }
-
     /// Counts the selected rows with a keys-only projection, stopping once
     /// `bound` is reached: [`Count::AtLeast`] then, rendered `n+`.
-    pub async fn count_bounded(&self, options: QueryOptions, bound: u64) -> Result<Count> {
+    pub async fn count_bounded<S>(&self, options: QueryOptions<T, S>, bound: u64) -> Result<Count> {
         let n = self.count(options.take(bound.min(usize::MAX as u64) as usize)).await?;
         Ok(if n >= bound {
             Count::AtLeast(bound)
@@ -360,7 +237,7 @@ impl<T: TableEntity> Store<T> {
     }
 
     /// Whether any row matches: a query of one row.
-    pub async fn any(&self, options: QueryOptions) -> Result<bool> {
+    pub async fn any<S>(&self, options: QueryOptions<T, S>) -> Result<bool> {
         let mut request = self.request_for(&options)?;
         request.select = Some(vec!["RowKey".to_owned(), crate::layout::SPLIT_OF.to_owned()]);
         request.top = Some(1);

@@ -1,62 +1,203 @@
 //! Reading many rows: partition or table scans, optionally filtered.
 
+use std::marker::PhantomData;
+
 use super::Store;
 use crate::backend::{PageToken, QueryRequest};
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
-use crate::query::{CmpOp, Filter, IntoFilter};
+use crate::query::{CmpOp, Filter, IntoFilter, Selected};
 use crate::service::MAX_PAGE_SIZE;
 use crate::value::{Row, Value};
 
-/// What a query reads: a partition (optionally a row-key prefix within it),
-/// a filter, a limit. Results come in (PartitionKey, RowKey) order.
+/// What a query over entities of type `T` reads: a partition (optionally a
+/// row-key prefix within it), a filter, a projection, a limit. Results come
+/// in (PartitionKey, RowKey) order.
+///
+/// `T` is inferred from the store the options are given to, and a filter or
+/// projection built from another type's columns does not compile. `S` says
+/// whether the options name one partition ([`OnePartition`], from
+/// [`QueryOptions::partition`]) or not ([`AnyPartition`], from
+/// [`QueryOptions::all`]); only the first take a row-key prefix.
 ///
 /// ```
 /// use unified_tables::store::QueryOptions;
 /// let q = QueryOptions::partition("eu").row_key_prefix("2024-").take(50);
-/// # let _ = q;
+/// # let _: QueryOptions<()> = q;
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct QueryOptions {
+///
+/// To choose at run time between one partition and the whole table, convert
+/// the partition's options with `.into()`:
+///
+/// ```
+/// use unified_tables::store::{AnyPartition, QueryOptions};
+/// fn scope(region: Option<&str>) -> QueryOptions<(), AnyPartition> {
+///     match region {
+///         Some(r) => QueryOptions::partition(r).into(),
+///         None => QueryOptions::all(),
+///     }
+/// }
+/// # let _ = scope(None);
+/// ```
+pub struct QueryOptions<T, S = OnePartition> {
     pub(crate) partition: Option<String>,
     pub(crate) prefix: Option<String>,
     pub(crate) take: Option<usize>,
     pub(crate) filter: Option<Filter>,
-    pub(crate) select: Option<Vec<String>>,
+    pub(crate) select: Option<Vec<Selection>>,
     pub(crate) cursor: Option<super::paging::Cursor>,
     pub(crate) filter_error: Option<String>,
+    _types: PhantomData<fn() -> (T, S)>,
 }
 
-impl QueryOptions {
-    /// Every row of the table.
-    pub fn all() -> QueryOptions {
-        QueryOptions::default()
-    }
+/// The scope of options made by [`QueryOptions::partition`]: one partition,
+/// within which a row-key prefix can be added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OnePartition;
 
+/// The scope of options made by [`QueryOptions::all`] (or converted from
+/// [`OnePartition`] options): not known to name one partition, so a row-key
+/// prefix cannot be added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnyPartition;
+
+/// Implemented by the scope whose options may take a row-key prefix.
+#[diagnostic::on_unimplemented(
+    message = "a row-key prefix needs a partition",
+    label = "these options may read every partition",
+    note = "row keys are ordered within a partition only: start from `QueryOptions::partition(..)`, then add `.row_key_prefix(..)`"
+)]
+pub trait PrefixNeedsAPartition {}
+
+impl PrefixNeedsAPartition for OnePartition {}
+
+/// A projected field: a typed column, or a name given to [`QueryOptions::select_raw`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Selection {
+    /// The stored name of a typed column (`Address_City`).
+    Column(String),
+    /// A field or column name, or a dotted path (`address.city`), as written.
+    Name(String),
+}
+
+impl<T, S> Clone for QueryOptions<T, S> {
+    fn clone(&self) -> Self {
+        QueryOptions {
+            partition: self.partition.clone(),
+            prefix: self.prefix.clone(),
+            take: self.take,
+            filter: self.filter.clone(),
+            select: self.select.clone(),
+            cursor: self.cursor.clone(),
+            filter_error: self.filter_error.clone(),
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<T, S> PartialEq for QueryOptions<T, S> {
+    fn eq(&self, other: &Self) -> bool {
+        self.partition == other.partition
+            && self.prefix == other.prefix
+            && self.take == other.take
+            && self.filter == other.filter
+            && self.select == other.select
+            && self.cursor == other.cursor
+            && self.filter_error == other.filter_error
+    }
+}
+
+impl<T, S> std::fmt::Debug for QueryOptions<T, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryOptions")
+            .field("partition", &self.partition)
+            .field("prefix", &self.prefix)
+            .field("take", &self.take)
+            .field("filter", &self.filter.as_ref().map(Filter::to_odata))
+            .field("select", &self.select)
+            .field("cursor", &self.cursor)
+            .field("filter_error", &self.filter_error)
+            .finish()
+    }
+}
+
+impl<T> Default for QueryOptions<T, AnyPartition> {
+    fn default() -> Self {
+        QueryOptions::all()
+    }
+}
+
+impl<T> From<QueryOptions<T, OnePartition>> for QueryOptions<T, AnyPartition> {
+    /// The same options, still reading only their partition, in the type of
+    /// options that may read any.
+    fn from(o: QueryOptions<T, OnePartition>) -> Self {
+        o.rescope()
+    }
+}
+
+impl<T> QueryOptions<T, AnyPartition> {
+    /// Every row of the table.
+    pub fn all() -> Self {
+        QueryOptions {
+            partition: None,
+            prefix: None,
+            take: None,
+            filter: None,
+            select: None,
+            cursor: None,
+            filter_error: None,
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<T> QueryOptions<T, OnePartition> {
     /// The rows of one partition.
-    pub fn partition(partition_key: impl Into<String>) -> QueryOptions {
+    pub fn partition(partition_key: impl Into<String>) -> Self {
         QueryOptions {
             partition: Some(partition_key.into()),
-            ..QueryOptions::default()
+            ..QueryOptions::<T, AnyPartition>::all().rescope()
+        }
+    }
+}
+
+impl<T, S> QueryOptions<T, S> {
+    fn rescope<S2>(self) -> QueryOptions<T, S2> {
+        QueryOptions {
+            partition: self.partition,
+            prefix: self.prefix,
+            take: self.take,
+            filter: self.filter,
+            select: self.select,
+            cursor: self.cursor,
+            filter_error: self.filter_error,
+            _types: PhantomData,
         }
     }
 
-    /// Only rows whose RowKey starts with `prefix` (needs a partition).
-    pub fn row_key_prefix(mut self, prefix: impl Into<String>) -> QueryOptions {
+    /// Only rows whose RowKey starts with `prefix` (sent as the range
+    /// `RowKey ge prefix and RowKey lt next`). Only on options of one
+    /// partition: elsewhere it does not compile.
+    pub fn row_key_prefix(mut self, prefix: impl Into<String>) -> Self
+    where
+        S: PrefixNeedsAPartition,
+    {
         self.prefix = Some(prefix.into());
         self
     }
 
     /// At most `n` rows in total.
-    pub fn take(mut self, n: usize) -> QueryOptions {
+    pub fn take(mut self, n: usize) -> Self {
         self.take = Some(n);
         self
     }
 
     /// Only rows the filter matches (combined with the partition and prefix):
-    /// a typed filter such as `Customer::filter(|c| c.visits.ge(3u32))`, or an
-    /// untyped [`Filter`] (including [`Filter::Raw`]).
-    pub fn filter(mut self, filter: impl IntoFilter) -> QueryOptions {
+    /// a typed filter built from `T`'s columns, such as
+    /// `Customer::filter(|c| c.visits.ge(3u32))`, or an untyped [`Filter`]
+    /// (including [`Filter::Raw`]). A filter built from another type's
+    /// columns does not compile.
+    pub fn filter(mut self, filter: impl IntoFilter<T>) -> Self {
         match filter.into_filter() {
             Ok(f) => self.filter = Some(f),
             Err(e) => self.filter_error = Some(e.to_string()),
@@ -64,24 +205,42 @@ impl QueryOptions {
         self
     }
 
-    /// Reads only these fields (by field or column name); the others come
-    /// back at their defaults. Keys, ETag and Timestamp always come back.
-    pub fn select(mut self, fields: &[&str]) -> QueryOptions {
-        self.select = Some(fields.iter().map(|f| (*f).to_owned()).collect());
+    /// Reads only these fields, chosen from `T`'s typed columns:
+    /// `.select(Customer::projection(|c| [c.name.col(), c.address.col()]))`.
+    /// The others come back at their defaults (a field whose type has none,
+    /// such as a JSON-stored struct, must be selected: reading it otherwise
+    /// is [`Error::Decode`] naming it). Keys, ETag and Timestamp always come
+    /// back. Selecting a large value or file reads the rows whole.
+    pub fn select(mut self, fields: impl IntoIterator<Item = Selected<T>>) -> Self {
+        self.select = Some(
+            fields
+                .into_iter()
+                .map(|f| Selection::Column(f.name().to_owned()))
+                .collect(),
+        );
+        self
+    }
+
+    /// The string form of [`select`](Self::select), checked only at run
+    /// time: fields by their Rust or column names, or a dotted path into a
+    /// flattened record (`"address.city"`). A name that is not a stored
+    /// field is [`Error::Config`] when the query runs. Prefer the typed form.
+    pub fn select_raw(mut self, fields: &[&str]) -> Self {
+        self.select = Some(fields.iter().map(|f| Selection::Name((*f).to_owned())).collect());
         self
     }
 
     /// For [`Store::page`]: continue after the page that returned `cursor`.
     /// The other readers (`query`, `stream`, `count`, `any`) read from the
     /// start and refuse options that carry a cursor with [`Error::InvalidCursor`].
-    pub fn after(mut self, cursor: super::paging::Cursor) -> QueryOptions {
+    pub fn after(mut self, cursor: super::paging::Cursor) -> Self {
         self.cursor = Some(cursor);
         self
     }
 
     /// These options with the partition and row-key prefix normalized as
     /// composite ids are (trimmed, spaces to `-`, lower-cased).
-    pub(crate) fn with_normalized_keys(&self) -> QueryOptions {
+    pub(crate) fn with_normalized_keys(&self) -> Self {
         QueryOptions {
             partition: self.partition.as_deref().map(crate::entity::normalize_id),
             prefix: self.prefix.as_deref().map(crate::entity::normalize_id),
@@ -102,19 +261,12 @@ impl QueryOptions {
             crate::service::validate_key(crate::error::KeyKind::PartitionKey, pk)?;
             parts.push(Filter::eq("PartitionKey", Value::String(pk.clone())));
         }
-        match (&self.prefix, &self.partition) {
-            (Some(_), None) => {
-                return Err(Error::Config(
-                    "a row-key prefix needs a partition: add QueryOptions::partition(..)".into(),
-                ))
+        // Only options of one partition take a prefix (`PrefixNeedsAPartition`).
+        if let Some(prefix) = self.prefix.as_ref().filter(|p| !p.is_empty()) {
+            parts.push(Filter::cmp("RowKey", CmpOp::Ge, Value::String(prefix.clone())));
+            if let Some(next) = next_prefix(prefix) {
+                parts.push(Filter::cmp("RowKey", CmpOp::Lt, Value::String(next)));
             }
-            (Some(prefix), Some(_)) if !prefix.is_empty() => {
-                parts.push(Filter::cmp("RowKey", CmpOp::Ge, Value::String(prefix.clone())));
-                if let Some(next) = next_prefix(prefix) {
-                    parts.push(Filter::cmp("RowKey", CmpOp::Lt, Value::String(next)));
-                }
-            }
-            _ => {}
         }
         if let Some(f) = &self.filter {
             parts.push(f.clone());
@@ -202,7 +354,7 @@ impl<T: TableEntity> Store<T> {
     /// filter, prefix, limit or projection) is served from the read cache
     /// when it holds it, and cached when no write in the partition ran while
     /// it was read. Every other query reads the table.
-    pub async fn query(&self, options: QueryOptions) -> Result<Vec<T>> {
+    pub async fn query<S>(&self, options: QueryOptions<T, S>) -> Result<Vec<T>> {
         let whole = self.whole_partition(&options);
         if let Some(list) = whole.as_deref().and_then(|pk| self.cached_list(pk)) {
             return Ok(list);
@@ -234,7 +386,7 @@ impl<T: TableEntity> Store<T> {
     }
 
     /// Counts the rows the options select, reading keys only.
-    pub async fn count(&self, options: QueryOptions) -> Result<u64> {
+    pub async fn count<S>(&self, options: QueryOptions<T, S>) -> Result<u64> {
         let mut request = self.request_for(&options)?;
         // Continuation rows of large values are not entities: read the marker to skip them.
         request.select = Some(vec!["RowKey".to_owned(), crate::layout::SPLIT_OF.to_owned()]);

@@ -217,7 +217,7 @@ pub trait Subject: TableEntity + Clone + PartialEq + std::fmt::Debug + Send + Sy
     /// The typed partial update.
     fn patch(p: &PatchSpec, etag: Option<ETag>) -> Self::Updater;
     /// Query options for a partition and an optional typed filter.
-    fn options(pk: &str, filter: Option<FilterSpec>) -> QueryOptions;
+    fn options(pk: &str, filter: Option<FilterSpec>) -> QueryOptions<Self>;
 }
 
 macro_rules! common {
@@ -256,7 +256,7 @@ macro_rules! common {
             }
             b
         }
-        fn options(pk: &str, filter: Option<FilterSpec>) -> QueryOptions {
+        fn options(pk: &str, filter: Option<FilterSpec>) -> QueryOptions<Self> {
             let o = QueryOptions::partition(pk);
             match filter {
                 None => o,

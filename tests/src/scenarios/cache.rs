@@ -117,7 +117,7 @@ pub async fn whole_partition_lists_are_cached_and_every_write_in_the_partition_d
     for bounded in [
         QueryOptions::partition("p").take(5),
         QueryOptions::partition("p").row_key_prefix("a"),
-        QueryOptions::partition("p").select(&["name"]),
+        QueryOptions::partition("p").select_raw(&["name"]),
     ] {
         let (_, n) = cost(env, store.query(bounded)).await;
         assert_eq!(n, 1, "bounded queries always read the table");

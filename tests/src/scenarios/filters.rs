@@ -154,7 +154,7 @@ pub async fn typed_filters_match_what_they_say(env: &Env) {
     .n;
 }
 
-fn q_partial(w: unified_tables::query::WherePartial<Ticket>) -> QueryOptions {
+fn q_partial(w: unified_tables::query::WherePartial<Ticket>) -> QueryOptions<Ticket> {
     QueryOptions::partition("q").filter(w)
 }
 

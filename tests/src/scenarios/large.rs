@@ -3,7 +3,7 @@
 use futures::TryStreamExt;
 use unified_tables::backend::blob::BlobCondition;
 use unified_tables::backend::{Backend, WriteOp};
-use unified_tables::{BlobContent, Error, QueryOptions, Row, Value};
+use unified_tables::{BlobContent, Error, QueryOptions, Row, TableEntity, Value};
 
 use crate::model::Document;
 use crate::{noise, Env};
@@ -636,13 +636,13 @@ pub async fn projections_of_large_values_read_them_whole(env: &Env) {
     d.body = noise(1_300_000, 50);
     store.create(&mut d).await.unwrap();
     let got = store
-        .query(QueryOptions::partition("p").select(&["body"]))
+        .query(QueryOptions::partition("p").select(Document::projection(|c| [c.body.col()])))
         .await
         .unwrap();
     assert_eq!(got.len(), 1, "continuation rows are not entities, even in a projection");
     assert_eq!(got[0].body, d.body, "a selected large value comes back whole");
     let titles = store
-        .query(QueryOptions::partition("p").select(&["title"]))
+        .query(QueryOptions::partition("p").select(Document::projection(|c| [c.title.col()])))
         .await
         .unwrap();
     assert_eq!(titles.len(), 1);

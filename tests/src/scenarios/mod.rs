@@ -32,6 +32,7 @@ pub mod cache_checker;
 // -- connect modules --
 // -- end connect modules --
 // -- typedq modules --
+pub mod projections;
 // -- end typedq modules --
 // -- typedd modules --
 // -- end typedd modules --
@@ -171,6 +172,10 @@ macro_rules! for_each_scenario {
             // -- connect scenarios --
             // -- end connect scenarios --
             // -- typedq scenarios --
+            projections::typed_projections_read_only_the_chosen_fields,
+            projections::typed_projections_of_large_values_and_files_read_rows_whole,
+            projections::a_stream_polled_in_place_filters_and_projects,
+            projections::a_scope_chosen_at_run_time_reads_what_it_names,
             // -- end typedq scenarios --
             // -- typedd scenarios --
             // -- end typedd scenarios --

@@ -1,0 +1,138 @@
+//! Streams of entities that hold one page at a time.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::stream::{self, Stream};
+
+use super::{QueryOptions, Store};
+use crate::backend::{PageToken, QueryRequest};
+use crate::entity::TableEntity;
+use crate::error::{Error, Result};
+use crate::value::Row;
+
+/// The entities of a query, fetched page by page and holding at most one
+/// page in memory. Returned by [`Store::stream`].
+///
+/// It is `Unpin`: poll it in place with its own [`next`](Self::next) or
+/// [`try_next`](Self::try_next), or use it as a [`futures::Stream`] with any
+/// stream combinator. After an error the stream ends.
+#[must_use = "a stream reads nothing until it is polled"]
+pub struct EntityStream<T> {
+    inner: Pin<Box<dyn Stream<Item = Result<T>> + Send>>,
+}
+
+impl<T> fmt::Debug for EntityStream<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("EntityStream")
+    }
+}
+
+impl<T> Stream for EntityStream<T> {
+    type Item = Result<T>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<T>>> {
+        self.inner.as_mut().poll_next(cx)
+    }
+}
+
+impl<T> EntityStream<T> {
+    /// The next entity, an error (after which the stream ends), or `None` at the end.
+    #[allow(clippy::should_implement_trait)]
+    pub async fn next(&mut self) -> Option<Result<T>> {
+        futures::StreamExt::next(&mut self.inner).await
+    }
+
+    /// The next entity, `Ok(None)` at the end: `while let Some(e) = s.try_next().await? { .. }`.
+    pub async fn try_next(&mut self) -> Result<Option<T>> {
+        self.next().await.transpose()
+    }
+}
+
+/// Where a stream is: the request, the token of the next page, the rows of
+/// the current page not yet decoded.
+struct State<T> {
+    store: Store<T>,
+    request: QueryRequest,
+    token: Option<PageToken>,
+    buffer: VecDeque<Row>,
+    started: bool,
+    left: Option<usize>,
+}
+
+impl<T: TableEntity> State<T> {
+    /// The next entity, or `None` at the end.
+    async fn next(&mut self) -> Result<Option<T>> {
+        loop {
+            if self.left == Some(0) {
+                return Ok(None);
+            }
+            if let Some(row) = self.buffer.pop_front() {
+                if let Some(entity) = self.store.decode_listed(row).await? {
+                    self.left = self.left.map(|n| n - 1);
+                    return Ok(Some(entity));
+                }
+                continue;
+            }
+            if self.started && self.token.is_none() {
+                return Ok(None);
+            }
+            if !self.started {
+                self.store.ensure_created().await?;
+            }
+            let page = self
+                .store
+                .tables
+                .backend
+                .query(&self.store.table, &self.request, self.token.as_ref())
+                .await?;
+            self.started = true;
+            self.token = page.next;
+            self.buffer.extend(page.rows);
+        }
+    }
+}
+
+impl<T: TableEntity> Store<T> {
+    /// Streams the entities the options select, fetching page by page and
+    /// holding at most one page in memory.
+    ///
+    /// ```
+    /// # use unified_tables::{TableEntity, Tables, QueryOptions};
+    /// # #[derive(TableEntity)] struct Msg { #[table(partition_key)] room: String, #[table(row_key)] id: String, text: String }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let store = Tables::memory().store::<Msg>();
+    /// # store.create(&mut Msg { room: "room-1".into(), id: "1".into(), text: "hi".into() }).await?;
+    /// let mut messages = store.stream(QueryOptions::partition("room-1"));
+    /// while let Some(msg) = messages.next().await {
+    ///     let msg = msg?;
+    ///     println!("{}", msg.text);
+    /// }
+    /// # Ok::<(), unified_tables::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn stream<S>(&self, options: QueryOptions<T, S>) -> EntityStream<T> {
+        let request = match self.request_for(&options) {
+            Ok(request) => request,
+            Err(e) => {
+                return EntityStream {
+                    inner: Box::pin(stream::once(async move { Err::<T, Error>(e) })),
+                }
+            }
+        };
+        let state = State {
+            store: self.clone(),
+            request,
+            token: None,
+            buffer: VecDeque::new(),
+            started: false,
+            left: options.take,
+        };
+        let inner = stream::try_unfold(state, |mut state| async move {
+            Ok(state.next().await?.map(|entity| (entity, state)))
+        });
+        EntityStream { inner: Box::pin(inner) }
+    }
+}

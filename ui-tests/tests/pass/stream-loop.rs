@@ -1,0 +1,34 @@
+//! A stream polled in place in a crate that imports nothing from `futures`.
+
+use unified_tables::{Error, QueryOptions, Store, TableEntity};
+
+#[derive(TableEntity)]
+struct Message {
+    #[table(partition_key)]
+    room: String,
+    #[table(row_key)]
+    id: String,
+    text: String,
+}
+
+async fn show(messages: Store<Message>) -> Result<usize, Error> {
+    let mut seen = 0;
+    let mut s = messages.stream(QueryOptions::partition("room-1"));
+    while let Some(r) = s.next().await {
+        let message = r?;
+        seen += message.text.len();
+    }
+    let mut s = messages.stream(QueryOptions::all().take(10));
+    while let Some(message) = s.try_next().await? {
+        seen += message.id.len();
+    }
+    Ok(seen)
+}
+
+fn assert_unpin_send<S: Unpin + Send>(_: &S) {}
+
+fn main() {
+    let _ = show;
+    let store = unified_tables::Tables::memory().store::<Message>();
+    assert_unpin_send(&store.stream(QueryOptions::partition("p")));
+}
