@@ -51,6 +51,7 @@ pub mod service;
 mod stamp;
 pub mod store;
 mod tables;
+mod union;
 pub mod update;
 mod value;
 
@@ -80,8 +81,10 @@ pub use error::{Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
 pub use stamp::{KeyPart, Stamp};
 pub use store::{Concurrency, Count, Cursor, EntityPage, Lookup, Outcome, QueryOptions, Store, StoreOptions};
+pub use store::union::{UnionColumns, UnionEntry, UnionPage, UnionQuery, UnionStore, UnionWrite};
 pub use tables::{BlobOptions, Tables};
-pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord};
+pub use union::{TableUnion, UnionVariant};
+pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord, TableUnion};
 pub use value::wire;
 pub use value::{cmp_utf16, sha256_hex, utf16_len, DateTime, ETag, EdmType, Guid, ParseGuidError, Row, Value};
 
@@ -104,6 +107,7 @@ pub mod __private {
     pub use crate::store::Authorizer;
     pub use crate::update::refusal::{LargeFieldsCannotBePatched, MergeCannotClearAField};
     pub use crate::update::{Authorized, MaySetProtected, RecordUpdater, Unauthorized, Update, UpdateBuilder};
+    pub use crate::union::{TableUnion, UnionVariant};
     pub use crate::value::{DateTime, ETag, EdmType, Row, Value};
     pub use core::default::Default;
     pub use core::option::Option::{self, None, Some};
@@ -118,6 +122,18 @@ pub mod __private {
     /// The content of a required blob field, or an error naming its column.
     pub fn require_blob(content: Option<BlobContent>, column: &str) -> Result<BlobContent> {
         content.ok_or_else(|| crate::codec::absent(&crate::layout::blob_cell(column), "a blob reference"))
+    }
+
+    /// The raw row a union's catch-all variant holds (a type check on the variant's field).
+    pub fn raw_row(row: &Row) -> &Row {
+        row
+    }
+
+    /// Writes a catch-all variant's row back as it was read: every column, its token included.
+    pub fn write_raw_row(raw: &Row, row: &mut Row) {
+        for (name, value) in &raw.properties {
+            row.insert(name.clone(), value.clone());
+        }
     }
 
     /// Error for an enum cell that names no variant.

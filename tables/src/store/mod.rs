@@ -12,6 +12,7 @@ pub(crate) mod protect;
 mod query;
 mod read;
 mod sweep;
+pub mod union;
 mod write;
 
 pub use concurrency::Outcome;
@@ -133,7 +134,8 @@ impl<T> fmt::Debug for Store<T> {
     }
 }
 
-impl<T: TableEntity> Store<T> {
+// What does not depend on the entity type (a union store shares it).
+impl<T> Store<T> {
     pub(crate) fn new(tables: Tables, table: String) -> Store<T> {
         Store {
             tables,
@@ -173,6 +175,9 @@ impl<T: TableEntity> Store<T> {
         Ok(())
     }
 
+}
+
+impl<T: TableEntity> Store<T> {
     fn encode_options(&self) -> EncodeOptions {
         EncodeOptions {
             oversized: self.tables.options.oversized_cells,
