@@ -43,6 +43,9 @@ pub(crate) struct Union {
     pub(crate) other: Option<CatchAll>,
 }
 
+/// A variant as parsed: its name, its token, its other tokens, its payload.
+type Parsed = (Ident, Spanned_<String>, Vec<Spanned_<String>>, Payload);
+
 const ONE_PAYLOAD: &str = "a union variant holds one payload: a #[derive(TableRecord)] struct as `Variant(Payload)`, named fields as `Variant { .. }`, or nothing";
 
 impl Union {
@@ -155,7 +158,7 @@ fn err(cx: &Ctxt, span: Span, msg: impl Into<String>) {
 }
 
 /// Each token is non-empty and names one variant.
-fn check_tokens(cx: &Ctxt, variants: &[(Ident, Spanned_<String>, Vec<Spanned_<String>>, Payload)]) {
+fn check_tokens(cx: &Ctxt, variants: &[Parsed]) {
     let mut seen: HashMap<&str, &Ident> = HashMap::new();
     for (ident, token, also, _) in variants {
         for t in std::iter::once(token).chain(also) {
