@@ -222,7 +222,7 @@ pub enum Error {
     /// variant of the union accepts, and the union has no `#[table(other)]`
     /// variant. Add the token to a variant (`#[table(also = [".."])]`) or
     /// declare a catch-all to read it.
-    #[error("{table}: the row with PartitionKey `{partition_key}` and RowKey `{row_key}` holds `_TypeName` `{token}`, which no variant of {union} accepts (accepted: {accepted}); add it to a variant with #[table(also = [\"..\"])] or declare a #[table(other)] variant")]
+    #[error("{table}: the row with PartitionKey `{partition_key}` and RowKey `{row_key}` holds `_TypeName` `{token}`, which no variant of the union accepts (accepted: {accepted}); add it to a variant with #[table(also = [\"..\"])] or declare a #[table(other)] variant")]
     UnknownType {
         /// The table.
         table: String,
@@ -232,8 +232,6 @@ pub enum Error {
         row_key: String,
         /// The token found.
         token: String,
-        /// The union's Rust type.
-        union: &'static str,
         /// The tokens the union accepts, comma-separated.
         accepted: String,
     },

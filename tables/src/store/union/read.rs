@@ -222,7 +222,6 @@ impl<E: TableUnion> UnionStore<E> {
             partition_key: key.partition_key.clone(),
             row_key: key.row_key.clone(),
             token: token.to_owned(),
-            union: std::any::type_name::<E>(),
             accepted: accepted.join(", "),
         }
     }
