@@ -80,11 +80,11 @@ pub use entity::{
 pub use error::{Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
 pub use stamp::{KeyPart, Stamp};
-pub use store::{Concurrency, Count, Cursor, EntityPage, Lookup, Outcome, QueryOptions, Store, StoreOptions};
 pub use store::union::{UnionColumns, UnionEntry, UnionPage, UnionQuery, UnionStore, UnionWrite};
+pub use store::{Concurrency, Count, Cursor, EntityPage, Lookup, Outcome, QueryOptions, Store, StoreOptions};
 pub use tables::{BlobOptions, Tables};
-pub use union::{TableUnion, UnionVariant};
 pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord, TableUnion};
+pub use union::{TableUnion, UnionVariant};
 pub use value::wire;
 pub use value::{cmp_utf16, sha256_hex, utf16_len, DateTime, ETag, EdmType, Guid, ParseGuidError, Row, Value};
 
@@ -105,9 +105,9 @@ pub mod __private {
     pub use crate::query::{JsonCol, LargeCol, SkippedCol};
     pub use crate::stamp::{KeyPart, Stamp};
     pub use crate::store::Authorizer;
+    pub use crate::union::{TableUnion, UnionVariant};
     pub use crate::update::refusal::{LargeFieldsCannotBePatched, MergeCannotClearAField};
     pub use crate::update::{Authorized, MaySetProtected, RecordUpdater, Unauthorized, Update, UpdateBuilder};
-    pub use crate::union::{TableUnion, UnionVariant};
     pub use crate::value::{DateTime, ETag, EdmType, Row, Value};
     pub use core::default::Default;
     pub use core::option::Option::{self, None, Some};

@@ -174,7 +174,6 @@ impl<T> Store<T> {
         }
         Ok(())
     }
-
 }
 
 impl<T: TableEntity> Store<T> {

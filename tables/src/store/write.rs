@@ -258,7 +258,6 @@ impl<T: TableEntity> Store<T> {
             old_refs: stored.map(blob_paths).unwrap_or_default(),
         })
     }
-
 }
 
 // Sending does not depend on the entity type (a union store commits through it too).
@@ -308,7 +307,6 @@ impl<T> Store<T> {
             }
         }
     }
-
 }
 
 impl<T: TableEntity> Store<T> {

@@ -90,7 +90,9 @@ pub struct UnionQuery<E> {
     pub(crate) partition: Option<String>,
     pub(crate) prefix: Option<String>,
     pub(crate) take: Option<usize>,
-    pub(crate) filter: Option<Result<Filter>>,
+    pub(crate) filter: Option<Filter>,
+    /// Why the filter was refused: the column and the reason.
+    filter_error: Option<(String, String)>,
     pub(crate) cursor: Option<Cursor>,
     _union: PhantomData<fn() -> E>,
 }
@@ -101,13 +103,8 @@ impl<E> Clone for UnionQuery<E> {
             partition: self.partition.clone(),
             prefix: self.prefix.clone(),
             take: self.take,
-            filter: self.filter.as_ref().map(|f| match f {
-                Ok(f) => Ok(f.clone()),
-                Err(e) => Err(Error::InvalidValue {
-                    column: "filter".into(),
-                    reason: e.to_string(),
-                }),
-            }),
+            filter: self.filter.clone(),
+            filter_error: self.filter_error.clone(),
             cursor: self.cursor.clone(),
             _union: PhantomData,
         }
@@ -121,6 +118,7 @@ impl<E> std::fmt::Debug for UnionQuery<E> {
             .field("prefix", &self.prefix)
             .field("take", &self.take)
             .field("filter", &self.filter)
+            .field("filter_error", &self.filter_error)
             .field("cursor", &self.cursor)
             .finish()
     }
@@ -146,6 +144,7 @@ impl<E> UnionQuery<E> {
             prefix: None,
             take: None,
             filter: None,
+            filter_error: None,
             cursor: None,
             _union: PhantomData,
         }
@@ -175,10 +174,15 @@ impl<E> UnionQuery<E> {
     /// Only rows the filter matches, built from the keys and system columns:
     /// `.filter(|c| c.system::<bool>("_IsCommitted").eq(true))`.
     pub fn filter<W: UnionFilter<E>>(mut self, build: impl FnOnce(&UnionColumns<E>) -> W) -> UnionQuery<E> {
-        self.filter = Some(build(&UnionColumns::new()).into_union_filter().and_then(|f| {
+        let built = build(&UnionColumns::new()).into_union_filter().and_then(|f| {
             refuse_payload_columns(&f)?;
             Ok(f)
-        }));
+        });
+        match built {
+            Ok(f) => self.filter = Some(f),
+            Err(Error::InvalidValue { column, reason }) => self.filter_error = Some((column, reason)),
+            Err(other) => self.filter_error = Some(("filter".into(), other.to_string())),
+        }
         self
     }
 
@@ -197,10 +201,7 @@ impl<E> UnionQuery<E> {
     /// What a cursor of this query is bound to: partition, prefix, page size, filter.
     pub(crate) fn fingerprint(&self) -> String {
         let part = |s: Option<&str>| s.map_or_else(|| "~".to_owned(), |s| format!("{}:{s}", s.chars().count()));
-        let filter = match &self.filter {
-            Some(Ok(f)) => Some(f.to_odata()),
-            _ => None,
-        };
+        let filter = self.filter.as_ref().map(Filter::to_odata);
         format!(
             "union|{}|{}|{}|{}",
             part(self.partition.as_deref()),
@@ -231,15 +232,14 @@ impl<E> UnionQuery<E> {
             }
             _ => {}
         }
-        match &self.filter {
-            Some(Ok(f)) => parts.push(f.clone()),
-            Some(Err(e)) => {
-                return Err(Error::InvalidValue {
-                    column: "filter".into(),
-                    reason: e.to_string(),
-                })
-            }
-            None => {}
+        if let Some((column, reason)) = &self.filter_error {
+            return Err(Error::InvalidValue {
+                column: column.clone(),
+                reason: reason.clone(),
+            });
+        }
+        if let Some(f) = &self.filter {
+            parts.push(f.clone());
         }
         let filter = parts.into_iter().reduce(Filter::and);
         if let Some(f) = &filter {

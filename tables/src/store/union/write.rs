@@ -219,7 +219,10 @@ impl<E: TableUnion> UnionStore<E> {
             return Ok(0);
         }
         self.store.ensure_created().await?;
-        let ops = rows.into_iter().map(|r| (r.partition_key.clone(), mode.op(r))).collect();
+        let ops = rows
+            .into_iter()
+            .map(|r| (r.partition_key.clone(), mode.op(r)))
+            .collect();
         let mut committed = 0;
         for group in group_by_partition(ops) {
             let ranges = pack(group.iter().map(|op| (1, op_weight(op))));
