@@ -124,11 +124,6 @@ pub mod __private {
         content.ok_or_else(|| crate::codec::absent(&crate::layout::blob_cell(column), "a blob reference"))
     }
 
-    /// The raw row a union's catch-all variant holds (a type check on the variant's field).
-    pub fn raw_row(row: &Row) -> &Row {
-        row
-    }
-
     /// Writes a catch-all variant's row back as it was read: every column, its token included.
     pub fn write_raw_row(raw: &Row, row: &mut Row) {
         for (name, value) in &raw.properties {

@@ -75,10 +75,9 @@ pub(crate) fn expand(u: &Union) -> TokenStream {
     let (other_token, other_write, other_read) = match &u.other {
         Some(o) => {
             let oi = &o.ident;
-            let ty = &o.ty;
             (
                 quote!(#ident::#oi(..) => #p::None,),
-                quote_spanned!(ty.span()=> #ident::#oi(__raw) => #p::write_raw_row(#p::raw_row(__raw), __row),),
+                quote!(#ident::#oi(__raw) => #p::write_raw_row(__raw, __row),),
                 quote!(_ => #p::Ok(#p::Some(#ident::#oi(__row))),),
             )
         }

@@ -31,10 +31,14 @@ pub(crate) struct Variant {
     pub(crate) payload: Payload,
 }
 
-/// The `#[table(other)]` variant: its name and the type of its one field.
+/// The `#[table(other)]` variant, which holds a `Row`.
 pub(crate) struct CatchAll {
     pub(crate) ident: Ident,
-    pub(crate) ty: Type,
+}
+
+/// Whether a type is written as `Row` (any path ending in it).
+fn is_row(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Row" && s.arguments.is_empty()))
 }
 
 pub(crate) struct Union {
@@ -77,6 +81,8 @@ impl Union {
         }
         let mut variants = Vec::new();
         let mut other: Option<CatchAll> = None;
+        // Variants meant to hold an item, valid or not (one with an error is not "missing").
+        let mut item_variants = 0;
         for v in &data.variants {
             let attrs = attr::UnionVariant::from_ast(cx, &v.attrs);
             if let Some(o) = &attrs.other {
@@ -98,12 +104,15 @@ impl Union {
                     err(cx, a.span, "the #[table(other)] variant reads every token no other variant accepts: remove #[table(also)], or move the tokens to the variant that should read them");
                 }
                 match &v.fields {
-                    Fields::Unnamed(f) if f.unnamed.len() == 1 => {
+                    Fields::Unnamed(f) if f.unnamed.len() == 1 && is_row(&f.unnamed[0].ty) => {
                         other = Some(CatchAll {
                             ident: v.ident.clone(),
-                            ty: f.unnamed[0].ty.clone(),
                         })
                     }
+                    Fields::Unnamed(f) if f.unnamed.len() == 1 => cx.error_spanned_by(
+                        &f.unnamed[0].ty,
+                        "the #[table(other)] variant holds the row of an unknown type as it is stored: its field is a `unified_tables::Row`",
+                    ),
                     _ => cx.error_spanned_by(
                         &v.ident,
                         "the #[table(other)] variant holds the raw row of an unknown type: write it as `Other(unified_tables::Row)`",
@@ -111,6 +120,7 @@ impl Union {
                 }
                 continue;
             }
+            item_variants += 1;
             let payload = match &v.fields {
                 Fields::Unit => Payload::Unit,
                 Fields::Unnamed(f) if f.unnamed.len() == 1 => Payload::Record(f.unnamed[0].ty.clone()),
@@ -129,11 +139,14 @@ impl Union {
             };
             variants.push((v.ident.clone(), token, attrs.also, payload));
         }
-        if variants.is_empty() {
+        if item_variants == 0 {
             cx.error_spanned_by(
                 &input.ident,
                 "#[derive(TableUnion)] needs at least one variant that holds an item (besides #[table(other)])",
             );
+            return None;
+        }
+        if variants.is_empty() {
             return None;
         }
         check_tokens(cx, &variants);
