@@ -181,4 +181,39 @@ mod tests {
         assert_eq!(out.matches("compile_error").count(), 2, "{out}");
         assert!(out.contains("did you mean #[table(rename)]"), "{out}");
     }
+
+    #[test]
+    fn a_union_reports_every_bad_token_and_still_emits_a_placeholder() {
+        let out = expand(
+            super::table_union,
+            quote! {
+                enum Event {
+                    #[table(tag = "")]
+                    Placed,
+                    #[table(also = ["Placed", "Shipped"])]
+                    Shipped,
+                    Cancelled { #[table(split = "text")] reason: String },
+                }
+            },
+        );
+        assert_eq!(out.matches("compile_error").count(), 3, "{out}");
+        assert!(
+            out.contains("cannot be empty") && out.contains("already accepted by this variant"),
+            "{out}"
+        );
+        assert!(out.contains("TableUnion for Event"), "{out}");
+
+        let out = expand(
+            super::table_union,
+            quote! {
+                enum Event {
+                    #[table(tag = "OrderPlaced", also = ["Shop.OrderPlaced, Shop"])]
+                    Placed(OrderPlaced),
+                    Closed,
+                }
+            },
+        );
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains("\"OrderPlaced\" | \"Shop.OrderPlaced, Shop\""), "{out}");
+    }
 }

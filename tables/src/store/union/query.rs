@@ -4,12 +4,13 @@
 use std::marker::PhantomData;
 
 use crate::backend::QueryRequest;
-use crate::error::{Error, KeyKind, Result};
+use crate::error::{Error, Result};
 use crate::layout::{is_system_column, TYPE_NAME};
-use crate::query::{CmpOp, Col, Filter, OptCol, Where, WherePartial};
-use crate::service::{validate_key, MAX_PAGE_SIZE};
-use crate::store::{next_prefix, Cursor, DEFAULT_PAGE_SIZE};
-use crate::value::{DateTime, Value};
+use crate::query::{Col, Filter, OptCol, Where, WherePartial};
+use crate::service::MAX_PAGE_SIZE;
+use crate::store::query::key_range;
+use crate::store::{Cursor, DEFAULT_PAGE_SIZE};
+use crate::value::DateTime;
 
 use super::UnionEntry;
 
@@ -213,25 +214,11 @@ impl<E> UnionQuery<E> {
 
     /// The backend request: the partition, the prefix as a range, the filter.
     pub(crate) fn request(&self) -> Result<QueryRequest> {
-        let mut parts = Vec::new();
-        if let Some(pk) = &self.partition {
-            validate_key(KeyKind::PartitionKey, pk)?;
-            parts.push(Filter::eq("PartitionKey", Value::String(pk.clone())));
-        }
-        match (&self.prefix, &self.partition) {
-            (Some(_), None) => {
-                return Err(Error::Config(
-                    "a row-key prefix needs a partition: start from UnionQuery::partition(..)".into(),
-                ))
-            }
-            (Some(prefix), Some(_)) if !prefix.is_empty() => {
-                parts.push(Filter::cmp("RowKey", CmpOp::Ge, Value::String(prefix.clone())));
-                if let Some(next) = next_prefix(prefix) {
-                    parts.push(Filter::cmp("RowKey", CmpOp::Lt, Value::String(next)));
-                }
-            }
-            _ => {}
-        }
+        let mut parts = key_range(
+            self.partition.as_deref(),
+            self.prefix.as_deref(),
+            "UnionQuery::partition(..)",
+        )?;
         if let Some((column, reason)) = &self.filter_error {
             return Err(Error::InvalidValue {
                 column: column.clone(),

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use futures::stream::{self, Stream};
 
 use super::{UnionEntry, UnionPage, UnionQuery, UnionStore};
-use crate::backend::{PageToken, QueryRequest};
+use crate::backend::{Page, PageToken, QueryRequest};
 use crate::entity::Key;
 use crate::error::{Error, Result};
 use crate::layout::{is_system_column, TYPE_NAME};
@@ -55,12 +55,7 @@ impl<E: TableUnion> UnionStore<E> {
         let mut token: Option<PageToken> = None;
         let mut out = Vec::new();
         loop {
-            let page = self
-                .store
-                .tables
-                .backend
-                .query(&self.store.table, &request, token.as_ref())
-                .await?;
+            let page = self.fetch(&request, token.as_ref()).await?;
             for row in page.rows {
                 if out.len() >= limit {
                     return Ok(out);
@@ -90,12 +85,7 @@ impl<E: TableUnion> UnionStore<E> {
         let mut request = query.request()?;
         request.top = Some(query.page_size() as u32);
         self.store.ensure_created().await?;
-        let page = self
-            .store
-            .tables
-            .backend
-            .query(&self.store.table, &request, token.as_ref())
-            .await?;
+        let page = self.fetch(&request, token.as_ref()).await?;
         let mut entries = Vec::with_capacity(page.rows.len());
         for row in page.rows {
             if !is_continuation_row(&row) {
@@ -157,19 +147,18 @@ impl<E: TableUnion> UnionStore<E> {
                 if !st.started {
                     st.store.store.ensure_created().await?;
                 }
-                let page = st
-                    .store
-                    .store
-                    .tables
-                    .backend
-                    .query(&st.store.store.table, request, st.token.as_ref())
-                    .await?;
+                let page = st.store.fetch(request, st.token.as_ref()).await?;
                 st.started = true;
                 st.token = page.next;
                 st.buffer.extend(page.rows);
             }
         });
         stream::StreamExt::chain(failed, rows)
+    }
+
+    /// One page of a request.
+    async fn fetch(&self, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
+        self.store.tables.backend.query(&self.store.table, request, token).await
     }
 
     /// A stored row as an entry: its system columns, its token, its item.
