@@ -1,5 +1,6 @@
 //! Derive macros for [`unified-tables`](https://docs.rs/unified-tables):
-//! `#[derive(TableEntity)]`, `#[derive(TableRecord)]` and `#[derive(TableEnum)]`.
+//! `#[derive(TableEntity)]`, `#[derive(TableRecord)]`, `#[derive(TableEnum)]`
+//! and `#[derive(TableUnion)]`.
 //!
 //! Use them through the `unified_tables` crate, which re-exports them and
 //! documents every attribute.
@@ -35,6 +36,14 @@ pub fn derive_table_enum(input: TokenStream) -> TokenStream {
     table_enum(&input).into()
 }
 
+/// Implements `TableUnion`: an enum of payloads stored in one table, told
+/// apart by a `_TypeName` token.
+#[proc_macro_derive(TableUnion, attributes(table, alias, protected, blob_content))]
+pub fn derive_table_union(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    table_union(&input).into()
+}
+
 // After an error each derive still emits a placeholder impl (`expand::fallback`),
 // so the user sees the error in the attributes and not also every use of the type.
 
@@ -52,6 +61,15 @@ fn table_enum(input: &DeriveInput) -> TokenStream2 {
     match cx.check() {
         Ok(()) => expand::enums::expand(&e.expect("checked")),
         Err(errors) => expand::fallback::expand(input, None, errors),
+    }
+}
+
+fn table_union(input: &DeriveInput) -> TokenStream2 {
+    let cx = Ctxt::new();
+    let u = internals::union::Union::from_ast(&cx, input);
+    match cx.check() {
+        Ok(()) => expand::union::expand(&u.expect("checked")),
+        Err(errors) => expand::union::fallback(input, errors),
     }
 }
 
@@ -162,5 +180,40 @@ mod tests {
         );
         assert_eq!(out.matches("compile_error").count(), 2, "{out}");
         assert!(out.contains("did you mean #[table(rename)]"), "{out}");
+    }
+
+    #[test]
+    fn a_union_reports_every_bad_token_and_still_emits_a_placeholder() {
+        let out = expand(
+            super::table_union,
+            quote! {
+                enum Event {
+                    #[table(tag = "")]
+                    Placed,
+                    #[table(also = ["Placed", "Shipped"])]
+                    Shipped,
+                    Cancelled { #[table(split = "text")] reason: String },
+                }
+            },
+        );
+        assert_eq!(out.matches("compile_error").count(), 3, "{out}");
+        assert!(
+            out.contains("cannot be empty") && out.contains("already accepted by this variant"),
+            "{out}"
+        );
+        assert!(out.contains("TableUnion for Event"), "{out}");
+
+        let out = expand(
+            super::table_union,
+            quote! {
+                enum Event {
+                    #[table(tag = "OrderPlaced", also = ["Shop.OrderPlaced, Shop"])]
+                    Placed(OrderPlaced),
+                    Closed,
+                }
+            },
+        );
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains("\"OrderPlaced\" | \"Shop.OrderPlaced, Shop\""), "{out}");
     }
 }

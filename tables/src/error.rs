@@ -218,6 +218,23 @@ pub enum Error {
     /// A connection string or option is wrong.
     #[error("configuration: {0}")]
     Config(String),
+    /// A row of a union table names a type (its `_TypeName` token) that no
+    /// variant of the union accepts, and the union has no `#[table(other)]`
+    /// variant. Add the token to a variant (`#[table(also = [".."])]`) or
+    /// declare a catch-all to read it.
+    #[error("{table}: the row with PartitionKey `{partition_key}` and RowKey `{row_key}` holds `_TypeName` `{token}`, which no variant of the union accepts (accepted: {accepted}); add it to a variant with #[table(also = [\"..\"])] or declare a #[table(other)] variant")]
+    UnknownType {
+        /// The table.
+        table: String,
+        /// The partition key of the row.
+        partition_key: String,
+        /// The row key of the row.
+        row_key: String,
+        /// The token found.
+        token: String,
+        /// The tokens the union accepts, comma-separated.
+        accepted: String,
+    },
 }
 
 /// What kind of failure an [`Error`] is, whatever carried it: the same kind
@@ -280,7 +297,7 @@ impl Error {
             Error::Transport(_) => ErrorKind::Unavailable,
             Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
             Error::MalformedResponse(_) => ErrorKind::MalformedResponse,
-            Error::Decode { .. } | Error::Integrity { .. } => ErrorKind::Damaged,
+            Error::Decode { .. } | Error::Integrity { .. } | Error::UnknownType { .. } => ErrorKind::Damaged,
             _ if self.is_refusal() => ErrorKind::Invalid,
             _ => ErrorKind::Other,
         }

@@ -181,6 +181,24 @@ pub fn is_continuation_key(row_key: &str) -> bool {
     b.len() >= 5 && b[b.len() - 5] == b'~' && b[b.len() - 4..].iter().all(u8::is_ascii_digit)
 }
 
+// --- Polymorphic rows ------------------------------------------------------------
+
+/// Column of a polymorphic (union) row naming the variant it holds: the
+/// discriminator token. Marker rows have none.
+pub const TYPE_NAME: &str = "_TypeName";
+/// The first character of every system column (`_TypeName`, `_SplitParts`,
+/// a marker row's flags); a payload's columns never start with it.
+pub const SYSTEM_PREFIX: char = '_';
+
+/// Whether a column is a system column (`_`-prefixed).
+pub fn is_system_column(name: &str) -> bool {
+    name.starts_with(SYSTEM_PREFIX)
+}
+
+/// The system columns this crate's layout reserves, which a caller's marker
+/// or merged columns may not name.
+pub const RESERVED_SYSTEM_COLUMNS: &[&str] = &[TYPE_NAME, SPLIT_PARTS, SPLIT_OF, SPLIT_INDEX];
+
 // --- Blob names -----------------------------------------------------------------
 
 /// The default container of offloaded values and files.

@@ -51,6 +51,7 @@ pub mod service;
 mod stamp;
 pub mod store;
 mod tables;
+mod union;
 pub mod update;
 mod value;
 
@@ -79,12 +80,14 @@ pub use entity::{
 pub use error::{Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
 pub use stamp::{KeyPart, Stamp};
+pub use store::union::{UnionColumns, UnionEntry, UnionPage, UnionQuery, UnionStore, UnionWrite};
 pub use store::{
     CachePolicy, Concurrency, Count, Cursor, EntityPage, EntityStream, Lookup, Outcome, QueryOptions, ReadCache,
     ReadCacheBuilder, Store, StoreOptions,
 };
 pub use tables::{BlobOptions, Tables};
-pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord};
+pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord, TableUnion};
+pub use union::{TableUnion, UnionVariant};
 pub use value::wire;
 pub use value::{cmp_utf16, sha256_hex, utf16_len, DateTime, ETag, EdmType, Guid, ParseGuidError, Row, Value};
 
@@ -105,6 +108,7 @@ pub mod __private {
     pub use crate::query::{JsonCol, LargeCol, SkippedCol};
     pub use crate::stamp::{KeyPart, Stamp};
     pub use crate::store::Authorizer;
+    pub use crate::union::{TableUnion, UnionVariant};
     pub use crate::update::refusal::{LargeFieldsCannotBePatched, MergeCannotClearAField};
     pub use crate::update::{Authorized, MaySetProtected, RecordUpdater, Unauthorized, Update, UpdateBuilder};
     pub use crate::value::{DateTime, ETag, EdmType, Row, Value};
@@ -121,6 +125,13 @@ pub mod __private {
     /// The content of a required blob field, or an error naming its column.
     pub fn require_blob(content: Option<BlobContent>, column: &str) -> Result<BlobContent> {
         content.ok_or_else(|| crate::codec::absent(&crate::layout::blob_cell(column), "a blob reference"))
+    }
+
+    /// Writes a catch-all variant's row back as it was read: every column, its token included.
+    pub fn write_raw_row(raw: &Row, row: &mut Row) {
+        for (name, value) in &raw.properties {
+            row.insert(name.clone(), value.clone());
+        }
     }
 
     /// Error for an enum cell that names no variant.

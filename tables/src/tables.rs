@@ -174,12 +174,12 @@ impl Tables {
     /// A store for `T`, in the table the derive names (`#[table(name = ..)]`,
     /// default: the type's name).
     pub fn store<T: TableEntity>(&self) -> Store<T> {
-        Store::new(self.clone(), T::SCHEMA.table.to_owned())
+        Store::of_entity(self.clone(), T::SCHEMA.table.to_owned())
     }
 
     /// A store for `T` in another table (for example a per-test table).
     pub fn store_in<T: TableEntity>(&self, table: impl Into<String>) -> Store<T> {
-        Store::new(self.clone(), table.into())
+        Store::of_entity(self.clone(), table.into())
     }
 }
 

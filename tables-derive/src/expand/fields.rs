@@ -94,21 +94,27 @@ pub(crate) fn column_meta(f: &Field) -> TokenStream {
 
 /// Statements writing the field's cells into `__row`.
 pub(crate) fn encode(f: &Field, naming: Naming) -> TokenStream {
-    let p = private();
     let ident = &f.ident;
+    encode_at(f, naming, quote!(self.#ident))
+}
+
+/// [`encode`] of the field's value at the place expression `place`
+/// (`self.field`, or a binding of an enum variant's field).
+pub(crate) fn encode_at(f: &Field, naming: Naming, place: TokenStream) -> TokenStream {
+    let p = private();
     let ty = &f.ty;
     let col = naming.column(&f.column);
     match &f.storage {
         Storage::Value => quote_spanned! {ty.span()=>
-            <#ty as #p::TableValue>::encode(&self.#ident, #col, __row, __opts)?;
+            <#ty as #p::TableValue>::encode(&#place, #col, __row, __opts)?;
         },
         Storage::Large { codec, .. } => {
             let value = match codec {
-                LargeCodec::Value if ty::option_inner(ty).is_some() => quote!(#p::Option::as_deref(&self.#ident)),
-                LargeCodec::Value => quote!(#p::Some(self.#ident.as_str())),
-                LargeCodec::Binary { optional: true } => quote!(#p::Option::as_deref(&self.#ident)),
-                LargeCodec::Binary { optional: false } => quote!(#p::Some(self.#ident.as_slice())),
-                LargeCodec::Json => quote!(&self.#ident),
+                LargeCodec::Value if ty::option_inner(ty).is_some() => quote!(#p::Option::as_deref(&#place)),
+                LargeCodec::Value => quote!(#p::Some(#place.as_str())),
+                LargeCodec::Binary { optional: true } => quote!(#p::Option::as_deref(&#place)),
+                LargeCodec::Binary { optional: false } => quote!(#p::Some(#place.as_slice())),
+                LargeCodec::Json => quote!(&#place),
             };
             match codec {
                 LargeCodec::Value => quote!(#p::encode_large_text(#value, #col, __row);),
@@ -119,36 +125,36 @@ pub(crate) fn encode(f: &Field, naming: Naming) -> TokenStream {
         Storage::Binary { optional } => {
             if *optional {
                 quote! {
-                    if let #p::Some(__v) = &self.#ident {
+                    if let #p::Some(__v) = &#place {
                         #p::encode_binary(__v, #col, __row, __opts)?;
                     }
                 }
             } else {
-                quote!(#p::encode_binary(&self.#ident, #col, __row, __opts)?;)
+                quote!(#p::encode_binary(&#place, #col, __row, __opts)?;)
             }
         }
         Storage::Json => quote_spanned! {ty.span()=>
-            #p::encode_json::<#ty>(&self.#ident, #col, __row, __opts)?;
+            #p::encode_json::<#ty>(&#place, #col, __row, __opts)?;
         },
         Storage::Flatten { inner, optional } => {
             let prefix = nested_prefix(&f.column, naming);
             if *optional {
                 quote_spanned! {inner.span()=>
-                    if let #p::Some(__v) = &self.#ident {
+                    if let #p::Some(__v) = &#place {
                         <#inner as #p::TableRecord>::write_columns(__v, #prefix, __row, __opts)?;
                     }
                 }
             } else {
                 quote_spanned! {inner.span()=>
-                    <#inner as #p::TableRecord>::write_columns(&self.#ident, #prefix, __row, __opts)?;
+                    <#inner as #p::TableRecord>::write_columns(&#place, #prefix, __row, __opts)?;
                 }
             }
         }
         Storage::Blob { optional } => {
             let value = if *optional {
-                quote!(#p::Option::as_ref(&self.#ident))
+                quote!(#p::Option::as_ref(&#place))
             } else {
-                quote!(#p::Some(&self.#ident))
+                quote!(#p::Some(&#place))
             };
             quote!(#p::encode_blob_ref(#value, #col, __row)?;)
         }

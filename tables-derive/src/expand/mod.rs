@@ -6,6 +6,7 @@ pub(crate) mod fallback;
 pub(crate) mod fields;
 pub(crate) mod record;
 pub(crate) mod typed;
+pub(crate) mod union;
 
 use proc_macro2::TokenStream;
 use quote::quote;

@@ -170,27 +170,7 @@ impl Container {
             );
             return None;
         }
-        let fields = named
-            .named
-            .iter()
-            .map(|f| {
-                let ident = f.ident.clone().expect("named field");
-                let attrs = attr::Field::from_ast(cx, &f.attrs);
-                let column = attrs
-                    .rename
-                    .as_ref()
-                    .map(|r| r.value.clone())
-                    .unwrap_or_else(|| pascal_case(&ident.to_string()));
-                let storage = classify(&attrs, &f.ty);
-                Field {
-                    ident,
-                    ty: f.ty.clone(),
-                    attrs,
-                    column,
-                    storage,
-                }
-            })
-            .collect();
+        let fields = parse_fields(cx, named);
         Some(Container {
             ident: input.ident.clone(),
             attrs,
@@ -198,6 +178,31 @@ impl Container {
             derive,
         })
     }
+}
+
+/// Parses named fields: their attributes, columns and storage.
+pub(crate) fn parse_fields(cx: &Ctxt, named: &syn::FieldsNamed) -> Vec<Field> {
+    named
+        .named
+        .iter()
+        .map(|f| {
+            let ident = f.ident.clone().expect("named field");
+            let attrs = attr::Field::from_ast(cx, &f.attrs);
+            let column = attrs
+                .rename
+                .as_ref()
+                .map(|r| r.value.clone())
+                .unwrap_or_else(|| pascal_case(&ident.to_string()));
+            let storage = classify(&attrs, &f.ty);
+            Field {
+                ident,
+                ty: f.ty.clone(),
+                attrs,
+                column,
+                storage,
+            }
+        })
+        .collect()
 }
 
 /// Decides how a field is stored (conflicts are reported by `check`).

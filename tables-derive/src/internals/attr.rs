@@ -405,3 +405,77 @@ impl Variant {
         Variant { rename: rename.get() }
     }
 }
+
+/// `#[table(..)]` on a variant of a `#[derive(TableUnion)]` enum.
+pub(crate) struct UnionVariant {
+    pub(crate) tag: Option<Spanned_<String>>,
+    pub(crate) also: Vec<Spanned_<String>>,
+    pub(crate) other: Option<Spanned_<()>>,
+}
+
+impl UnionVariant {
+    pub(crate) fn from_ast(cx: &Ctxt, attrs: &[Attribute]) -> UnionVariant {
+        let mut tag = Slot::new(cx, "");
+        let mut also_slot = Slot::new(cx, "");
+        let mut other = Slot::new(cx, "");
+        let mut also = Vec::new();
+        for attr in attrs.iter().filter(|a| a.path().is_ident(TABLE)) {
+            let res = attr.parse_nested_meta(|meta| {
+                let key = path_text(&meta.path);
+                let span = meta.path.span();
+                match key.as_str() {
+                    // #[table(tag = "OrderPlaced")]
+                    TAG => {
+                        let lit: LitStr = meta.value()?.parse()?;
+                        tag.set(lit.span(), "#[table(tag)]", lit.value());
+                    }
+                    // #[table(also = ["Old.Name, Assembly", ..])] or #[table(also = "Old")]
+                    ALSO => {
+                        also_slot.set(span, "#[table(also)]", ());
+                        let value = meta.value()?;
+                        if value.peek(LitStr) {
+                            let lit: LitStr = value.parse()?;
+                            also.push(Spanned_ {
+                                value: lit.value(),
+                                span: lit.span(),
+                            });
+                        } else {
+                            let list: syn::ExprArray = value.parse().map_err(|e| {
+                                syn::Error::new(
+                                    e.span(),
+                                    "write the other accepted tokens as a list of strings: #[table(also = [\"Old.Name\", \"MyApp.Events.Name, MyApp\"])]",
+                                )
+                            })?;
+                            for elem in &list.elems {
+                                match elem {
+                                    syn::Expr::Lit(syn::ExprLit {
+                                        lit: syn::Lit::Str(lit), ..
+                                    }) => also.push(Spanned_ {
+                                        value: lit.value(),
+                                        span: lit.span(),
+                                    }),
+                                    other => cx.error_spanned_by(
+                                        other,
+                                        "each token in #[table(also = [..])] is a string, e.g. \"MyApp.Events.OrderPlaced, MyApp\"",
+                                    ),
+                                }
+                            }
+                        }
+                    }
+                    // #[table(other)]
+                    OTHER => other.set(span, "#[table(other)]", ()),
+                    _ => return Err(meta.error(unknown(&key, UNION_VARIANT_KEYS, "on a union variant"))),
+                }
+                Ok(())
+            });
+            if let Err(e) = res {
+                cx.syn_error(e);
+            }
+        }
+        UnionVariant {
+            tag: tag.get(),
+            also,
+            other: other.get(),
+        }
+    }
+}

@@ -7,3 +7,4 @@ pub(crate) mod check;
 pub(crate) mod ctxt;
 pub(crate) mod symbol;
 pub(crate) mod ty;
+pub(crate) mod union;

@@ -43,5 +43,11 @@ pub(crate) const FIELD_KEYS: &[&str] = &[
 // Enum variants: #[table(rename = "...")]
 pub(crate) const VARIANT_KEYS: &[&str] = &[RENAME];
 
+// Union variants: #[table(tag = "...")], #[table(also = ["...", ..])], #[table(other)]
+pub(crate) const TAG: &str = "tag";
+pub(crate) const ALSO: &str = "also";
+pub(crate) const OTHER: &str = "other";
+pub(crate) const UNION_VARIANT_KEYS: &[&str] = &[TAG, ALSO, OTHER];
+
 /// Column names the service or this crate reserves.
 pub(crate) const RESERVED_COLUMNS: &[&str] = &["PartitionKey", "RowKey", "Timestamp", "ETag"];

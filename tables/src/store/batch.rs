@@ -10,10 +10,11 @@ use super::Store;
 use crate::backend::pack::{op_weight, pack};
 use crate::entity::{Key, TableEntity};
 use crate::error::{Error, KeyKind, Result};
+use crate::value::Row;
 
 /// Groups items by partition key, keeping the order in which partitions and
 /// items first appear.
-fn group_by_partition<I>(items: Vec<(String, I)>) -> Vec<Vec<I>> {
+pub(crate) fn group_by_partition<I>(items: Vec<(String, I)>) -> Vec<Vec<I>> {
     let mut order: Vec<String> = Vec::new();
     let mut groups: HashMap<String, Vec<I>> = HashMap::new();
     for (pk, item) in items {
@@ -169,7 +170,7 @@ impl<T: TableEntity> Store<T> {
     }
 }
 
-fn batch_failed(committed: usize, key: Key, source: Error) -> Error {
+pub(crate) fn batch_failed(committed: usize, key: Key, source: Error) -> Error {
     Error::BatchFailed {
         committed,
         partition_key: key.partition_key,
@@ -180,15 +181,20 @@ fn batch_failed(committed: usize, key: Key, source: Error) -> Error {
 
 /// Refuses a batch of creates that names one entity twice: nothing is written.
 fn refuse_repeated_keys(encoded: &[Encoded]) -> Result<()> {
+    refuse_repeated_rows(encoded.iter().map(|e| &e.row))
+}
+
+/// Refuses a batch of inserts that writes one row twice: nothing is written.
+pub(crate) fn refuse_repeated_rows<'a>(rows: impl Iterator<Item = &'a Row>) -> Result<()> {
     let mut seen = HashMap::new();
-    for (i, e) in encoded.iter().enumerate() {
-        if let Some(first) = seen.insert((e.row.partition_key.as_str(), e.row.row_key.as_str()), i) {
+    for (i, row) in rows.enumerate() {
+        if let Some(first) = seen.insert((row.partition_key.as_str(), row.row_key.as_str()), i) {
             return Err(Error::InvalidKey {
                 which: KeyKind::RowKey,
-                key: e.row.row_key.clone(),
+                key: row.row_key.clone(),
                 reason: format!(
                     "entities {first} and {i} of the batch have the same keys (PartitionKey `{}`); nothing was written",
-                    e.row.partition_key
+                    row.partition_key
                 ),
             });
         }

@@ -21,11 +21,29 @@ pub(crate) struct Keeping {
     policy: CachePolicy,
 }
 
-impl<T: TableEntity> Store<T> {
+// What a write needs, whatever it stores (a union store's rows too).
+impl<T> Store<T> {
     fn scope(&self) -> &str {
         &self.tables.scope
     }
 
+    /// Starts a write of `ops` in the cache: their entities and their
+    /// partitions' lists are evicted, whatever the type's policy.
+    pub(crate) fn begin_write(&self, ops: &[WriteOp]) -> Option<Writing> {
+        let c = self.cache.as_ref()?;
+        let scope = self.scope();
+        let table = self.table.as_str();
+        Some(c.cache.begin_write(ops.iter().flat_map(|op| {
+            let (pk, rk) = op.keys();
+            [
+                Address::entity(scope, table, pk, rk),
+                Address::partition(scope, table, pk),
+            ]
+        })))
+    }
+}
+
+impl<T: TableEntity> Store<T> {
     /// The cache, when this type is served from it.
     fn serving(&self) -> Option<&StoreCache> {
         self.cache.as_ref().filter(|c| c.policy.is_enabled())
@@ -100,21 +118,6 @@ impl<T: TableEntity> Store<T> {
             c.cache
                 .evict(&Address::partition(self.scope(), &self.table, partition_key));
         }
-    }
-
-    /// Starts a write of `ops` in the cache: their entities and their
-    /// partitions' lists are evicted, whatever the type's policy.
-    pub(crate) fn begin_write(&self, ops: &[WriteOp]) -> Option<Writing> {
-        let c = self.cache.as_ref()?;
-        let scope = self.scope();
-        let table = self.table.as_str();
-        Some(c.cache.begin_write(ops.iter().flat_map(|op| {
-            let (pk, rk) = op.keys();
-            [
-                Address::entity(scope, table, pk, rk),
-                Address::partition(scope, table, pk),
-            ]
-        })))
     }
 
     /// Caches the entity a write stored, decoded from the row it wrote (so

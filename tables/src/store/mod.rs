@@ -16,6 +16,7 @@ mod query;
 mod read;
 mod stream;
 mod sweep;
+pub mod union;
 mod write;
 
 pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
@@ -147,16 +148,15 @@ impl<T> fmt::Debug for Store<T> {
     }
 }
 
-impl<T: TableEntity> Store<T> {
+// What does not depend on the entity type (a union store shares it).
+impl<T> Store<T> {
+    /// A store whose writes evict what other stores of the table cached and
+    /// that serves nothing from the cache itself (a union store's rows);
+    /// [`Store::of_entity`] serves an entity type by its policy.
     pub(crate) fn new(tables: Tables, table: String) -> Store<T> {
-        // A type the cache cannot copy (not `Clone`) is never served from it;
-        // its writes still evict what other stores of the table cached.
         let cache = tables.cache.as_ref().map(|cache| cached::StoreCache {
             cache: cache.clone(),
-            policy: match T::cache_cloner() {
-                Some(_) => cache.policy_of::<T>(),
-                None => cache::CachePolicy::Disabled,
-            },
+            policy: cache::CachePolicy::Disabled,
         });
         Store {
             tables,
@@ -195,6 +195,19 @@ impl<T: TableEntity> Store<T> {
             set.insert(self.table.clone());
         }
         Ok(())
+    }
+}
+
+impl<T: TableEntity> Store<T> {
+    /// A store of entity type `T`, served from the cache by `T`'s policy. A
+    /// type the cache cannot copy (not `Clone`) is never served from it; its
+    /// writes still evict what other stores of the table cached.
+    pub(crate) fn of_entity(tables: Tables, table: String) -> Store<T> {
+        let mut store = Store::new(tables, table);
+        if let (Some(c), Some(_)) = (store.cache.as_mut(), T::cache_cloner()) {
+            c.policy = c.cache.policy_of::<T>();
+        }
+        store
     }
 
     fn encode_options(&self) -> EncodeOptions {

@@ -64,7 +64,7 @@ fn checksum(payload: &str) -> String {
 }
 
 impl Cursor {
-    fn encode(fingerprint: &str, next: &PageToken) -> Cursor {
+    pub(crate) fn encode(fingerprint: &str, next: &PageToken) -> Cursor {
         let payload = format!(
             "{}\n{}\n{}",
             lp(Some(fingerprint)),
@@ -75,7 +75,7 @@ impl Cursor {
         Cursor(format!("{text}.{}", checksum(&payload)))
     }
 
-    fn decode(&self, fingerprint: &str) -> Result<PageToken> {
+    pub(crate) fn decode(&self, fingerprint: &str) -> Result<PageToken> {
         let damaged = || Error::InvalidCursor("the cursor is damaged; start the query again without one".into());
         let (text, sum) = self.0.rsplit_once('.').ok_or_else(damaged)?;
         let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD

@@ -256,18 +256,11 @@ impl<T, S> QueryOptions<T, S> {
                 reason: reason.clone(),
             });
         }
-        let mut parts: Vec<Filter> = Vec::new();
-        if let Some(pk) = &self.partition {
-            crate::service::validate_key(crate::error::KeyKind::PartitionKey, pk)?;
-            parts.push(Filter::eq("PartitionKey", Value::String(pk.clone())));
-        }
-        // Only options of one partition take a prefix (`PrefixNeedsAPartition`).
-        if let Some(prefix) = self.prefix.as_ref().filter(|p| !p.is_empty()) {
-            parts.push(Filter::cmp("RowKey", CmpOp::Ge, Value::String(prefix.clone())));
-            if let Some(next) = next_prefix(prefix) {
-                parts.push(Filter::cmp("RowKey", CmpOp::Lt, Value::String(next)));
-            }
-        }
+        let mut parts = key_range(
+            self.partition.as_deref(),
+            self.prefix.as_deref(),
+            "QueryOptions::partition(..)",
+        )?;
         if let Some(f) = &self.filter {
             parts.push(f.clone());
         }
@@ -282,6 +275,32 @@ impl<T, S> QueryOptions<T, S> {
             top,
         })
     }
+}
+
+/// The conditions of a listing's partition and row-key prefix (the prefix
+/// as the range `RowKey ge 'p' and RowKey lt 'q'`). `start` names the call
+/// that sets a partition, for the refusal of a prefix without one.
+pub(crate) fn key_range(partition: Option<&str>, prefix: Option<&str>, start: &str) -> Result<Vec<Filter>> {
+    let mut parts: Vec<Filter> = Vec::new();
+    if let Some(pk) = partition {
+        crate::service::validate_key(crate::error::KeyKind::PartitionKey, pk)?;
+        parts.push(Filter::eq("PartitionKey", Value::String(pk.to_owned())));
+    }
+    match (prefix, partition) {
+        (Some(_), None) => {
+            return Err(Error::Config(format!(
+                "a row-key prefix needs a partition: add {start}"
+            )))
+        }
+        (Some(prefix), Some(_)) if !prefix.is_empty() => {
+            parts.push(Filter::cmp("RowKey", CmpOp::Ge, Value::String(prefix.to_owned())));
+            if let Some(next) = next_prefix(prefix) {
+                parts.push(Filter::cmp("RowKey", CmpOp::Lt, Value::String(next)));
+            }
+        }
+        _ => {}
+    }
+    Ok(parts)
 }
 
 /// The smallest string greater than every string starting with `prefix`:

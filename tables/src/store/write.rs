@@ -272,7 +272,10 @@ impl<T: TableEntity> Store<T> {
             old_refs: stored.map(blob_paths).unwrap_or_default(),
         })
     }
+}
 
+// Sending does not depend on the entity type (a union store commits through it too).
+impl<T> Store<T> {
     /// Sends operations as one request (one operation) or one transaction,
     /// dropping operations at index `droppable..` that found their row gone
     /// (stale rows of a damaged or concurrently changed entity) and sending
@@ -343,7 +346,9 @@ impl<T: TableEntity> Store<T> {
             }
         }
     }
+}
 
+impl<T: TableEntity> Store<T> {
     /// Writes one entity through the pipeline and records the new version
     /// (stamps, ETag, files) on it.
     pub(crate) async fn write_entity(&self, entity: &mut T, verb: Verb) -> Result<ETag> {

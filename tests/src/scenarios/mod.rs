@@ -22,6 +22,8 @@ pub mod cache;
 pub mod cache_checker;
 // -- end cache modules --
 // -- union modules --
+pub mod union;
+pub mod union_rows;
 // -- end union modules --
 // -- locks modules --
 // -- end locks modules --
@@ -162,6 +164,15 @@ macro_rules! for_each_scenario {
             cache_checker::concurrent_readers_never_see_a_version_older_than_a_returned_write,
             // -- end cache scenarios --
             // -- union scenarios --
+            union::union_every_variant_round_trips,
+            union::union_marker_rows_commit_with_their_items_or_not_at_all,
+            union::union_merge_columns_with_and_without_an_etag,
+            union::union_unknown_tokens_fail_or_reach_the_catch_all,
+            union::union_legacy_tokens_are_read_and_rewritten_canonical,
+            union_rows::union_batches_of_250_mixed_items_take_3_transactions,
+            union_rows::union_pages_through_a_mixed_partition,
+            union_rows::union_rows_are_readable_by_the_payload_type,
+            union_rows::union_reads_the_rows_dotnet_writes,
             // -- end union scenarios --
             // -- locks scenarios --
             // -- end locks scenarios --

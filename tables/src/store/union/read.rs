@@ -1,0 +1,217 @@
+//! Reads of a union store: a row becomes an entry (an item or a marker),
+//! its token matched against the tokens the union declares.
+
+use std::collections::VecDeque;
+
+use futures::stream::{self, Stream};
+
+use super::{UnionEntry, UnionPage, UnionQuery, UnionStore};
+use crate::backend::{Page, PageToken, QueryRequest};
+use crate::entity::Key;
+use crate::error::{Error, Result};
+use crate::layout::{is_system_column, TYPE_NAME};
+use crate::store::read::is_continuation_row;
+use crate::union::TableUnion;
+use crate::value::{ETag, Row, Value};
+
+/// Refuses a cursor given to a reader that starts from the beginning.
+fn refuse_cursor<E>(query: &UnionQuery<E>) -> Result<()> {
+    match query.cursor {
+        Some(_) => Err(Error::InvalidCursor(
+            "only UnionStore::page continues after a cursor; query and stream read from the start: drop `.after(..)`, or call page".into(),
+        )),
+        None => Ok(()),
+    }
+}
+
+impl<E: TableUnion> UnionStore<E> {
+    /// Reads the row at `key`: `None` when there is none. An item whose
+    /// token no variant accepts is [`Error::UnknownType`] unless the union
+    /// has a `#[table(other)]` variant.
+    pub async fn get(&self, key: impl Into<Key>) -> Result<Option<UnionEntry<E>>> {
+        let key = key.into();
+        key.validate()?;
+        self.store.ensure_created().await?;
+        let row = self
+            .store
+            .tables
+            .backend
+            .get(&self.store.table, &key.partition_key, &key.row_key)
+            .await?;
+        match row {
+            Some(row) if !is_continuation_row(&row) => self.entry(row).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// Reads every row the query selects (items and marker rows), following
+    /// page tokens: `store.query("aggregate-7")` reads one partition.
+    pub async fn query(&self, query: impl Into<UnionQuery<E>>) -> Result<Vec<UnionEntry<E>>> {
+        let query = query.into();
+        refuse_cursor(&query)?;
+        let request = query.request()?;
+        let limit = query.take.unwrap_or(usize::MAX);
+        self.store.ensure_created().await?;
+        let mut token: Option<PageToken> = None;
+        let mut out = Vec::new();
+        loop {
+            let page = self.fetch(&request, token.as_ref()).await?;
+            for row in page.rows {
+                if out.len() >= limit {
+                    return Ok(out);
+                }
+                if !is_continuation_row(&row) {
+                    out.push(self.entry(row)?);
+                }
+            }
+            token = page.next;
+            if token.is_none() || out.len() >= limit {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Reads one page: at most `take` rows (default 100, at most 1000),
+    /// after the query's cursor. The cursor returned is bound to this query
+    /// (partition, prefix, page size, filter); another query refuses it with
+    /// [`Error::InvalidCursor`].
+    pub async fn page(&self, query: impl Into<UnionQuery<E>>) -> Result<UnionPage<E>> {
+        let query = query.into();
+        let bound = query.fingerprint();
+        let token = match &query.cursor {
+            Some(c) => Some(c.decode(&bound)?),
+            None => None,
+        };
+        let mut request = query.request()?;
+        request.top = Some(query.page_size() as u32);
+        self.store.ensure_created().await?;
+        let page = self.fetch(&request, token.as_ref()).await?;
+        let mut entries = Vec::with_capacity(page.rows.len());
+        for row in page.rows {
+            if !is_continuation_row(&row) {
+                entries.push(self.entry(row)?);
+            }
+        }
+        Ok(UnionPage {
+            entries,
+            cursor: page.next.map(|next| crate::store::Cursor::encode(&bound, &next)),
+        })
+    }
+
+    /// Streams the rows the query selects, fetching page by page and holding
+    /// at most one page in memory.
+    pub fn stream(
+        &self,
+        query: impl Into<UnionQuery<E>>,
+    ) -> impl Stream<Item = Result<UnionEntry<E>>> + Send + 'static {
+        struct State<E> {
+            store: UnionStore<E>,
+            request: Option<QueryRequest>,
+            token: Option<PageToken>,
+            buffer: VecDeque<Row>,
+            started: bool,
+            left: Option<usize>,
+        }
+        let query = query.into();
+        let prepared = refuse_cursor(&query).and_then(|()| query.request());
+        let (request, failure) = match prepared {
+            Ok(r) => (Some(r), None),
+            Err(e) => (None, Some(e)),
+        };
+        let state = State {
+            store: self.clone(),
+            request,
+            token: None,
+            buffer: VecDeque::new(),
+            started: false,
+            left: query.take,
+        };
+        let failed = stream::iter(failure.map(Err));
+        let rows = stream::try_unfold(state, |mut st| async move {
+            loop {
+                if st.left == Some(0) {
+                    return Ok(None);
+                }
+                if let Some(row) = st.buffer.pop_front() {
+                    if is_continuation_row(&row) {
+                        continue;
+                    }
+                    st.left = st.left.map(|n| n - 1);
+                    let entry = st.store.entry(row)?;
+                    return Ok(Some((entry, st)));
+                }
+                let Some(request) = &st.request else { return Ok(None) };
+                if st.started && st.token.is_none() {
+                    return Ok(None);
+                }
+                if !st.started {
+                    st.store.store.ensure_created().await?;
+                }
+                let page = st.store.fetch(request, st.token.as_ref()).await?;
+                st.started = true;
+                st.token = page.next;
+                st.buffer.extend(page.rows);
+            }
+        });
+        stream::StreamExt::chain(failed, rows)
+    }
+
+    /// One page of a request.
+    async fn fetch(&self, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
+        self.store.tables.backend.query(&self.store.table, request, token).await
+    }
+
+    /// A stored row as an entry: its system columns, its token, its item.
+    fn entry(&self, mut row: Row) -> Result<UnionEntry<E>> {
+        let key = Key::new(row.partition_key.clone(), row.row_key.clone());
+        let etag = row.etag.take().unwrap_or_else(|| ETag::new(""));
+        let timestamp = row.timestamp;
+        let columns = row
+            .properties
+            .iter()
+            .filter(|(name, _)| is_system_column(name) && name.as_str() != TYPE_NAME)
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        let token = match row.get(TYPE_NAME) {
+            None => None,
+            Some(Value::String(token)) => Some(token.clone()),
+            Some(other) => {
+                return Err(Error::Decode {
+                    column: TYPE_NAME.into(),
+                    expected: "a string naming the row's type".into(),
+                    found: format!("{other:?}"),
+                })
+            }
+        };
+        let item = match &token {
+            None => None,
+            Some(token) => match E::read_row(token, row)? {
+                Some(item) => Some(item),
+                None => return Err(self.unknown(&key, token)),
+            },
+        };
+        Ok(UnionEntry {
+            key,
+            item,
+            token,
+            etag,
+            timestamp,
+            columns,
+        })
+    }
+
+    fn unknown(&self, key: &Key, token: &str) -> Error {
+        let accepted: Vec<String> = E::VARIANTS
+            .iter()
+            .flat_map(|v| std::iter::once(v.token).chain(v.also.iter().copied()))
+            .map(|t| format!("`{t}`"))
+            .collect();
+        Error::UnknownType {
+            table: self.store.table.clone(),
+            partition_key: key.partition_key.clone(),
+            row_key: key.row_key.clone(),
+            token: token.to_owned(),
+            accepted: accepted.join(", "),
+        }
+    }
+}

@@ -1,0 +1,10 @@
+use unified_tables::TableUnion;
+
+#[derive(TableUnion)]
+enum Event {
+    Placed,
+    #[table(other)]
+    Unknown(String),
+}
+
+fn main() {}
