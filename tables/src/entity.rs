@@ -92,6 +92,11 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// Starts a partial update: `Customer::update().balance(250.0)`, sent
     /// with [`Store::patch`](crate::Store::patch).
     fn update() -> Self::Updater;
+
+    /// The column of the `#[table(soft_delete)]` deletion stamp, if the type
+    /// has one: reads and queries then leave soft-deleted rows out (see
+    /// [`SoftDelete`](crate::SoftDelete)).
+    const SOFT_DELETE_COLUMN: Option<&'static str> = None;
 }
 
 /// A nested struct whose fields are stored as `Parent_Child` columns of the

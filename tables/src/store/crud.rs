@@ -37,7 +37,7 @@ impl<T: TableEntity> Store<T> {
             .backend
             .get(&self.table, &key.partition_key, &key.row_key)
             .await?
-            .is_some_and(|row| !is_continuation_row(&row)))
+            .is_some_and(|row| !is_continuation_row(&row) && self.admits(&row)))
     }
 
     /// Inserts or replaces the entity, unconditionally, in one round trip.

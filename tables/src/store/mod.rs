@@ -6,18 +6,22 @@ mod concurrency;
 mod crud;
 mod delete;
 mod logs;
+mod ordering;
 mod paging;
 mod patch;
 pub(crate) mod protect;
 mod query;
 mod read;
+mod soft_delete;
 mod sweep;
 mod write;
 
 pub use concurrency::Outcome;
+pub use ordering::Delivery;
 pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use protect::Authorizer;
 pub use query::{next_prefix, QueryOptions};
+pub use soft_delete::Visibility;
 pub use sweep::SweepReport;
 
 use std::fmt;
@@ -113,6 +117,7 @@ pub struct Store<T> {
     tables: Tables,
     table: String,
     authorizer: Option<protect::SharedAuthorizer>,
+    visibility: Visibility,
     _entity: PhantomData<fn() -> T>,
 }
 
@@ -122,6 +127,7 @@ impl<T> Clone for Store<T> {
             tables: self.tables.clone(),
             table: self.table.clone(),
             authorizer: self.authorizer.clone(),
+            visibility: self.visibility,
             _entity: PhantomData,
         }
     }
@@ -139,6 +145,7 @@ impl<T: TableEntity> Store<T> {
             tables,
             table,
             authorizer: None,
+            visibility: Visibility::Live,
             _entity: PhantomData,
         }
     }

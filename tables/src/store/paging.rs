@@ -220,6 +220,7 @@ impl<T: TableEntity> Store<T> {
             _ => options,
         };
         let mut request = options.request()?;
+        self.scope_request(&mut request)?;
         if let Some(fields) = &options.select {
             let mut columns = Vec::new();
             for f in fields {
@@ -273,7 +274,7 @@ impl<T: TableEntity> Store<T> {
             .take
             .unwrap_or(DEFAULT_PAGE_SIZE)
             .clamp(1, MAX_PAGE_SIZE as usize);
-        let bound = fingerprint(&options, page_size);
+        let bound = self.scoped_fingerprint(fingerprint(&options, page_size));
         let token = match &options.cursor {
             Some(c) => Some(c.decode(&bound)?),
             None => None,
