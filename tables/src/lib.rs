@@ -81,7 +81,7 @@ pub use entity::{
 pub use error::{Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
 pub use ordering::{OrderedEntity, OrderingToken, TokenField};
-pub use soft_delete::{DeletionStamp, SoftDelete};
+pub use soft_delete::{DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete};
 pub use stamp::{KeyPart, Stamp};
 pub use store::{Concurrency, Count, Cursor, EntityPage, Lookup, Outcome, QueryOptions, Store, StoreOptions};
 pub use store::{Delivery, Visibility};

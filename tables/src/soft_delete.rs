@@ -55,20 +55,20 @@ deletion_stamp!(time::OffsetDateTime);
 
 /// Writes the deletion stamp's cell: the instant of deletion, or
 /// [`NOT_DELETED`] for a live row (the column is never left out).
-pub fn encode_deletion_stamp<S: DeletionStamp>(
-    stamp: &S,
+pub fn encode_deletion_stamp(
+    deleted_at: Option<DateTime>,
     column: &str,
     row: &mut Row,
     options: &EncodeOptions,
 ) -> Result<()> {
-    stamp.deleted_at().unwrap_or(NOT_DELETED).encode(column, row, options)
+    deleted_at.unwrap_or(NOT_DELETED).encode(column, row, options)
 }
 
 /// Reads the deletion stamp's cell: [`NOT_DELETED`] and an absent column
 /// read as `None`.
-pub fn decode_deletion_stamp<S: DeletionStamp>(row: &mut Row, column: &str) -> Result<S> {
+pub fn decode_deletion_stamp(row: &mut Row, column: &str) -> Result<Option<DateTime>> {
     let at = DateTime::decode(row, column)?;
-    Ok(S::from_stored((at != NOT_DELETED).then_some(at)))
+    Ok((at != NOT_DELETED).then_some(at))
 }
 
 /// Whether a stored row is soft-deleted, live, or neither (a row without
@@ -131,25 +131,19 @@ mod tests {
     #[test]
     fn a_live_stamp_is_written_as_the_sentinel_and_read_back_as_none() {
         let mut row = Row::new("p", "r");
-        encode_deletion_stamp(&None::<DateTime>, "DeletedAt", &mut row, &EncodeOptions::default()).unwrap();
+        encode_deletion_stamp(None, "DeletedAt", &mut row, &EncodeOptions::default()).unwrap();
         assert_eq!(row.get("DeletedAt"), Some(&Value::DateTime(NOT_DELETED)));
         assert_eq!(RowState::of(&row, "DeletedAt"), RowState::Live);
-        assert_eq!(
-            decode_deletion_stamp::<Option<DateTime>>(&mut row, "DeletedAt").unwrap(),
-            None
-        );
+        assert_eq!(decode_deletion_stamp(&mut row, "DeletedAt").unwrap(), None);
     }
 
     #[test]
     fn a_deletion_instant_round_trips() {
         let at = DateTime::parse("2024-05-01T10:00:00Z").unwrap();
         let mut row = Row::new("p", "r");
-        encode_deletion_stamp(&Some(at), "DeletedAt", &mut row, &EncodeOptions::default()).unwrap();
+        encode_deletion_stamp(Some(at), "DeletedAt", &mut row, &EncodeOptions::default()).unwrap();
         assert_eq!(RowState::of(&row, "DeletedAt"), RowState::Deleted);
-        assert_eq!(
-            decode_deletion_stamp::<Option<DateTime>>(&mut row, "DeletedAt").unwrap(),
-            Some(at)
-        );
+        assert_eq!(decode_deletion_stamp(&mut row, "DeletedAt").unwrap(), Some(at));
     }
 
     #[test]
@@ -163,7 +157,7 @@ mod tests {
             "a string is no date to a filter"
         );
         assert_eq!(
-            decode_deletion_stamp::<Option<DateTime>>(&mut Row::new("p", "r"), "DeletedAt").unwrap(),
+            decode_deletion_stamp(&mut Row::new("p", "r"), "DeletedAt").unwrap(),
             None
         );
     }
@@ -172,7 +166,7 @@ mod tests {
     fn a_stamp_outside_the_stored_range_is_refused() {
         let mut row = Row::new("p", "r");
         let before = DateTime::from_ticks(0).unwrap();
-        let err = encode_deletion_stamp(&Some(before), "DeletedAt", &mut row, &EncodeOptions::default()).unwrap_err();
+        let err = encode_deletion_stamp(Some(before), "DeletedAt", &mut row, &EncodeOptions::default()).unwrap_err();
         assert!(err.to_string().contains("DeletedAt"), "{err}");
     }
 }

@@ -101,7 +101,7 @@ pub(crate) fn encode(f: &Field, naming: Naming) -> TokenStream {
     match &f.storage {
         // A deletion stamp is always written: the live marker when unset.
         Storage::Value if f.attrs.soft_delete.is_some() => quote_spanned! {ty.span()=>
-            #p::encode_deletion_stamp::<#ty>(&self.#ident, #col, __row, __opts)?;
+            #p::encode_deletion_stamp(<#ty as #p::DeletionStamp>::deleted_at(&self.#ident), #col, __row, __opts)?;
         },
         Storage::Value => quote_spanned! {ty.span()=>
             <#ty as #p::TableValue>::encode(&self.#ident, #col, __row, __opts)?;
@@ -199,7 +199,7 @@ pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) ->
     };
     match &f.storage {
         Storage::Value if f.attrs.soft_delete.is_some() => quote_spanned! {ty.span()=>
-            { #resolved #p::decode_deletion_stamp::<#ty>(&mut __row, __c)? }
+            { #resolved <#ty as #p::DeletionStamp>::from_stored(#p::decode_deletion_stamp(&mut __row, __c)?) }
         },
         Storage::Value
         | Storage::Large {

@@ -12,7 +12,7 @@
 
 use super::concurrency::Step;
 use super::{Lookup, Outcome, Store};
-use crate::entity::Key;
+use crate::entity::{Key, TableEntity};
 use crate::error::{Error, Result};
 use crate::ordering::{OrderedEntity, OrderingToken};
 
@@ -47,7 +47,7 @@ impl<T> Delivery<T> {
     }
 }
 
-impl<T: OrderedEntity> Store<T> {
+impl<T: TableEntity> Store<T> {
     /// Applies `intent` only if `token` is newer than the token stored beside
     /// the value (the `#[table(ordering)]` field), and stores `token` with
     /// the change. An entity with no token, or an empty one, takes any change.
@@ -88,7 +88,10 @@ impl<T: OrderedEntity> Store<T> {
         key: impl Into<Lookup>,
         token: impl Into<OrderingToken>,
         intent: impl FnMut(&mut T),
-    ) -> Result<Delivery<T>> {
+    ) -> Result<Delivery<T>>
+    where
+        T: OrderedEntity,
+    {
         self.ordered(key.into(), token.into(), None::<fn() -> T>, intent).await
     }
 
@@ -102,7 +105,10 @@ impl<T: OrderedEntity> Store<T> {
         token: impl Into<OrderingToken>,
         create: impl FnMut() -> T,
         intent: impl FnMut(&mut T),
-    ) -> Result<Delivery<T>> {
+    ) -> Result<Delivery<T>>
+    where
+        T: OrderedEntity,
+    {
         self.ordered(key.into(), token.into(), Some(create), intent).await
     }
 
@@ -112,7 +118,10 @@ impl<T: OrderedEntity> Store<T> {
         token: OrderingToken,
         mut create: Option<impl FnMut() -> T>,
         mut intent: impl FnMut(&mut T),
-    ) -> Result<Delivery<T>> {
+    ) -> Result<Delivery<T>>
+    where
+        T: OrderedEntity,
+    {
         let key = self.resolve(key)?;
         if token.is_empty() {
             return Err(Error::InvalidValue {

@@ -94,23 +94,30 @@ impl<T: TableEntity> Store<T> {
         store.visibility = visibility;
         store
     }
-}
 
-impl<T: SoftDelete> Store<T> {
     /// A store over the same table whose reads and queries include
     /// soft-deleted rows (and rows without a stamp cell).
-    pub fn including_deleted(&self) -> Store<T> {
+    pub fn including_deleted(&self) -> Store<T>
+    where
+        T: SoftDelete,
+    {
         self.with_visibility(Visibility::All)
     }
 
     /// A store over the same table whose reads and queries return only
     /// soft-deleted rows.
-    pub fn only_deleted(&self) -> Store<T> {
+    pub fn only_deleted(&self) -> Store<T>
+    where
+        T: SoftDelete,
+    {
         self.with_visibility(Visibility::Deleted)
     }
 
     /// A store over the same table that reads live rows only (the default).
-    pub fn only_live(&self) -> Store<T> {
+    pub fn only_live(&self) -> Store<T>
+    where
+        T: SoftDelete,
+    {
         self.with_visibility(Visibility::Live)
     }
 
@@ -146,7 +153,10 @@ impl<T: SoftDelete> Store<T> {
     /// # Ok::<(), unified_tables::Error>(())
     /// # }).unwrap();
     /// ```
-    pub async fn soft_delete(&self, key: impl Into<Lookup>) -> Result<bool> {
+    pub async fn soft_delete(&self, key: impl Into<Lookup>) -> Result<bool>
+    where
+        T: SoftDelete,
+    {
         let key = self.resolve(key)?;
         let at = DateTime::now();
         let outcome = self
@@ -160,7 +170,10 @@ impl<T: SoftDelete> Store<T> {
     /// updated stamp, in one write on condition of the version read.
     /// Returns `true` when this call restored it, `false` when no entity
     /// has the key or it was not deleted. Two round trips.
-    pub async fn restore(&self, key: impl Into<Lookup>) -> Result<bool> {
+    pub async fn restore(&self, key: impl Into<Lookup>) -> Result<bool>
+    where
+        T: SoftDelete,
+    {
         let key = self.resolve(key)?;
         let outcome = self
             .including_deleted()
@@ -188,7 +201,10 @@ impl<T: SoftDelete> Store<T> {
     ///
     /// Reads the selected rows' keys (one request per 1000 rows) and writes
     /// one request per row without the cell.
-    pub async fn mark_rows_without_deletion_stamp(&self, options: QueryOptions) -> Result<u64> {
+    pub async fn mark_rows_without_deletion_stamp(&self, options: QueryOptions) -> Result<u64>
+    where
+        T: SoftDelete,
+    {
         let column = T::DELETED_COLUMN;
         let mut request = self.including_deleted().request_for(&options)?;
         request.select = Some(vec!["RowKey".to_owned(), column.to_owned(), SPLIT_OF.to_owned()]);

@@ -157,6 +157,7 @@ macro_rules! for_each_scenario {
             ordering::missing_entities_and_empty_tokens,
             ordering::an_older_change_that_loses_the_race_is_dropped_on_the_re_read,
             ordering::a_newer_change_that_loses_the_race_is_applied_on_the_re_read,
+            ordering::a_newer_change_that_loses_every_attempt_is_a_conflict,
             ordering::concurrent_deliveries_keep_the_highest_token,
             soft_delete::soft_deleted_rows_are_left_out_of_every_read_and_query,
             soft_delete::page_cursors_are_bound_to_their_view,

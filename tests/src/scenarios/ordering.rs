@@ -125,10 +125,12 @@ pub async fn missing_entities_and_empty_tokens(env: &Env) {
         .await
         .unwrap();
     assert!(matches!(again, Delivery::Stale(ref l) if l.bytes == 50));
+    env.reset_counts();
     let newer = ledger
         .apply_if_newer_or_create(("acct", "new"), "6", || Ledger::new("acct", "new"), |l| l.bytes += 1)
         .await
         .unwrap();
+    assert_eq!(env.counts().entity_requests(), 2, "one read, one conditional write");
     assert_eq!(
         newer.entity().map(|l| l.bytes),
         Some(51),
@@ -158,8 +160,13 @@ pub async fn missing_entities_and_empty_tokens(env: &Env) {
 
 /// Two deliveries that both read the same version; `first` writes first,
 /// then `second` writes on its stale version and must re-read.
-async fn forced_race(env: &Env, first: &'static str, second: &'static str) -> (Ledger, Delivery<Ledger>, usize) {
-    let ledger = env.tables.store_in::<Ledger>(&env.table);
+async fn forced_race(
+    env: &Env,
+    options: StoreOptions,
+    first: &'static str,
+    second: &'static str,
+) -> (Ledger, Result<Delivery<Ledger>, Error>, usize) {
+    let ledger = env.with_options(options).store_in::<Ledger>(&env.table);
     let blob = format!("race-{first}-{second}");
     let mut start = Ledger::new("acct", &blob);
     start.sequencer = Some(OrderingToken::new("1"));
@@ -202,7 +209,6 @@ async fn forced_race(env: &Env, first: &'static str, second: &'static str) -> (L
                     l.bytes = bytes_of(second);
                 })
                 .await
-                .unwrap()
         })
     };
     assert!(
@@ -215,7 +221,8 @@ async fn forced_race(env: &Env, first: &'static str, second: &'static str) -> (L
 }
 
 pub async fn an_older_change_that_loses_the_race_is_dropped_on_the_re_read(env: &Env) {
-    let (stored, out, calls) = forced_race(env, "9", "5").await;
+    let (stored, out, calls) = forced_race(env, StoreOptions::default(), "9", "5").await;
+    let out = out.unwrap();
     assert!(
         matches!(out, Delivery::Stale(ref l) if l.bytes == bytes_of("9")),
         "{out:?}"
@@ -229,7 +236,8 @@ pub async fn an_older_change_that_loses_the_race_is_dropped_on_the_re_read(env: 
 }
 
 pub async fn a_newer_change_that_loses_the_race_is_applied_on_the_re_read(env: &Env) {
-    let (stored, out, calls) = forced_race(env, "5", "9").await;
+    let (stored, out, calls) = forced_race(env, StoreOptions::default(), "5", "9").await;
+    let out = out.unwrap();
     assert!(out.applied(), "{out:?}");
     assert_eq!(
         calls, 2,
@@ -237,6 +245,22 @@ pub async fn a_newer_change_that_loses_the_race_is_applied_on_the_re_read(env: &
     );
     assert_eq!(stored.bytes, bytes_of("9"));
     assert_eq!(stored.sequencer, Some(OrderingToken::new("9")));
+}
+
+pub async fn a_newer_change_that_loses_every_attempt_is_a_conflict(env: &Env) {
+    let one = StoreOptions {
+        mutate_attempts: 1,
+        ..StoreOptions::default()
+    };
+    let (stored, out, calls) = forced_race(env, one, "5", "9").await;
+    let err = out.unwrap_err();
+    assert!(matches!(err, Error::Conflict { .. }), "{err}");
+    assert_eq!(calls, 1);
+    assert_eq!(
+        stored.sequencer,
+        Some(OrderingToken::new("5")),
+        "nothing of the lost attempt was written"
+    );
 }
 
 pub async fn concurrent_deliveries_keep_the_highest_token(env: &Env) {

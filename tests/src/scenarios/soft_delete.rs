@@ -68,7 +68,9 @@ pub async fn soft_deleted_rows_are_left_out_of_every_read_and_query(env: &Env) {
     assert_eq!(Post::DELETED_COLUMN, "DeletedAt");
 
     let before = DateTime::now();
+    env.reset_counts();
     assert!(posts.soft_delete(("r", "b")).await.unwrap(), "a live row is deleted");
+    assert_eq!(env.counts().entity_requests(), 2, "one read, one conditional write");
     let after = DateTime::now();
 
     // Point reads.
@@ -145,7 +147,28 @@ pub async fn soft_deleted_rows_are_left_out_of_every_read_and_query(env: &Env) {
     assert!(posts.soft_delete(("r", "c")).await.unwrap());
     assert!(posts.delete(("r", "c")).await.unwrap());
     assert!(env.backend().get(&env.table, "r", "c").await.unwrap().is_none());
-    assert_eq!(everything.count(all).await.unwrap(), 2);
+    assert_eq!(everything.count(all.clone()).await.unwrap(), 2);
+
+    // Whole-entity writes store the stamp as the entity holds it.
+    assert!(posts.soft_delete(("r", "a")).await.unwrap());
+    let mut kept = everything.get(("r", "a")).await.unwrap().unwrap();
+    kept.likes = 9;
+    everything.update(&mut kept).await.unwrap();
+    assert!(
+        posts.get(("r", "a")).await.unwrap().is_none(),
+        "saved as read: still deleted"
+    );
+    posts.upsert(&mut Post::new("r", "a", "fresh")).await.unwrap();
+    assert_eq!(
+        posts.get(("r", "a")).await.unwrap().unwrap().text,
+        "fresh",
+        "an upsert of a live entity"
+    );
+
+    // A partition delete removes every row, deleted or not.
+    assert!(posts.soft_delete(("r", "b")).await.unwrap());
+    assert_eq!(posts.delete_partition("r").await.unwrap(), 2);
+    assert_eq!(everything.count(all).await.unwrap(), 0);
 }
 
 pub async fn page_cursors_are_bound_to_their_view(env: &Env) {
@@ -259,8 +282,9 @@ pub async fn the_exclusion_holds_where_the_service_never_matches_a_missing_prope
         .unwrap();
     assert_eq!(ids(&gone), ["gone"]);
 
-    // Why a sentinel: `ne` never matches the row without the property on
-    // the service (and in memory), while the emulator matches it.
+    // Why a sentinel: on the service (and in memory) `ne` never matches the
+    // row without the property, so "no stamp" cannot be selected. Azurite is
+    // laxer for some types (Azurite#1929), so only the service's answer is exact.
     let not_gone = raw(Filter::cmp(
         "DeletedAt",
         CmpOp::Ne,
@@ -269,11 +293,7 @@ pub async fn the_exclusion_holds_where_the_service_never_matches_a_missing_prope
     .await
     .unwrap();
     if env.is_emulator() {
-        assert_eq!(
-            ids(&not_gone),
-            ["legacy", "live"],
-            "Azurite matches a missing property with ne"
-        );
+        assert!(ids(&not_gone).contains(&"live"), "{:?}", ids(&not_gone));
     } else {
         assert_eq!(
             ids(&not_gone),
