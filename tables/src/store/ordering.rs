@@ -10,6 +10,8 @@
 //! a lost race is re-read and compared again, so the stored value always
 //! belongs to the highest token delivered.
 
+use futures::future::BoxFuture;
+
 use super::concurrency::Step;
 use super::{Lookup, Outcome, Store};
 use crate::entity::{Key, TableEntity};
@@ -63,6 +65,8 @@ impl<T: TableEntity> Store<T> {
     /// Writes that carry no position (`update`, `mutate`, `patch`) keep the
     /// stored token as it is.
     ///
+    /// The call returns a boxed `Send` future, so `intent` must be `Send`.
+    ///
     /// ```
     /// # use unified_tables::{TableEntity, Tables, OrderingToken, Delivery};
     /// #[derive(TableEntity, Debug)]
@@ -83,41 +87,41 @@ impl<T: TableEntity> Store<T> {
     /// # Ok::<(), unified_tables::Error>(())
     /// # }).unwrap();
     /// ```
-    pub async fn apply_if_newer(
-        &self,
+    pub fn apply_if_newer<'a>(
+        &'a self,
         key: impl Into<Lookup>,
         token: impl Into<OrderingToken>,
-        intent: impl FnMut(&mut T),
-    ) -> Result<Delivery<T>>
+        intent: impl FnMut(&mut T) + Send + 'a,
+    ) -> BoxFuture<'a, Result<Delivery<T>>>
     where
         T: OrderedEntity,
     {
-        self.ordered(key.into(), token.into(), None::<fn() -> T>, intent).await
+        Box::pin(self.ordered(key.into(), token.into(), None::<fn() -> T>, intent))
     }
 
     /// Like [`Store::apply_if_newer`], but when no entity has the key,
     /// `create` builds it (with the looked-up key) and `intent` is applied to
     /// it before it is inserted with `token`. A lost create race is re-read
     /// and compared like any other.
-    pub async fn apply_if_newer_or_create(
-        &self,
+    pub fn apply_if_newer_or_create<'a>(
+        &'a self,
         key: impl Into<Lookup>,
         token: impl Into<OrderingToken>,
-        create: impl FnMut() -> T,
-        intent: impl FnMut(&mut T),
-    ) -> Result<Delivery<T>>
+        create: impl FnMut() -> T + Send + 'a,
+        intent: impl FnMut(&mut T) + Send + 'a,
+    ) -> BoxFuture<'a, Result<Delivery<T>>>
     where
         T: OrderedEntity,
     {
-        self.ordered(key.into(), token.into(), Some(create), intent).await
+        Box::pin(self.ordered(key.into(), token.into(), Some(create), intent))
     }
 
     async fn ordered(
         &self,
         key: Lookup,
         token: OrderingToken,
-        mut create: Option<impl FnMut() -> T>,
-        mut intent: impl FnMut(&mut T),
+        mut create: Option<impl FnMut() -> T + Send>,
+        mut intent: impl FnMut(&mut T) + Send,
     ) -> Result<Delivery<T>>
     where
         T: OrderedEntity,

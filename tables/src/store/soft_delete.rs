@@ -6,6 +6,8 @@
 //! or [`Store::scope_request`] (listings, one more comparison in the
 //! `$filter`), so the two always agree on which rows exist.
 
+use futures::future::BoxFuture;
+
 use super::{Lookup, Outcome, QueryOptions, Store};
 use crate::backend::{IfMatch, QueryRequest, UpdateMode, WriteOp};
 use crate::entity::{Key, TableEntity};
@@ -153,33 +155,39 @@ impl<T: TableEntity> Store<T> {
     /// # Ok::<(), unified_tables::Error>(())
     /// # }).unwrap();
     /// ```
-    pub async fn soft_delete(&self, key: impl Into<Lookup>) -> Result<bool>
+    pub fn soft_delete(&self, key: impl Into<Lookup>) -> BoxFuture<'_, Result<bool>>
     where
         T: SoftDelete,
     {
-        let key = self.resolve(key)?;
-        let at = DateTime::now();
-        let outcome = self
-            .including_deleted()
-            .try_transition(&key, |e| e.deleted_at().is_none(), |e| e.set_deleted_at(Some(at)))
-            .await?;
-        self.changed(&key, outcome)
+        let key = key.into();
+        Box::pin(async move {
+            let key = self.resolve(key)?;
+            let at = DateTime::now();
+            let outcome = self
+                .including_deleted()
+                .try_transition(&key, |e| e.deleted_at().is_none(), |e| e.set_deleted_at(Some(at)))
+                .await?;
+            self.changed(&key, outcome)
+        })
     }
 
     /// Clears the deletion stamp of a soft-deleted entity and sets its
     /// updated stamp, in one write on condition of the version read.
     /// Returns `true` when this call restored it, `false` when no entity
     /// has the key or it was not deleted. Two round trips.
-    pub async fn restore(&self, key: impl Into<Lookup>) -> Result<bool>
+    pub fn restore(&self, key: impl Into<Lookup>) -> BoxFuture<'_, Result<bool>>
     where
         T: SoftDelete,
     {
-        let key = self.resolve(key)?;
-        let outcome = self
-            .including_deleted()
-            .try_transition(&key, |e| e.deleted_at().is_some(), |e| e.set_deleted_at(None))
-            .await?;
-        self.changed(&key, outcome)
+        let key = key.into();
+        Box::pin(async move {
+            let key = self.resolve(key)?;
+            let outcome = self
+                .including_deleted()
+                .try_transition(&key, |e| e.deleted_at().is_some(), |e| e.set_deleted_at(None))
+                .await?;
+            self.changed(&key, outcome)
+        })
     }
 
     fn changed(&self, key: &Key, outcome: Outcome<T>) -> Result<bool> {
@@ -201,7 +209,14 @@ impl<T: TableEntity> Store<T> {
     ///
     /// Reads the selected rows' keys (one request per 1000 rows) and writes
     /// one request per row without the cell.
-    pub async fn mark_rows_without_deletion_stamp(&self, options: QueryOptions) -> Result<u64>
+    pub fn mark_rows_without_deletion_stamp(&self, options: QueryOptions) -> BoxFuture<'_, Result<u64>>
+    where
+        T: SoftDelete,
+    {
+        Box::pin(self.mark_unmarked(options))
+    }
+
+    async fn mark_unmarked(&self, options: QueryOptions) -> Result<u64>
     where
         T: SoftDelete,
     {
