@@ -147,6 +147,7 @@ pub async fn missing_entities_and_empty_tokens(env: &Env) {
         matches!(err, Error::InvalidValue { ref column, .. } if column == "Sequencer"),
         "{err}"
     );
+    assert_eq!(env.counts().entity_requests(), 0, "refused before reading");
     let err = ledger
         .apply_if_newer_or_create(("acct", "other"), "1", || Ledger::new("acct", "wrong"), |_| {})
         .await
