@@ -115,6 +115,11 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// with [`Store::patch`](crate::Store::patch).
     fn update() -> Self::Updater;
 
+    /// The column of the `#[table(soft_delete)]` deletion stamp, if the type
+    /// has one: reads and queries then leave soft-deleted rows out (see
+    /// [`SoftDelete`](crate::SoftDelete)).
+    const SOFT_DELETE_COLUMN: Option<&'static str> = None;
+
     /// How the read cache copies the entity: `Some(Clone::clone)` when the
     /// type implements `Clone` (the derive decides at compile time), `None`
     /// when it does not, in which case the type is never cached.

@@ -145,6 +145,18 @@ fn split_suffix(rest: &str) -> Option<SplitCell> {
     }
 }
 
+// --- Soft deletion -------------------------------------------------------------
+
+/// What the deletion-stamp column of a `#[table(soft_delete)]` type holds
+/// while the row is live: 1601-01-01T00:00:00Z, the earliest date the
+/// service stores and the cell the .NET library writes for `default(DateTime)`.
+/// A soft-deleted row holds the instant it was deleted, always later.
+///
+/// The column is always written, because the service never matches a
+/// comparison on a property a row does not have (not even `ne`): only a
+/// value that is present can select live rows server-side.
+pub const NOT_DELETED: crate::value::DateTime = crate::value::DateTime::MIN_STORABLE;
+
 // --- System columns and continuation rows -----------------------------------
 
 /// Column of the main row holding the number of continuation rows.

@@ -46,8 +46,10 @@ mod error;
 pub mod keys;
 pub mod large;
 pub mod layout;
+mod ordering;
 pub mod query;
 pub mod service;
+mod soft_delete;
 mod stamp;
 pub mod store;
 mod tables;
@@ -79,12 +81,15 @@ pub use entity::{
 };
 pub use error::{Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
+pub use ordering::{OrderedEntity, OrderingToken, TokenField};
+pub use soft_delete::{DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete};
 pub use stamp::{KeyPart, Stamp};
 pub use store::union::{UnionColumns, UnionEntry, UnionPage, UnionQuery, UnionStore, UnionWrite};
 pub use store::{
     CachePolicy, Concurrency, Count, Cursor, EntityPage, EntityStream, Lookup, Outcome, QueryOptions, ReadCache,
     ReadCacheBuilder, Store, StoreOptions,
 };
+pub use store::{Delivery, Visibility};
 pub use tables::{BlobOptions, Tables};
 pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord, TableUnion};
 pub use union::{TableUnion, UnionVariant};
@@ -104,8 +109,12 @@ pub mod __private {
     pub use crate::error::{Error, Result};
     pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};
     pub use crate::large::{encode_large_bytes, encode_large_json, encode_large_text};
+    pub use crate::ordering::{OrderedEntity, OrderingToken, TokenField};
     pub use crate::query::typed::{Col, Filterable, Nested, OptCol};
     pub use crate::query::{JsonCol, LargeCol, SkippedCol};
+    pub use crate::soft_delete::{
+        decode_deletion_stamp, encode_deletion_stamp, DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete,
+    };
     pub use crate::stamp::{KeyPart, Stamp};
     pub use crate::store::Authorizer;
     pub use crate::union::{TableUnion, UnionVariant};

@@ -156,6 +156,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
     let update_def = super::typed::builder(cont, &update_ident);
     let set_key_body = super::typed::set_key(cont);
     let blob_accessors = blob_accessors(cont);
+    let (soft_delete_const, lifecycle_impls) = super::lifecycle::expand(cont);
 
     wrap(quote! {
         #id_fn
@@ -225,6 +226,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
             }
 
             #blob_accessors
+            #soft_delete_const
 
             type Columns = #columns_ty;
 
@@ -244,6 +246,8 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
                 (&&#p::CloneProbe::<Self>::new()).cloner()
             }
         }
+
+        #lifecycle_impls
     })
 }
 

@@ -105,6 +105,10 @@ pub(crate) fn encode_at(f: &Field, naming: Naming, place: TokenStream) -> TokenS
     let ty = &f.ty;
     let col = naming.column(&f.column);
     match &f.storage {
+        // A deletion stamp is always written: the live marker when unset.
+        Storage::Value if f.attrs.soft_delete.is_some() => quote_spanned! {ty.span()=>
+            #p::encode_deletion_stamp(<#ty as #p::DeletionStamp>::deleted_at(&#place), #col, __row, __opts)?;
+        },
         Storage::Value => quote_spanned! {ty.span()=>
             <#ty as #p::TableValue>::encode(&#place, #col, __row, __opts)?;
         },
@@ -200,6 +204,9 @@ pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) ->
         }
     };
     match &f.storage {
+        Storage::Value if f.attrs.soft_delete.is_some() => quote_spanned! {ty.span()=>
+            { #resolved <#ty as #p::DeletionStamp>::from_stored(#p::decode_deletion_stamp(&mut __row, __c)?) }
+        },
         Storage::Value
         | Storage::Large {
             codec: LargeCodec::Value,

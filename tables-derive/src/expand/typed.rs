@@ -167,6 +167,18 @@ fn setter(cont: &Container, f: &Field) -> Option<TokenStream> {
     };
     Some(match &f.storage {
         Storage::Key(_) | Storage::System(_) | Storage::Skip => return None,
+        Storage::Value if f.attrs.soft_delete.is_some() => {
+            let doc = format!(
+                "Refused at compile time: `{}` is the deletion stamp; use `Store::soft_delete` or `Store::restore`.",
+                f.column
+            );
+            quote! {
+                #[doc = #doc]
+                pub fn #fi<__V>(self, _value: __V) -> Self where __A: #p::DeletionStampIsSetBySoftDelete {
+                    unreachable!("DeletionStampIsSetBySoftDelete has no implementations")
+                }
+            }
+        }
         Storage::Large { .. } | Storage::Blob { .. } => {
             let doc = format!(
                 "Refused at compile time: `{}` is a large value; replace the entity instead.",

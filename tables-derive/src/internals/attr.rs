@@ -223,6 +223,8 @@ pub(crate) struct Field {
     pub(crate) alias: Option<Spanned_<String>>,
     pub(crate) protected: Option<Spanned_<Vec<String>>>,
     pub(crate) blob_content: Option<Spanned_<()>>,
+    pub(crate) soft_delete: Option<Spanned_<()>>,
+    pub(crate) ordering: Option<Spanned_<()>>,
 }
 
 impl Field {
@@ -239,6 +241,8 @@ impl Field {
         let mut alias = Slot::new(cx, "");
         let mut protected = Slot::new(cx, "");
         let mut blob = Slot::new(cx, "");
+        let mut soft_delete = Slot::new(cx, "");
+        let mut ordering = Slot::new(cx, "");
 
         for attr in attrs {
             if attr.path().is_ident(TABLE) {
@@ -296,6 +300,10 @@ impl Field {
                                 ),
                             }
                         }
+                        // #[table(soft_delete)]
+                        SOFT_DELETE => soft_delete.set(span, "#[table(soft_delete)]", ()),
+                        // #[table(ordering)]
+                        ORDERING => ordering.set(span, "#[table(ordering)]", ()),
                         // #[table(name = "..")] names the table; on a field it is a misplaced rename.
                         NAME => {
                             return Err(meta.error(
@@ -376,6 +384,8 @@ impl Field {
             alias: alias.get(),
             protected: protected.get(),
             blob_content: blob.get(),
+            soft_delete: soft_delete.get(),
+            ordering: ordering.get(),
         }
     }
 }

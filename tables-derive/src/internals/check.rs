@@ -20,6 +20,7 @@ pub(crate) fn check(cx: &Ctxt, cont: &Container) {
     if cont.derive == Derive::Entity {
         check_keys(cx, cont, attrs_parsed);
         check_single(cx, cont);
+        check_lifecycle_fields(cx, cont);
     }
     check_columns(cx, cont);
 }
@@ -75,6 +76,12 @@ fn check_field_attrs(cx: &Ctxt, derive: Derive, f: &Field) {
             s.span,
         ));
     }
+    if let Some(s) = &a.soft_delete {
+        present.push(("#[table(soft_delete)]", s.span));
+    }
+    if let Some(s) = &a.ordering {
+        present.push(("#[table(ordering)]", s.span));
+    }
     // Storage-deciding attributes exclude each other.
     if present.len() > 1 {
         let (first, _) = present[0];
@@ -119,6 +126,27 @@ fn check_field_attrs(cx: &Ctxt, derive: Derive, f: &Field) {
                 "#[table(split)] belongs on a field of the #[derive(TableEntity)] struct, not on a nested record",
             );
         }
+        if let Some(s) = &a.soft_delete {
+            err(
+                cx,
+                s.span,
+                "#[table(soft_delete)] belongs on a field of the #[derive(TableEntity)] struct, not on a nested record: the deletion stamp is a column of the row",
+            );
+        }
+        if let Some(s) = &a.ordering {
+            err(
+                cx,
+                s.span,
+                "#[table(ordering)] belongs on a field of the #[derive(TableEntity)] struct, not on a nested record: the ordering token is a column of the row",
+            );
+        }
+    }
+    if let (Some(_), Some(alias)) = (&a.soft_delete, &a.alias) {
+        err(
+            cx,
+            alias.span,
+            "the #[table(soft_delete)] stamp is compared server-side in every query, by its one column, and a query cannot read an old name: remove #[alias] (rename the stored column instead)",
+        );
     }
 
     let not_a_column = matches!(f.storage, Storage::Key(_) | Storage::System(_) | Storage::Skip);
@@ -332,6 +360,33 @@ fn check_single(cx: &Ctxt, cont: &Container) {
             );
         } else {
             seen.insert(role.0, f);
+        }
+    }
+}
+
+/// At most one deletion stamp and one ordering token per entity.
+fn check_lifecycle_fields(cx: &Ctxt, cont: &Container) {
+    for (name, of) in [
+        (
+            "soft_delete",
+            (|f: &Field| f.attrs.soft_delete.as_ref().map(|s| s.span)) as fn(&Field) -> Option<Span>,
+        ),
+        ("ordering", |f: &Field| f.attrs.ordering.as_ref().map(|s| s.span)),
+    ] {
+        let mut first: Option<&Field> = None;
+        for f in &cont.fields {
+            let Some(span) = of(f) else { continue };
+            match first {
+                Some(owner) => err(
+                    cx,
+                    span,
+                    format!(
+                        "`{}` is already the #[table({name})] field and an entity has at most one: remove #[table({name})] from `{}`",
+                        owner.ident, f.ident
+                    ),
+                ),
+                None => first = Some(f),
+            }
         }
     }
 }

@@ -24,6 +24,8 @@ pub(crate) const CREATED_AT: &str = "created_at";
 pub(crate) const UPDATED_AT: &str = "updated_at";
 pub(crate) const SPLIT: &str = "split";
 pub(crate) const OFFLOAD: &str = "offload";
+pub(crate) const SOFT_DELETE: &str = "soft_delete";
+pub(crate) const ORDERING: &str = "ordering";
 pub(crate) const FIELD_KEYS: &[&str] = &[
     PARTITION_KEY,
     ROW_KEY,
@@ -38,6 +40,8 @@ pub(crate) const FIELD_KEYS: &[&str] = &[
     UPDATED_AT,
     SPLIT,
     OFFLOAD,
+    SOFT_DELETE,
+    ORDERING,
 ];
 
 // Enum variants: #[table(rename = "...")]

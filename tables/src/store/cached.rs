@@ -44,9 +44,12 @@ impl<T> Store<T> {
 }
 
 impl<T: TableEntity> Store<T> {
-    /// The cache, when this type is served from it.
+    /// The cache, when this type is served from it. A soft-delete view
+    /// other than the live one always reads the table: entries hold live rows.
     fn serving(&self) -> Option<&StoreCache> {
-        self.cache.as_ref().filter(|c| c.policy.is_enabled())
+        self.cache
+            .as_ref()
+            .filter(|c| c.policy.is_enabled() && self.visibility == super::Visibility::Live)
     }
 
     /// The cached entity at `key` with its version.
@@ -125,6 +128,10 @@ impl<T: TableEntity> Store<T> {
     /// when no other write of it overlapped.
     pub(crate) fn keep_written(&self, settled: &Settled, row: Row, etag: &ETag, timestamp: Option<DateTime>) {
         let Some(c) = self.serving() else { return };
+        // A soft-deleted entity is not one the live view reads.
+        if !self.admits(&row) {
+            return;
+        }
         let bytes = row_bytes(&row);
         // A row that does not read back caches nothing.
         let Ok(mut copy) = T::from_row(row) else { return };

@@ -52,7 +52,7 @@ impl<T> Outcome<T> {
 }
 
 /// The next step of a compare-and-swap attempt, decided from the current row.
-enum Step<T> {
+pub(super) enum Step<T> {
     /// Insert this new entity.
     Insert(T),
     /// Replace the row on condition of the ETag the entity carries.
@@ -232,7 +232,7 @@ impl<T: TableEntity> Store<T> {
         Error::conflict(&self.table, key)
     }
 
-    fn check_same_key(&self, key: &Key, entity: &T) -> Result<()> {
+    pub(super) fn check_same_key(&self, key: &Key, entity: &T) -> Result<()> {
         let actual = entity.key();
         if &actual == key {
             Ok(())
@@ -251,7 +251,7 @@ impl<T: TableEntity> Store<T> {
     /// `step` decides the next step from the current row; with `last` set
     /// no attempt is left, so it only decides and never runs the intent
     /// (with `n` attempts an intent runs at most `n` times).
-    async fn cas(&self, key: &Key, mut step: impl FnMut(Option<T>, bool) -> Step<T>) -> Result<Outcome<T>> {
+    pub(super) async fn cas(&self, key: &Key, mut step: impl FnMut(Option<T>, bool) -> Step<T>) -> Result<Outcome<T>> {
         let attempts = self.tables.options.mutate_attempts.max(1);
         let mut current = self.read(key).await?;
         let mut attempt = 0u32;

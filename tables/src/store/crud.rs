@@ -50,7 +50,7 @@ impl<T: TableEntity> Store<T> {
             .get(&self.table, &key.partition_key, &key.row_key)
             .await?;
         // A continuation row of a large value is not an entity.
-        let Some(row) = row.filter(|row| !is_continuation_row(row)) else {
+        let Some(row) = row.filter(|row| !is_continuation_row(row) && self.admits(row)) else {
             return Ok(false);
         };
         // A large value is never assembled to answer whether the row exists.

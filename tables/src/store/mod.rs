@@ -8,12 +8,14 @@ mod concurrency;
 mod crud;
 mod delete;
 mod logs;
+mod ordering;
 mod paging;
 mod patch;
 mod projection;
 pub(crate) mod protect;
 mod query;
 mod read;
+mod soft_delete;
 mod stream;
 mod sweep;
 pub mod union;
@@ -21,9 +23,11 @@ mod write;
 
 pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
 pub use concurrency::Outcome;
+pub use ordering::Delivery;
 pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use protect::Authorizer;
 pub use query::{next_prefix, AnyPartition, OnePartition, PrefixNeedsAPartition, QueryOptions};
+pub use soft_delete::Visibility;
 pub use stream::EntityStream;
 pub use sweep::SweepReport;
 
@@ -127,6 +131,8 @@ pub struct Store<T> {
     table: String,
     authorizer: Option<protect::SharedAuthorizer>,
     cache: Option<cached::StoreCache>,
+
+    visibility: Visibility,
     _entity: PhantomData<fn() -> T>,
 }
 
@@ -137,6 +143,8 @@ impl<T> Clone for Store<T> {
             table: self.table.clone(),
             authorizer: self.authorizer.clone(),
             cache: self.cache.clone(),
+
+            visibility: self.visibility,
             _entity: PhantomData,
         }
     }
@@ -163,6 +171,8 @@ impl<T> Store<T> {
             table,
             authorizer: None,
             cache,
+
+            visibility: Visibility::Live,
             _entity: PhantomData,
         }
     }

@@ -171,6 +171,7 @@ impl<T: TableEntity> Store<T> {
             _ => options,
         };
         let mut request = options.request()?;
+        self.scope_request(&mut request)?;
         if let Some(selection) = &options.select {
             request.select = super::projection::select_list(T::SCHEMA, selection)?;
         }
@@ -204,7 +205,7 @@ impl<T: TableEntity> Store<T> {
             .take
             .unwrap_or(DEFAULT_PAGE_SIZE)
             .clamp(1, MAX_PAGE_SIZE as usize);
-        let bound = fingerprint(&options, page_size);
+        let bound = self.scoped_fingerprint(fingerprint(&options, page_size));
         let token = match &options.cursor {
             Some(c) => Some(c.decode(&bound)?),
             None => None,

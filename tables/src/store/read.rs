@@ -60,7 +60,7 @@ impl<T: TableEntity> Store<T> {
             .backend
             .get(&self.table, &key.partition_key, &key.row_key)
             .await?
-            .filter(|row| !is_continuation_row(row))
+            .filter(|row| !is_continuation_row(row) && self.admits(row))
         else {
             return Ok(None);
         };

@@ -28,6 +28,8 @@ pub mod union_rows;
 // -- locks modules --
 // -- end locks modules --
 // -- softdel modules --
+pub mod ordering;
+pub mod soft_delete;
 // -- end softdel modules --
 // -- interop modules --
 // -- end interop modules --
@@ -177,6 +179,18 @@ macro_rules! for_each_scenario {
             // -- locks scenarios --
             // -- end locks scenarios --
             // -- softdel scenarios --
+            ordering::out_of_order_and_repeated_deliveries_keep_the_newest,
+            ordering::missing_entities_and_empty_tokens,
+            ordering::an_older_change_that_loses_the_race_is_dropped_on_the_re_read,
+            ordering::a_newer_change_that_loses_the_race_is_applied_on_the_re_read,
+            ordering::a_newer_change_that_loses_every_attempt_is_a_conflict,
+            ordering::concurrent_deliveries_keep_the_highest_token,
+            soft_delete::soft_deleted_rows_are_left_out_of_every_read_and_query,
+            soft_delete::page_cursors_are_bound_to_their_view,
+            soft_delete::rows_without_the_stamp_cell_are_hidden_until_marked,
+            soft_delete::the_exclusion_holds_where_the_service_never_matches_a_missing_property,
+            soft_delete::a_write_that_read_before_a_soft_delete_does_not_bring_the_row_back,
+            soft_delete::the_exclusion_counts_against_the_filter_budget,
             // -- end softdel scenarios --
             // -- interop scenarios --
             // -- end interop scenarios --

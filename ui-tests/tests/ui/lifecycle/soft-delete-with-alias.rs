@@ -1,0 +1,14 @@
+use unified_tables::{DateTime, TableEntity};
+
+#[derive(TableEntity)]
+struct Post {
+    #[table(partition_key)]
+    room: String,
+    #[table(row_key)]
+    id: String,
+    #[table(soft_delete)]
+    #[alias("RemovedAt")]
+    deleted_at: Option<DateTime>,
+}
+
+fn main() {}
