@@ -113,6 +113,7 @@ pub struct Store<T> {
     tables: Tables,
     table: String,
     authorizer: Option<protect::SharedAuthorizer>,
+    append_keys: crate::keys::AppendKeyFormat,
     _entity: PhantomData<fn() -> T>,
 }
 
@@ -122,6 +123,7 @@ impl<T> Clone for Store<T> {
             tables: self.tables.clone(),
             table: self.table.clone(),
             authorizer: self.authorizer.clone(),
+            append_keys: self.append_keys,
             _entity: PhantomData,
         }
     }
@@ -139,6 +141,7 @@ impl<T: TableEntity> Store<T> {
             tables,
             table,
             authorizer: None,
+            append_keys: crate::keys::AppendKeyFormat::default(),
             _entity: PhantomData,
         }
     }
