@@ -26,6 +26,7 @@ pub mod values;
 // -- softdel modules --
 // -- end softdel modules --
 // -- interop modules --
+pub mod dotnet_rows;
 // -- end interop modules --
 // -- connect modules --
 // -- end connect modules --
@@ -153,6 +154,10 @@ macro_rules! for_each_scenario {
             // -- softdel scenarios --
             // -- end softdel scenarios --
             // -- interop scenarios --
+            dotnet_rows::append_logs_of_both_key_formats_read_in_time_order,
+            dotnet_rows::an_id_keyed_log_reads_dotnet_appends,
+            dotnet_rows::json_cells_read_members_in_any_letter_case,
+            dotnet_rows::a_dotnet_entity_row_reads_cell_for_cell,
             // -- end interop scenarios --
             // -- connect scenarios --
             // -- end connect scenarios --
