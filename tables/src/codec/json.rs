@@ -161,7 +161,7 @@ pub fn decode_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Result<T
 /// (`__Json`, `__GZip`, or a plain string cell); `None` when no form is present.
 /// Struct members and enum variants match in any letter case, as the .NET
 /// library reads them (see [`casing`]).
-fn take_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Result<Option<T>> {
+pub(super) fn take_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Result<Option<T>> {
     // Column names are built only for error messages: probing the row does not allocate.
     let bad = |col: &str, e: serde_json::Error| Error::Decode {
         column: col.to_owned(),

@@ -452,3 +452,71 @@ pub async fn a_dotnet_entity_row_reads_cell_for_cell(env: &Env) {
         .unwrap_err();
     assert!(matches!(err, Error::InvalidCursor(_)), "{err}");
 }
+
+/// A record flattened into `Parent_Child` columns.
+#[derive(unified_tables::TableRecord, Debug, Clone, PartialEq, Default)]
+pub struct Place {
+    pub city: String,
+    pub notes: String,
+}
+
+/// Fields whose cells .NET may store in a form other than this crate's.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+pub struct Mixed {
+    #[table(partition_key)]
+    pub pk: String,
+    #[table(row_key)]
+    pub rk: String,
+    pub data: Vec<u8>,
+    pub extra: Option<Vec<u8>>,
+    pub status: OrderStatus,
+    #[table(flatten)]
+    pub place: Place,
+}
+
+/// Each cell form reads into the field or fails the read naming the cell;
+/// none is read as absent.
+pub async fn every_cell_form_reads_or_fails_naming_the_cell(env: &Env) {
+    let store = env.tables.store_in::<Mixed>(&env.table);
+    store.ensure_created().await.unwrap();
+    // A List<byte> and an enum in JSON cells read into the fields.
+    env.put_raw(
+        Row::new("p", "json")
+            .with("Data__Json", Value::String("[1,2,255]".into()))
+            .with("Extra__Json", Value::String("[]".into()))
+            .with("Status__Json", Value::String(r#""Packed""#.into()))
+            .with("Place_City", Value::String("Lviv".into())),
+    )
+    .await;
+    let got = store.get(("p", "json")).await.unwrap().unwrap();
+    assert_eq!(
+        (got.data, got.extra, got.status, got.place.city.as_str()),
+        (vec![1, 2, 255], Some(vec![]), OrderStatus::Packed, "Lviv")
+    );
+    env.put_raw(Row::new("p", "bad-bytes").with("Data__Json", Value::String("[256]".into())))
+        .await;
+    let err = store.get(("p", "bad-bytes")).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Decode { column, .. } if column == "Data__Json"),
+        "{err}"
+    );
+    // A record .NET stored as one JSON cell cannot fill flattened columns.
+    env.put_raw(Row::new("p", "record").with("Place__Json", Value::String(r#"{"city":"Lviv","notes":"n"}"#.into())))
+        .await;
+    let err = store.get(("p", "record")).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Decode { column, expected, .. } if column == "Place__Json" && expected.contains("#[table(json)]")),
+        "{err}"
+    );
+    // A large value under a nested field that is not split.
+    let reference = r#"{"path":"Mixed/p/nested/Place_Notes/0","sha256":"00","length":1}"#;
+    env.put_raw(Row::new("p", "nested").with("Place_Notes__blob", Value::String(reference.into())))
+        .await;
+    let err = store.get(("p", "nested")).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Decode { column, .. } if column == "Place_Notes__blob"),
+        "{err}"
+    );
+    let listed = store.query(QueryOptions::partition("p")).await.unwrap_err();
+    assert!(matches!(listed, Error::Decode { .. }), "{listed}");
+}

@@ -158,6 +158,7 @@ macro_rules! for_each_scenario {
             dotnet_rows::an_id_keyed_log_reads_dotnet_appends,
             dotnet_rows::json_cells_read_members_in_any_letter_case,
             dotnet_rows::a_dotnet_entity_row_reads_cell_for_cell,
+            dotnet_rows::every_cell_form_reads_or_fails_naming_the_cell,
             // -- end interop scenarios --
             // -- connect scenarios --
             // -- end connect scenarios --
