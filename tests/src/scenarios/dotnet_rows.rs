@@ -363,6 +363,7 @@ pub struct Order {
     pub flags: u8,
     pub shipped_on: DateTime,
     pub duration: String,
+    pub due: String,
     pub notes: String,
     #[table(created_at)]
     pub created_at: Option<DateTime>,
@@ -401,6 +402,8 @@ pub async fn a_dotnet_entity_row_reads_cell_for_cell(env: &Env) {
             )
             // TimeSpan: the "c" format in a string cell.
             .with("Duration", Value::String("1.02:30:00.5000000".into()))
+            // DateOnly has no public constructor: a JSON cell holding an ISO date.
+            .with("Due__Json", Value::String(r#""2026-01-31""#.into()))
             // A string trimmed under TrimWithMarker, and its marker.
             .with("Notes", Value::String(trimmed.clone()))
             .with("Notes__Truncated", Value::String("kept 30000 of 40000 chars".into()))
@@ -422,6 +425,7 @@ pub async fn a_dotnet_entity_row_reads_cell_for_cell(env: &Env) {
             flags: 7,
             shipped_on: DateTime::default(),
             duration: "1.02:30:00.5000000".into(),
+            due: "2026-01-31".into(),
             notes: trimmed,
             created_at: Some(at(0)),
             updated_at: Some(at(1)),
@@ -519,4 +523,128 @@ pub async fn every_cell_form_reads_or_fails_naming_the_cell(env: &Env) {
     );
     let listed = store.query(QueryOptions::partition("p")).await.unwrap_err();
     assert!(matches!(listed, Error::Decode { .. }), "{listed}");
+}
+
+/// A plain string field and a JSON-stored struct.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+pub struct Letter {
+    #[table(partition_key)]
+    pub pk: String,
+    #[table(row_key)]
+    pub rk: String,
+    pub text: String,
+    #[table(json)]
+    pub address: Address,
+}
+
+/// The exact formats the README gives another client for reading this
+/// crate's rows: JSON and gzip cells, split cells and continuation rows,
+/// blob references and blob names.
+pub async fn rows_of_this_crate_have_the_formats_the_readme_states(env: &Env) {
+    use base64::Engine as _;
+    use std::io::Read as _;
+    assert_eq!(
+        unified_tables::BlobOptions::default().container,
+        "unified-tables-values"
+    );
+    let raw_row = |rk: &'static str| async move { env.backend().get(&env.table, "p", rk).await.unwrap().unwrap() };
+
+    // A string over one cell: base64 of gzip over its JSON literal, quoted and
+    // escaped. A JSON object: compact, members sorted by name, non-ASCII as is.
+    let letters = env.tables.store_in::<Letter>(&env.table);
+    let text = "line \"1\"\n".repeat(4_000);
+    let mut letter = Letter {
+        pk: "p".into(),
+        rk: "letter".into(),
+        text: text.clone(),
+        address: Address {
+            street: "Шевченка 1".into(),
+            city: "Lviv".into(),
+            zip_code: None,
+        },
+    };
+    letters.create(&mut letter).await.unwrap();
+    let row = raw_row("letter").await;
+    assert!(row.get("Text").is_none());
+    let packed = base64::engine::general_purpose::STANDARD
+        .decode(row.get("Text__GZip").and_then(Value::as_str).unwrap())
+        .unwrap();
+    let mut unpacked = String::new();
+    flate2::read::GzDecoder::new(&packed[..])
+        .read_to_string(&mut unpacked)
+        .unwrap();
+    assert_eq!(unpacked, serde_json::to_string(&text).unwrap());
+    assert!(unpacked.starts_with("\"line \\\"1\\\"\\n"), "{}", &unpacked[..20]);
+    assert_eq!(
+        row.get("Address__Json").and_then(Value::as_str),
+        Some(r#"{"City":"Lviv","Street":"Шевченка 1","ZipCode":null}"#)
+    );
+
+    // A split value with continuation rows.
+    let tables = crate::eager_tables(env);
+    let docs = tables.store_in::<crate::model::Document>(&env.table);
+    let mut doc = crate::model::Document::new("p", "doc");
+    doc.body = "x".repeat(1_200_000);
+    docs.create(&mut doc).await.unwrap();
+    let main = raw_row("doc").await;
+    assert_eq!(main.get("Body__chunks"), Some(&Value::Int32(38)));
+    assert_eq!(main.get("Body__enc").and_then(Value::as_str), Some("text"));
+    assert_eq!(main.get("Body__len"), Some(&Value::Int64(1_200_000)));
+    assert_eq!(
+        main.get("Body__sha256").and_then(Value::as_str),
+        Some(unified_tables::sha256_hex(doc.body.as_bytes()).as_str())
+    );
+    let Some(Value::Int32(parts)) = main.get("_SplitParts").cloned() else {
+        panic!("no _SplitParts: {:?}", main.get("_SplitParts"))
+    };
+    assert!(parts >= 1);
+    let mut chunks = 0;
+    for index in 0..=parts {
+        let row = if index == 0 {
+            main.clone()
+        } else {
+            let rk = format!("doc~{index:04}");
+            let cont = env.backend().get(&env.table, "p", &rk).await.unwrap().unwrap();
+            assert_eq!(cont.get("_SplitOf").and_then(Value::as_str), Some("doc"));
+            assert_eq!(cont.get("_SplitIndex"), Some(&Value::Int32(index)));
+            cont
+        };
+        for (name, value) in &row.properties {
+            if name.starts_with("Body__c") && name != "Body__chunks" {
+                let Value::String(s) = value else {
+                    panic!("{name} is not text")
+                };
+                assert!(s.encode_utf16().count() <= 32_000);
+                chunks += 1;
+            }
+        }
+    }
+    assert_eq!(chunks, 38, "every chunk on the main row or a continuation row");
+
+    // A value over the blob threshold: the reference and the blob.
+    let mut big = crate::model::Document::new("p", "big");
+    big.data = (0..4_194_304u32).map(|i| (i % 251) as u8).collect();
+    docs.create(&mut big).await.unwrap();
+    let row = raw_row("big").await;
+    let reference: serde_json::Value =
+        serde_json::from_str(row.get("Data__blob").and_then(Value::as_str).unwrap()).unwrap();
+    let sha = unified_tables::sha256_hex(&big.data);
+    assert_eq!(
+        reference,
+        serde_json::json!({
+            "path": format!("{}/p/big/Data/{sha}", env.table),
+            "sha256": sha,
+            "length": 4_194_304,
+            "contentType": "application/octet-stream",
+            "encoding": "binary",
+        })
+    );
+    let blobs = env.blobs.as_ref().expect("a blob backend");
+    let container = crate::blob_options().container;
+    let (_, bytes) = blobs
+        .get(&container, reference["path"].as_str().unwrap(), None)
+        .await
+        .unwrap()
+        .expect("the blob");
+    assert_eq!(bytes, big.data);
 }

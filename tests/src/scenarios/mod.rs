@@ -159,6 +159,7 @@ macro_rules! for_each_scenario {
             dotnet_rows::json_cells_read_members_in_any_letter_case,
             dotnet_rows::a_dotnet_entity_row_reads_cell_for_cell,
             dotnet_rows::every_cell_form_reads_or_fails_naming_the_cell,
+            dotnet_rows::rows_of_this_crate_have_the_formats_the_readme_states,
             // -- end interop scenarios --
             // -- connect scenarios --
             // -- end connect scenarios --
