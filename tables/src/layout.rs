@@ -343,5 +343,8 @@ mod tests {
         );
         assert_eq!(BlobRef::parse("Body__blob", &r.to_cell()).unwrap(), r);
         assert!(matches!(BlobRef::parse("Body__blob", "{}"), Err(Error::Decode { .. })));
+        let other_casing = r#"{"Path":"T/p/r/Body/abc","SHA256":"abc","Length":3,"ContentType":"text/plain"}"#;
+        let parsed = BlobRef::parse("Body__blob", other_casing).unwrap();
+        assert_eq!((parsed.length, parsed.content_type.as_deref()), (3, Some("text/plain")));
     }
 }

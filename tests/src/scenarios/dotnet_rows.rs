@@ -448,6 +448,19 @@ pub async fn a_dotnet_entity_row_reads_cell_for_cell(env: &Env) {
         matches!(&err, Error::Decode { column, .. } if column == "Status"),
         "{err}"
     );
+    // Missing columns read as .NET's defaults: the zero variant, the 1601 sentinel.
+    env.put_raw(Row::new("shop", "order-4").with("Id", Value::String("shop|order-4".into())))
+        .await;
+    let bare = store.get("shop|order-4").await.unwrap().unwrap();
+    assert_eq!(
+        (bare.status, bare.shipped_on, bare.serial, bare.grade),
+        (
+            OrderStatus::Open,
+            DateTime::parse("1601-01-01T00:00:00Z").unwrap(),
+            0,
+            '\0'
+        )
+    );
     // A .NET page cursor is not one of this crate's.
     let cursor: unified_tables::Cursor = "MTpwfH58MTA=.bmV4dC1wayBuZXh0LXJr".parse().unwrap();
     let err = store
