@@ -111,7 +111,7 @@ impl<T: TableEntity> Store<T> {
             rows.extend(ours);
         }
         // Newest first; a stable sort keeps the key order of equal instants.
-        rows.sort_by(|a, b| b.unix_nanos.cmp(&a.unix_nanos));
+        rows.sort_by_key(|logged| std::cmp::Reverse(logged.unix_nanos));
         let mut out = Vec::with_capacity(n.min(rows.len()));
         for logged in rows {
             if out.len() == n {

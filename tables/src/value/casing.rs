@@ -68,97 +68,120 @@ impl<V> Visit<V> {
     fn plain(inner: V) -> Visit<V> {
         Visit { inner, names: None }
     }
+
+    fn named(inner: V, names: &'static [&'static str]) -> Visit<V> {
+        Visit {
+            inner,
+            names: Some(names),
+        }
+    }
 }
 
+/// `fn $method(self, visitor)` forwarding to `self.$field` with the visitor
+/// passed through `$wrap`, for each listed method.
 macro_rules! forward_deserialize {
-    ($($method:ident),* $(,)?) => {$(
+    ($field:tt, $wrap:path; $($method:ident),* $(,)?) => {$(
         fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-            self.0.$method(Visit::plain(visitor))
+            self.$field.$method($wrap(visitor))
         }
     )*};
+}
+
+/// The forwarding methods both deserializers share: every method but those
+/// of strings and identifiers, the visitor passed through `$wrap`, or through
+/// `$named` with the member or variant names for structs and enums.
+macro_rules! forward_common {
+    ($field:tt, $wrap:path, $named:path) => {
+        forward_deserialize!(
+            $field, $wrap;
+            deserialize_any,
+            deserialize_bool,
+            deserialize_i8,
+            deserialize_i16,
+            deserialize_i32,
+            deserialize_i64,
+            deserialize_i128,
+            deserialize_u8,
+            deserialize_u16,
+            deserialize_u32,
+            deserialize_u64,
+            deserialize_u128,
+            deserialize_f32,
+            deserialize_f64,
+            deserialize_char,
+            deserialize_bytes,
+            deserialize_byte_buf,
+            deserialize_option,
+            deserialize_unit,
+            deserialize_seq,
+            deserialize_map,
+            deserialize_ignored_any,
+        );
+
+        fn deserialize_unit_struct<V: Visitor<'de>>(self, name: &'static str, visitor: V) -> Result<V::Value, Self::Error> {
+            self.$field.deserialize_unit_struct(name, $wrap(visitor))
+        }
+
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.$field.deserialize_newtype_struct(name, $wrap(visitor))
+        }
+
+        fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, Self::Error> {
+            self.$field.deserialize_tuple(len, $wrap(visitor))
+        }
+
+        fn deserialize_tuple_struct<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            len: usize,
+            visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.$field.deserialize_tuple_struct(name, len, $wrap(visitor))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            fields: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.$field.deserialize_struct(name, fields, $named(visitor, fields))
+        }
+
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            variants: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.$field.deserialize_enum(name, variants, $named(visitor, variants))
+        }
+
+        fn is_human_readable(&self) -> bool {
+            self.$field.is_human_readable()
+        }
+    };
+}
+
+/// The visitor as it is (for name deserializers, whose values are not containers).
+fn unwrapped<V>(visitor: V) -> V {
+    visitor
+}
+
+/// [`unwrapped`], for the methods that name members or variants.
+fn unwrapped_named<V>(visitor: V, _names: &'static [&'static str]) -> V {
+    visitor
 }
 
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for AnyCase<D> {
     type Error = D::Error;
 
-    forward_deserialize!(
-        deserialize_any,
-        deserialize_bool,
-        deserialize_i8,
-        deserialize_i16,
-        deserialize_i32,
-        deserialize_i64,
-        deserialize_i128,
-        deserialize_u8,
-        deserialize_u16,
-        deserialize_u32,
-        deserialize_u64,
-        deserialize_u128,
-        deserialize_f32,
-        deserialize_f64,
-        deserialize_char,
-        deserialize_str,
-        deserialize_string,
-        deserialize_bytes,
-        deserialize_byte_buf,
-        deserialize_option,
-        deserialize_unit,
-        deserialize_seq,
-        deserialize_map,
-        deserialize_identifier,
-        deserialize_ignored_any,
-    );
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(self, name: &'static str, visitor: V) -> Result<V::Value, D::Error> {
-        self.0.deserialize_unit_struct(name, Visit::plain(visitor))
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(self, name: &'static str, visitor: V) -> Result<V::Value, D::Error> {
-        self.0.deserialize_newtype_struct(name, Visit::plain(visitor))
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, D::Error> {
-        self.0.deserialize_tuple(len, Visit::plain(visitor))
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.0.deserialize_tuple_struct(name, len, Visit::plain(visitor))
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        let visit = Visit {
-            inner: visitor,
-            names: Some(fields),
-        };
-        self.0.deserialize_struct(name, fields, visit)
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        let visit = Visit {
-            inner: visitor,
-            names: Some(variants),
-        };
-        self.0.deserialize_enum(name, variants, visit)
-    }
-
-    fn is_human_readable(&self) -> bool {
-        self.0.is_human_readable()
-    }
+    forward_common!(0, Visit::plain, Visit::named);
+    forward_deserialize!(0, Visit::plain; deserialize_str, deserialize_string, deserialize_identifier);
 }
 
 macro_rules! forward_visit {
@@ -320,11 +343,7 @@ impl<'de, A: de::VariantAccess<'de>> de::VariantAccess<'de> for Variant<A> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, A::Error> {
-        let visit = Visit {
-            inner: visitor,
-            names: Some(fields),
-        };
-        self.0.struct_variant(fields, visit)
+        self.0.struct_variant(fields, Visit::named(visitor, fields))
     }
 }
 
@@ -352,10 +371,13 @@ struct NameDe<D> {
     names: &'static [&'static str],
 }
 
-macro_rules! forward_name {
+/// `fn $method(self, visitor)` forwarding to the inner deserializer with
+/// the visitor wrapped in [`Rename`].
+macro_rules! forward_renamed {
     ($($method:ident),* $(,)?) => {$(
         fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-            self.inner.$method(visitor)
+            let names = self.names;
+            self.inner.$method(Rename { inner: visitor, names })
         }
     )*};
 }
@@ -363,94 +385,9 @@ macro_rules! forward_name {
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for NameDe<D> {
     type Error = D::Error;
 
-    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_identifier(Rename {
-            inner: visitor,
-            names: self.names,
-        })
-    }
-
-    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_str(Rename {
-            inner: visitor,
-            names: self.names,
-        })
-    }
-
-    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_string(Rename {
-            inner: visitor,
-            names: self.names,
-        })
-    }
-
-    forward_name!(
-        deserialize_any,
-        deserialize_bool,
-        deserialize_i8,
-        deserialize_i16,
-        deserialize_i32,
-        deserialize_i64,
-        deserialize_i128,
-        deserialize_u8,
-        deserialize_u16,
-        deserialize_u32,
-        deserialize_u64,
-        deserialize_u128,
-        deserialize_f32,
-        deserialize_f64,
-        deserialize_char,
-        deserialize_bytes,
-        deserialize_byte_buf,
-        deserialize_option,
-        deserialize_unit,
-        deserialize_seq,
-        deserialize_map,
-        deserialize_ignored_any,
-    );
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(self, name: &'static str, visitor: V) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_unit_struct(name, visitor)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(self, name: &'static str, visitor: V) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_newtype_struct(name, visitor)
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_tuple(len, visitor)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_tuple_struct(name, len, visitor)
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_struct(name, fields, visitor)
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_enum(name, variants, visitor)
-    }
-
-    fn is_human_readable(&self) -> bool {
-        self.inner.is_human_readable()
-    }
+    // Names come as identifiers, or as strings to hand-written visitors.
+    forward_renamed!(deserialize_identifier, deserialize_str, deserialize_string);
+    forward_common!(inner, unwrapped, unwrapped_named);
 }
 
 /// A visitor of a name that hands over the expected spelling.
