@@ -538,4 +538,38 @@ mod tests {
         let same: Geo = from_str(r#"{"lat":1e0,"lng":-0.5}"#).unwrap();
         assert_eq!(same, serde_json::from_str::<Geo>(r#"{"lat":1e0,"lng":-0.5}"#).unwrap());
     }
+
+    #[test]
+    fn only_letter_case_is_ignored_and_only_where_serde_names_the_members() {
+        #[derive(Debug, Deserialize)]
+        struct Snake {
+            zip_code: Option<String>,
+        }
+        assert_eq!(from_str::<Snake>(r#"{"zipCode":"1"}"#).unwrap().zip_code, None);
+        assert_eq!(
+            from_str::<Snake>(r#"{"ZIP_CODE":"1"}"#).unwrap().zip_code.as_deref(),
+            Some("1")
+        );
+
+        #[derive(Debug, Deserialize)]
+        struct Flattened {
+            city: Option<String>,
+            #[serde(flatten)]
+            rest: BTreeMap<String, serde_json::Value>,
+        }
+        let f: Flattened = from_str(r#"{"City":"Lviv"}"#).unwrap();
+        assert_eq!(
+            (f.city, f.rest.len()),
+            (None, 1),
+            "a struct with a flatten member matches exactly"
+        );
+
+        #[derive(Debug, Deserialize)]
+        #[serde(tag = "type")]
+        enum Tagged {
+            Home { city: Option<String> },
+        }
+        let Tagged::Home { city } = from_str(r#"{"type":"Home","City":"Lviv"}"#).unwrap();
+        assert_eq!(city, None, "an internally tagged enum's content matches exactly");
+    }
 }
