@@ -173,7 +173,7 @@ impl<T: TableEntity> Store<T> {
 
     /// Appends version `version` of a stream (the partition): the entity gets
     /// the key (`stream`, inverted zero-padded version). Appending an existing
-    /// version fails with [`Error::AlreadyExists`].
+    /// version fails with [`Error::AlreadyExists`](crate::Error::AlreadyExists).
     pub async fn append_version(&self, stream: &str, version: u32, entity: &mut T) -> Result<ETag> {
         entity.set_key(Key::new(stream.trim(), version_key(version)?));
         self.create(entity).await
