@@ -298,7 +298,7 @@ impl BlobRef {
 
     /// Parses the JSON text of the reference cell `cell`.
     pub fn parse(cell: &str, json: &str) -> Result<BlobRef> {
-        serde_json::from_str(json).map_err(|e| Error::Decode {
+        crate::value::casing::from_str(json).map_err(|e| Error::Decode {
             column: cell.to_owned(),
             expected: "a blob reference (JSON with path, sha256, length)".into(),
             found: e.to_string(),
@@ -373,5 +373,8 @@ mod tests {
         );
         assert_eq!(BlobRef::parse("Body__blob", &r.to_cell()).unwrap(), r);
         assert!(matches!(BlobRef::parse("Body__blob", "{}"), Err(Error::Decode { .. })));
+        let other_casing = r#"{"Path":"T/p/r/Body/abc","SHA256":"abc","Length":3,"ContentType":"text/plain"}"#;
+        let parsed = BlobRef::parse("Body__blob", other_casing).unwrap();
+        assert_eq!((parsed.length, parsed.content_type.as_deref()), (3, Some("text/plain")));
     }
 }

@@ -100,7 +100,8 @@ pub use value::{cmp_utf16, sha256_hex, utf16_len, DateTime, ETag, EdmType, Guid,
 #[doc(hidden)]
 pub mod __private {
     pub use crate::codec::{
-        decode_binary, decode_json, encode_binary, encode_json, resolve_column, EncodeOptions, TableValue, ValueKind,
+        decode_binary, decode_json, decode_optional_binary, encode_binary, encode_json, resolve_column,
+        take_scalar_value, EncodeOptions, TableValue, ValueKind,
     };
     pub use crate::entity::{
         normalize_id, restore_id, CloneProbe, Column, ColumnKind, Key, KeyMode, LargeEncoding, LargeForm, ProbeClone,

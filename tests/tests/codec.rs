@@ -801,3 +801,38 @@ fn an_oversized_list_is_trimmed_by_halving_with_a_marker() {
         other => panic!("expected Error::OversizedValue, got {other:?}"),
     }
 }
+
+/// A JSON value that is not a list and does not fit even compressed is
+/// dropped under the trimming policies, with .NET's marker text under
+/// `TrimWithMarker`.
+#[test]
+fn an_oversized_json_value_that_is_not_a_list_is_dropped_with_a_marker() {
+    #[derive(TableEntity, Debug)]
+    struct Bag {
+        #[table(partition_key)]
+        pk: String,
+        #[table(row_key)]
+        rk: String,
+        names: std::collections::BTreeMap<String, String>,
+    }
+    let names = (0..100u64)
+        .map(|i| (i.to_string(), incompressible(1_000, i + 7)))
+        .collect();
+    let bag = Bag {
+        pk: "p".into(),
+        rk: "r".into(),
+        names,
+    };
+    let row = bag
+        .to_row(&policy(OversizedCellPolicy::TrimWithMarker))
+        .expect("dropped");
+    assert!(row.get("Names__Json").is_none() && row.get("Names__GZip").is_none());
+    assert_eq!(
+        row.get("Names__Truncated"),
+        Some(&Value::String(
+            "property dropped: compressed payload exceeds the 64 KB cell cap".into()
+        ))
+    );
+    let silent = bag.to_row(&policy(OversizedCellPolicy::TrimSilently)).expect("dropped");
+    assert!(silent.get("Names__Truncated").is_none() && silent.get("Names__GZip").is_none());
+}

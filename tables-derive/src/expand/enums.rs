@@ -66,7 +66,7 @@ pub(crate) fn expand(e: &Enum) -> TokenStream {
                         _ => #p::Err(#p::unknown_variant(__column, #type_name, __found, __NAMES)),
                     }
                 };
-                match __row.take(__column) {
+                match #p::take_scalar_value(__row, __column)? {
                     #p::Some(#p::Value::String(__s)) => match __s.as_str() {
                         #(#from_name,)*
                         __other => match __other.trim().parse::<i64>() {

@@ -220,10 +220,7 @@ pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) ->
             ..
         } => {
             if *optional {
-                quote! {{
-                    #resolved
-                    if __row.get(__c).is_some() { #p::Some(#p::decode_binary(&mut __row, __c)?) } else { #p::None }
-                }}
+                quote!({ #resolved #p::decode_optional_binary(&mut __row, __c)? })
             } else {
                 quote!({ #resolved #p::decode_binary(&mut __row, __c)? })
             }

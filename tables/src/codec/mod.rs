@@ -13,7 +13,7 @@ mod scalar;
 
 pub use json::{decode_json, encode_json};
 pub(crate) use json::{gunzip_bounded, GunzipError};
-pub use scalar::{decode_binary, encode_binary};
+pub use scalar::{decode_binary, decode_optional_binary, encode_binary, take_scalar_value};
 
 use crate::error::{Error, Result};
 use crate::value::{EdmType, Row, Value};

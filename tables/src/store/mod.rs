@@ -131,8 +131,8 @@ pub struct Store<T> {
     table: String,
     authorizer: Option<protect::SharedAuthorizer>,
     cache: Option<cached::StoreCache>,
-
     visibility: Visibility,
+    append_keys: crate::keys::AppendKeyFormat,
     _entity: PhantomData<fn() -> T>,
 }
 
@@ -143,8 +143,8 @@ impl<T> Clone for Store<T> {
             table: self.table.clone(),
             authorizer: self.authorizer.clone(),
             cache: self.cache.clone(),
-
             visibility: self.visibility,
+            append_keys: self.append_keys,
             _entity: PhantomData,
         }
     }
@@ -171,8 +171,8 @@ impl<T> Store<T> {
             table,
             authorizer: None,
             cache,
-
             visibility: Visibility::Live,
+            append_keys: crate::keys::AppendKeyFormat::default(),
             _entity: PhantomData,
         }
     }

@@ -8,13 +8,13 @@ use super::cache::row_bytes;
 use super::write::{race_backoff, RACE_ATTEMPTS};
 use super::Store;
 use crate::backend::QueryRequest;
-use crate::entity::{ColumnKind, Key, LargeForm, Schema, TableEntity};
+use crate::entity::{Column, ColumnKind, Key, LargeForm, Schema, TableEntity};
 use crate::error::{Error, Result};
 use crate::large::cells::{assemble, inline_name, value_from_stored};
 use crate::large::plan::large_columns;
 use crate::layout::{
     blob_cell, chunks_cell, continuation_key, is_cell_of, parse_split_cell, split_cell, split_parts, BlobRef,
-    SplitCell, BLOB_SUFFIX, CHUNKS_SUFFIX, SPLIT_OF, SPLIT_PARTS,
+    SplitCell, BLOB_SUFFIX, CHUNKS_SUFFIX, GZIP_SUFFIX, JSON_SUFFIX, SPLIT_OF, SPLIT_PARTS,
 };
 use crate::query::{CmpOp, Filter};
 use crate::value::{ETag, Row, Value};
@@ -260,33 +260,65 @@ impl<T: TableEntity> Store<T> {
     }
 }
 
-/// Refuses a row holding a large value (split cells or a blob reference)
-/// under the column of a field that is not `split` or `#[blob_content]`:
-/// reading it as absent would return a default, and saving the entity back
-/// would drop the value.
+/// Refuses a row holding a cell form the field of its column cannot read,
+/// which reading as absent would turn into a default (and saving the entity
+/// back would drop): a large value (split cells or a blob reference) under a
+/// field that is not `split` or `#[blob_content]`, and a `{Col}__Json` or
+/// `{Col}__GZip` cell under a flattened record (as .NET stores a record
+/// without a parameterless constructor). Nested records are searched too.
 fn refuse_unassembled_large_values(schema: &Schema, row: &Row) -> Result<()> {
     for cell in row.properties.keys() {
-        let Some(column) = cell
+        let (column, large) = if let Some(c) = cell
             .strip_suffix(BLOB_SUFFIX)
             .or_else(|| cell.strip_suffix(CHUNKS_SUFFIX))
-        else {
+        {
+            (c, true)
+        } else if let Some(c) = cell
+            .strip_suffix(JSON_SUFFIX)
+            .or_else(|| cell.strip_suffix(GZIP_SUFFIX))
+        {
+            (c, false)
+        } else {
             continue;
         };
-        let plain_field = schema.columns.iter().any(|c| {
-            !matches!(c.kind, ColumnKind::Large { .. } | ColumnKind::Blob)
-                && (c.name == column || c.aliases.contains(&column))
-        });
-        if plain_field {
+        let Some(field) = field_of(schema.columns, column) else {
+            continue;
+        };
+        let expected = match (large, field.kind) {
+            (_, ColumnKind::Flatten(_)) => Some(format!(
+                "the columns `{column}_..` of a flattened record: the row holds the record as one JSON value (as the .NET library stores a type without a parameterless constructor); declare the field #[table(json)] with a serde type to read it (and `split` if the value is large)"
+            )),
+            (true, ColumnKind::Large { .. } | ColumnKind::Blob) | (false, _) => None,
+            (true, _) => Some(format!(
+                "a plain cell `{column}`: the row holds a large value of this column (split cells or a blob); mark the field #[table(split = \"text\" | \"gzip\" | \"binary\")] to read it"
+            )),
+        };
+        if let Some(expected) = expected {
             return Err(Error::Decode {
                 column: cell.clone(),
-                expected: format!(
-                    "a plain cell `{column}`: the row holds a large value of this column (split cells or a blob); mark the field #[table(split = \"text\" | \"gzip\" | \"binary\")] to read it"
-                ),
+                expected,
                 found: format!("`{cell}`"),
             });
         }
     }
     Ok(())
+}
+
+/// The field a physical column name belongs to (its own name or an alias),
+/// looking through flattened records (`Address_City`).
+fn field_of<'s>(columns: &'s [Column], name: &str) -> Option<&'s Column> {
+    columns.iter().find_map(|c| {
+        if c.name == name || c.aliases.contains(&name) {
+            return Some(c);
+        }
+        match c.kind {
+            ColumnKind::Flatten(children) => name
+                .strip_prefix(c.name)
+                .and_then(|rest| rest.strip_prefix('_'))
+                .and_then(|rest| field_of(children, rest)),
+            _ => None,
+        }
+    })
 }
 
 /// The name a large value is stored under: the column's own name when any

@@ -1,5 +1,6 @@
 //! Typed cells (`Value`), rows (`Row`) and their wire form.
 
+pub(crate) mod casing;
 mod datetime;
 mod guid;
 mod row;

@@ -32,6 +32,7 @@ pub mod ordering;
 pub mod soft_delete;
 // -- end softdel modules --
 // -- interop modules --
+pub mod dotnet_rows;
 // -- end interop modules --
 // -- connect modules --
 // -- end connect modules --
@@ -193,6 +194,12 @@ macro_rules! for_each_scenario {
             soft_delete::the_exclusion_counts_against_the_filter_budget,
             // -- end softdel scenarios --
             // -- interop scenarios --
+            dotnet_rows::append_logs_of_both_key_formats_read_in_time_order,
+            dotnet_rows::an_id_keyed_log_reads_dotnet_appends,
+            dotnet_rows::json_cells_read_members_in_any_letter_case,
+            dotnet_rows::a_dotnet_entity_row_reads_cell_for_cell,
+            dotnet_rows::every_cell_form_reads_or_fails_naming_the_cell,
+            dotnet_rows::rows_of_this_crate_have_the_formats_the_readme_states,
             // -- end interop scenarios --
             // -- connect scenarios --
             // -- end connect scenarios --
