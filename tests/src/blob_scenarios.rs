@@ -303,6 +303,7 @@ pub async fn every_write_and_touch_changes_the_etag(backend: &dyn BlobBackend, c
         content_type: Some("text/plain".into()),
         content_encoding: Some("identity".into()),
         condition: BlobCondition::None,
+        ..PutOptions::default()
     };
     let first = backend
         .put(container, "k", b"same".to_vec(), options.clone())
@@ -580,6 +581,7 @@ pub async fn content_encoding_is_stored_and_never_applied(backend: &dyn BlobBack
         content_type: Some("text/plain; charset=utf-8".into()),
         content_encoding: Some("gzip".into()),
         condition: BlobCondition::None,
+        ..PutOptions::default()
     };
     let stored = backend.put(container, "g", gzipped.clone(), options).await.unwrap();
     assert_eq!(stored.content_encoding.as_deref(), Some("gzip"));

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use azure_core::request_options::Metadata;
+use crate::backend::blob::BlobCondition;
 
 use super::*;
 use crate::backend::azure::blob_headers::total_from_content_range;
@@ -326,6 +327,7 @@ async fn live_touch_keeps_bytes_content_headers_and_metadata() {
         content_type: Some("text/plain".into()),
         content_encoding: Some("identity".into()),
         condition: BlobCondition::None,
+        ..PutOptions::default()
     };
     let stored = b.put(&c, "k", b"bytes".to_vec(), options).await.unwrap();
     let mut metadata = Metadata::new();
