@@ -22,6 +22,7 @@ use unified_tables::backend::azure::AzureBlobBackend;
 use unified_tables::backend::blob::{BlobBackend, BlobCondition, BlobListing, BlobProperties, PutOptions};
 use unified_tables::{DateTime, Error};
 
+pub use crate::blob_lease_scenarios::*;
 use crate::{CONNECTION_VAR, REQUIRE_VAR};
 
 /// Calls `$m! { scenario, ... }` with every blob scenario of this module.
@@ -47,6 +48,12 @@ macro_rules! for_each_blob_scenario {
             names_up_to_1024_characters_are_stored_and_longer_ones_refused,
             names_keep_characters_that_mean_something_in_a_url,
             now_is_the_service_clock_at_whole_seconds,
+            // Leases and conditional reads (`blob_lease_scenarios`).
+            a_lease_is_acquired_renewed_changed_and_released,
+            writes_and_deletes_of_a_leased_blob_need_its_lease_id,
+            a_break_hands_the_lease_over,
+            lease_durations_and_break_periods_out_of_range_are_400,
+            conditional_reads_answer_304_and_412_as_the_service_does,
         }
     };
 }

@@ -7,6 +7,7 @@
 //! is missing or the service is unreachable they are skipped with one line,
 //! unless `CI=true` or `UNIFIED_TABLES_REQUIRE_AZURE=1`, in which case they fail.
 
+pub mod blob_lease_scenarios;
 pub mod blob_scenarios;
 pub mod differential;
 pub mod model;

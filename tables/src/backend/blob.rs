@@ -204,7 +204,8 @@ pub trait BlobBackend: Send + Sync + fmt::Debug + 'static {
     }
 
     /// Reads a blob, or a byte range of it, under a condition (`None` if it
-    /// does not exist, whatever the condition).
+    /// does not exist, except that `If-Match` on a missing blob is 412
+    /// `ConditionNotMet`).
     async fn get_with(
         &self,
         container: &str,

@@ -259,15 +259,19 @@ fn check_condition(existing: Option<&Blob>, condition: &BlobCondition, put: bool
     }
 }
 
+fn unsatisfiable_condition() -> Error {
+    Error::service(
+        400,
+        "UnsatisfiableCondition",
+        "The request includes an unsatisfiable condition for this operation.",
+    )
+}
+
 /// Checks a read's condition against the blob as stored.
 fn check_read_condition(blob: &Blob, condition: &ReadCondition) -> Result<()> {
     match condition {
         ReadCondition::None => Ok(()),
-        ReadCondition::IfNoneMatch(etag) if etag == "*" => Err(Error::service(
-            400,
-            "UnsatisfiableCondition",
-            "The request includes an unsatisfiable condition for this operation.",
-        )),
+        ReadCondition::IfNoneMatch(etag) if etag == "*" => Err(unsatisfiable_condition()),
         ReadCondition::IfMatch(etag) if etag != "*" && *etag != blob.properties.etag => Err(condition_not_met()),
         ReadCondition::IfNoneMatch(etag) if *etag == blob.properties.etag => Err(Error::service(
             304,
@@ -348,7 +352,11 @@ impl BlobBackend for MemoryBlobBackend {
         let name = BlobName::parse(name)?.into_string();
         let state = self.lock();
         let Some(blob) = state.container(container)?.blobs.get(&ListedName(name)) else {
-            return Ok(None);
+            return match options.condition {
+                ReadCondition::IfMatch(_) => Err(condition_not_met()),
+                ReadCondition::IfNoneMatch(etag) if etag == "*" => Err(unsatisfiable_condition()),
+                _ => Ok(None),
+            };
         };
         check_read_condition(blob, &options.condition)?;
         let bytes = match options.range {
