@@ -40,17 +40,20 @@
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub mod backend;
+mod blob_container;
 pub mod codec;
 mod entity;
 mod error;
 pub mod keys;
 pub mod large;
 pub mod layout;
+pub mod lock;
 pub mod query;
 pub mod service;
 mod stamp;
 pub mod store;
 mod tables;
+mod tables_blob_api;
 pub mod update;
 mod value;
 
@@ -72,12 +75,14 @@ pub(crate) mod fuzz {
     }
 }
 
+pub use blob_container::{BlobContainer, Revalidated, StoredBlob};
 pub use codec::{EncodeOptions, OversizedCellPolicy, TableValue};
 pub use entity::{
     normalize_id, restore_id, Column, ColumnKind, Key, KeyMode, LargeEncoding, Schema, TableEntity, TableRecord,
 };
 pub use error::{Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
+pub use lock::{Lock, LockGuard};
 pub use stamp::{KeyPart, Stamp};
 pub use store::{Concurrency, Count, Cursor, EntityPage, Lookup, Outcome, QueryOptions, Store, StoreOptions};
 pub use tables::{BlobOptions, Tables};
