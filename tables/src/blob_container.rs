@@ -95,7 +95,9 @@ impl BlobContainer {
     pub async fn get(&self, name: &str) -> Result<Option<StoredBlob>> {
         let backend = self.ready().await?;
         let read = backend.get(&self.container, name, None).await;
-        Ok(self.map(name, read)?.map(|(properties, bytes)| StoredBlob { properties, bytes }))
+        Ok(self
+            .map(name, read)?
+            .map(|(properties, bytes)| StoredBlob { properties, bytes }))
     }
 
     /// Reads a blob only if it no longer has `etag` (`If-None-Match`), so a

@@ -34,7 +34,9 @@ impl Tables {
     /// the library's and is refused).
     pub fn blobs(&self, container: &str) -> BlobContainer {
         BlobContainer::new(
-            self.blobs.as_ref().map(|b| (b.backend.clone(), b.options.container.clone())),
+            self.blobs
+                .as_ref()
+                .map(|b| (b.backend.clone(), b.options.container.clone())),
             container,
         )
     }

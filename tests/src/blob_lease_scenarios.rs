@@ -87,7 +87,11 @@ pub async fn a_lease_is_acquired_renewed_changed_and_released(backend: &dyn Blob
     assert_eq!(renewed.lease, Some(a));
     let stranger = Guid::new_random();
     assert_eq!(
-        code(backend.lease(container, "k", LeaseAction::Renew { lease: stranger }).await),
+        code(
+            backend
+                .lease(container, "k", LeaseAction::Renew { lease: stranger })
+                .await
+        ),
         c(409, "LeaseIdMismatchWithLeaseOperation")
     );
 
@@ -123,7 +127,9 @@ pub async fn a_lease_is_acquired_renewed_changed_and_released(backend: &dyn Blob
         .unwrap();
 
     // Released: anyone may acquire at once; the service makes up an id.
-    let made_up = acquire(backend, container, LeaseDuration::Infinite, None).await.unwrap();
+    let made_up = acquire(backend, container, LeaseDuration::Infinite, None)
+        .await
+        .unwrap();
     assert!(made_up != a && made_up != b);
     backend
         .lease(container, "k", LeaseAction::Release { lease: made_up })
@@ -136,14 +142,7 @@ pub async fn a_lease_is_acquired_renewed_changed_and_released(backend: &dyn Blob
     assert_eq!(
         code(
             backend
-                .lease(
-                    container,
-                    "k",
-                    LeaseAction::Change {
-                        lease: b,
-                        proposed: a
-                    }
-                )
+                .lease(container, "k", LeaseAction::Change { lease: b, proposed: a })
                 .await
         ),
         c(409, "LeaseNotPresentWithLeaseOperation")
@@ -173,7 +172,9 @@ pub async fn a_lease_is_acquired_renewed_changed_and_released(backend: &dyn Blob
 /// released, a write naming it is 412 `LeaseNotPresentWithBlobOperation`.
 pub async fn writes_and_deletes_of_a_leased_blob_need_its_lease_id(backend: &dyn BlobBackend, container: &str) {
     setup(backend, container).await;
-    let a = acquire(backend, container, LeaseDuration::Seconds(60), None).await.unwrap();
+    let a = acquire(backend, container, LeaseDuration::Seconds(60), None)
+        .await
+        .unwrap();
     let stranger = Guid::new_random();
     assert_eq!(code(write(backend, container, None).await), c(412, "LeaseIdMissing"));
     assert_eq!(
@@ -212,7 +213,9 @@ pub async fn writes_and_deletes_of_a_leased_blob_need_its_lease_id(backend: &dyn
     );
     write(backend, container, None).await.unwrap();
 
-    let a = acquire(backend, container, LeaseDuration::Infinite, None).await.unwrap();
+    let a = acquire(backend, container, LeaseDuration::Infinite, None)
+        .await
+        .unwrap();
     let with_lease = DeleteOptions {
         lease: Some(a),
         ..DeleteOptions::default()
@@ -227,7 +230,9 @@ pub async fn writes_and_deletes_of_a_leased_blob_need_its_lease_id(backend: &dyn
 /// acquire, and renewal is 409 `LeaseIsBrokenAndCannotBeRenewed`.
 pub async fn a_break_hands_the_lease_over(backend: &dyn BlobBackend, container: &str) {
     setup(backend, container).await;
-    let a = acquire(backend, container, LeaseDuration::Infinite, None).await.unwrap();
+    let a = acquire(backend, container, LeaseDuration::Infinite, None)
+        .await
+        .unwrap();
     let broken = backend
         .lease(container, "k", LeaseAction::Break { period: Some(0) })
         .await
@@ -237,7 +242,9 @@ pub async fn a_break_hands_the_lease_over(backend: &dyn BlobBackend, container: 
         code(backend.lease(container, "k", LeaseAction::Renew { lease: a }).await),
         c(409, "LeaseIsBrokenAndCannotBeRenewed")
     );
-    let b = acquire(backend, container, LeaseDuration::Seconds(60), None).await.unwrap();
+    let b = acquire(backend, container, LeaseDuration::Seconds(60), None)
+        .await
+        .unwrap();
     assert_eq!(
         code(backend.lease(container, "k", LeaseAction::Renew { lease: a }).await),
         c(409, "LeaseIdMismatchWithLeaseOperation")
@@ -265,7 +272,9 @@ pub async fn a_break_hands_the_lease_over(backend: &dyn BlobBackend, container: 
     tokio::time::sleep(Duration::from_millis(1600)).await;
     // Broken: writes need no id, and a new holder acquires.
     write(backend, container, None).await.unwrap();
-    let c2 = acquire(backend, container, LeaseDuration::Seconds(15), None).await.unwrap();
+    let c2 = acquire(backend, container, LeaseDuration::Seconds(15), None)
+        .await
+        .unwrap();
     assert_ne!(c2, b);
 }
 
@@ -281,9 +290,15 @@ pub async fn lease_durations_and_break_periods_out_of_range_are_400(backend: &dy
         );
     }
     write(backend, container, None).await.unwrap();
-    let a = acquire(backend, container, LeaseDuration::Seconds(30), None).await.unwrap();
+    let a = acquire(backend, container, LeaseDuration::Seconds(30), None)
+        .await
+        .unwrap();
     assert_eq!(
-        code(backend.lease(container, "k", LeaseAction::Break { period: Some(61) }).await),
+        code(
+            backend
+                .lease(container, "k", LeaseAction::Break { period: Some(61) })
+                .await
+        ),
         c(400, "InvalidHeaderValue")
     );
     backend

@@ -317,12 +317,16 @@ mod tests {
             proposed: None,
         };
         let lease = blobs.lease("box", "a", acquire).await.unwrap().lease;
+        blobs.get_with("box", "a", GetOptions::default()).await.unwrap();
         blobs
-            .get_with("box", "a", GetOptions::default())
-            .await
-            .unwrap();
-        blobs
-            .delete_with("box", "a", DeleteOptions { lease, ..DeleteOptions::default() })
+            .delete_with(
+                "box",
+                "a",
+                DeleteOptions {
+                    lease,
+                    ..DeleteOptions::default()
+                },
+            )
             .await
             .unwrap();
         blobs.delete("box", "a", BlobCondition::None).await.unwrap();

@@ -119,7 +119,12 @@ impl LockGuard {
             });
         }
         let action = LeaseAction::Release { lease: self.lease };
-        match self.blob.backend.lease(&self.blob.container, &self.blob.name, action).await {
+        match self
+            .blob
+            .backend
+            .lease(&self.blob.container, &self.blob.name, action)
+            .await
+        {
             Ok(_) => Ok(()),
             Err(e) if matches!(e.kind(), ErrorKind::Busy | ErrorKind::NotFound) => Err(Error::LockLost {
                 name: self.blob.lock.clone(),

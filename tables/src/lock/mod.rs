@@ -339,9 +339,10 @@ async fn write_next_token(blob: &LockBlob, lease: Guid) -> Result<u64> {
         .await
     {
         Ok(_) => Ok(token),
-        Err(e) if matches!(e.kind(), ErrorKind::Busy | ErrorKind::PreconditionFailed) => {
-            Err(lost(blob, &format!("the lease ended before the fencing token was written ({e})")))
-        }
+        Err(e) if matches!(e.kind(), ErrorKind::Busy | ErrorKind::PreconditionFailed) => Err(lost(
+            blob,
+            &format!("the lease ended before the fencing token was written ({e})"),
+        )),
         Err(e) => Err(e),
     }
 }

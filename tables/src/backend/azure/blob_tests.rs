@@ -9,8 +9,8 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use azure_core::request_options::Metadata;
 use crate::backend::blob::BlobCondition;
+use azure_core::request_options::Metadata;
 
 use super::*;
 use crate::backend::azure::blob_headers::total_from_content_range;

@@ -110,9 +110,10 @@ impl Lease {
     fn id(self) -> Option<Guid> {
         match self {
             Lease::Available => None,
-            Lease::Leased { id, .. } | Lease::Breaking { id, .. } | Lease::Broken { id } | Lease::Expired { id, .. } => {
-                Some(id)
-            }
+            Lease::Leased { id, .. }
+            | Lease::Breaking { id, .. }
+            | Lease::Broken { id }
+            | Lease::Expired { id, .. } => Some(id),
         }
     }
 
@@ -235,8 +236,18 @@ impl Lease {
                     (Lease::Available, _) => Err(not_present()),
                     (Lease::Leased { id, until: None, .. }, None | Some(0)) => broken(id),
                     (Lease::Leased { id, until: None, .. }, Some(p)) => breaking(id, at_plus(now, p)),
-                    (Lease::Leased { id, until: Some(end), .. }, None) => breaking(id, end),
-                    (Lease::Leased { id, until: Some(end), .. }, Some(p)) => breaking(id, end.min(at_plus(now, p))),
+                    (
+                        Lease::Leased {
+                            id, until: Some(end), ..
+                        },
+                        None,
+                    ) => breaking(id, end),
+                    (
+                        Lease::Leased {
+                            id, until: Some(end), ..
+                        },
+                        Some(p),
+                    ) => breaking(id, end.min(at_plus(now, p))),
                     (Lease::Breaking { id, until }, None) => breaking(id, until),
                     (Lease::Breaking { id, until }, Some(p)) => breaking(id, until.min(at_plus(now, p))),
                     (Lease::Broken { id } | Lease::Expired { id, .. }, _) => broken(id),
@@ -395,7 +406,10 @@ mod tests {
     async fn a_delete_of_a_leased_blob_needs_the_lease() {
         let b = backend().await;
         let a = acquire(&b, LeaseDuration::Seconds(15), None).await.unwrap();
-        assert_eq!(code(b.delete(C, "k", Default::default()).await), (412, "LeaseIdMissing".into()));
+        assert_eq!(
+            code(b.delete(C, "k", Default::default()).await),
+            (412, "LeaseIdMissing".into())
+        );
         assert_eq!(code(b.touch(C, "k").await), (412, "LeaseIdMissing".into()));
         let wrong = DeleteOptions {
             lease: Some(Guid::new_random()),
