@@ -126,6 +126,21 @@ pub async fn contending_holders_never_overlap(env: &Env) {
     assert_eq!(lock.last_token().await.unwrap(), *tokens.last().unwrap());
 }
 
+/// The guard renews the lease in the background: a lock held longer than
+/// its time to live stays held (here 18 s of the service's clock, with a
+/// renewal after 5 s).
+pub async fn a_held_lock_is_renewed_past_its_ttl(env: &Env) {
+    let name = lock_name(env, "renewed");
+    let guard = env.tables.lock(&name).acquire(TTL).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    env.pass_blob_service_time(Duration::from_secs(12)).await;
+    let other = env.tables.lock(&name);
+    assert!(other.try_acquire(TTL).await.unwrap().is_none(), "still held");
+    assert!(!guard.is_lost());
+    guard.release().await.unwrap();
+    assert!(other.try_acquire(TTL).await.unwrap().is_some());
+}
+
 /// A holder cut off from the service cannot renew: the lock stays taken
 /// until its time to live runs out on the service's clock, then another
 /// holder takes it with a newer token, the cut-off holder learns it lost the

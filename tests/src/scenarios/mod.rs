@@ -152,6 +152,7 @@ macro_rules! for_each_scenario {
             // -- end union scenarios --
             // -- locks scenarios --
             locks::contending_holders_never_overlap,
+            locks::a_held_lock_is_renewed_past_its_ttl,
             locks::a_holder_that_stops_renewing_loses_the_lock_after_the_ttl,
             locks::a_break_hands_the_lock_over,
             locks::the_fencing_token_rejects_a_stale_holders_write,
