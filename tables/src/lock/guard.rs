@@ -122,7 +122,7 @@ impl LockGuard {
         match self
             .blob
             .backend
-            .lease(&self.blob.container, &self.blob.name, action)
+            .lease(&self.blob.container, &self.blob.path, action)
             .await
         {
             Ok(_) => Ok(()),
@@ -149,7 +149,7 @@ impl Drop for LockGuard {
             let blob = self.blob.clone();
             let action = LeaseAction::Release { lease: self.lease };
             runtime.spawn(async move {
-                let _ = blob.backend.lease(&blob.container, &blob.name, action).await;
+                let _ = blob.backend.lease(&blob.container, &blob.path, action).await;
             });
         }
     }
@@ -174,7 +174,7 @@ async fn renew(blob: LockBlob, lease: Guid, seconds: u32, sent: Instant, tell: w
         let sent = Instant::now();
         match blob
             .backend
-            .lease(&blob.container, &blob.name, LeaseAction::Renew { lease })
+            .lease(&blob.container, &blob.path, LeaseAction::Renew { lease })
             .await
         {
             Ok(_) => {

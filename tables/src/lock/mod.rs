@@ -117,7 +117,8 @@ pub struct Lock {
 pub(crate) struct LockBlob {
     pub(crate) backend: Arc<dyn BlobBackend>,
     pub(crate) container: String,
-    pub(crate) name: String,
+    /// The blob's folded name.
+    pub(crate) path: String,
     /// The lock's name as the user gave it, for messages.
     pub(crate) lock: String,
 }
@@ -204,7 +205,7 @@ impl Lock {
         let blob = self.blob().await?;
         let period = u32::try_from(period.as_secs()).unwrap_or(u32::MAX);
         let action = LeaseAction::Break { period: Some(period) };
-        match blob.backend.lease(&blob.container, &blob.name, action).await {
+        match blob.backend.lease(&blob.container, &blob.path, action).await {
             Ok(_) => Ok(()),
             Err(e) if e.kind() == ErrorKind::NotFound && e.service_code() != Some((404, "ContainerNotFound")) => Ok(()),
             Err(e) if e.service_code() == Some((409, "LeaseNotPresentWithLeaseOperation")) => Ok(()),
@@ -215,7 +216,7 @@ impl Lock {
     /// The last fencing token handed out (0 before the first acquisition).
     pub async fn last_token(&self) -> Result<u64> {
         let blob = self.blob().await?;
-        match blob.backend.get(&blob.container, &blob.name, None).await? {
+        match blob.backend.get(&blob.container, &blob.path, None).await? {
             Some((_, bytes)) => decode(&blob, &bytes),
             None => Ok(0),
         }
@@ -229,14 +230,14 @@ impl Lock {
                 self.name
             ))
         })?;
-        let name = BlobName::parse(&self.name)?.into_string();
+        let path = BlobName::parse(&self.name)?.into_string();
         self.ready
             .get_or_try_init(|| backend.create_container(&self.container))
             .await?;
         Ok(LockBlob {
             backend,
             container: self.container.clone(),
-            name,
+            path,
             lock: self.name.clone(),
         })
     }
@@ -259,7 +260,7 @@ fn jittered(pause: Duration) -> Duration {
 
 fn decode(blob: &LockBlob, bytes: &[u8]) -> Result<u64> {
     decode_fencing_token(bytes).ok_or_else(|| Error::Integrity {
-        column: format!("{}/{}", blob.container, blob.name),
+        column: format!("{}/{}", blob.container, blob.path),
         reason: format!(
             "the blob of lock `{}` does not hold a fencing token (decimal digits); it was written by something else",
             blob.lock
@@ -286,7 +287,7 @@ async fn try_acquire_once(blob: &LockBlob, seconds: u32) -> Result<Option<LockGu
     // The lease runs from some instant after this one: a deadline counted from
     // here never outlasts the service's.
     let sent = Instant::now();
-    let lease = match blob.backend.lease(&blob.container, &blob.name, action).await {
+    let lease = match blob.backend.lease(&blob.container, &blob.path, action).await {
         Ok(answer) => answer.lease.unwrap_or(proposed),
         Err(e) if is_taken(&e) => return Ok(None),
         Err(e) if e.service_code() == Some((404, "BlobNotFound")) => {
@@ -296,7 +297,7 @@ async fn try_acquire_once(blob: &LockBlob, seconds: u32) -> Result<Option<LockGu
             };
             match blob
                 .backend
-                .put(&blob.container, &blob.name, encode_fencing_token(0), create_only)
+                .put(&blob.container, &blob.path, encode_fencing_token(0), create_only)
                 .await
             {
                 Ok(_) => {}
@@ -313,7 +314,7 @@ async fn try_acquire_once(blob: &LockBlob, seconds: u32) -> Result<Option<LockGu
             // Leave the lock free for the next holder; the lease runs out anyway if this fails.
             let _ = blob
                 .backend
-                .lease(&blob.container, &blob.name, LeaseAction::Release { lease })
+                .lease(&blob.container, &blob.path, LeaseAction::Release { lease })
                 .await;
             Err(e)
         }
@@ -322,7 +323,7 @@ async fn try_acquire_once(blob: &LockBlob, seconds: u32) -> Result<Option<LockGu
 
 /// Reads the last token and writes the next one, under the lease and the ETag read.
 async fn write_next_token(blob: &LockBlob, lease: Guid) -> Result<u64> {
-    let Some((props, bytes)) = blob.backend.get(&blob.container, &blob.name, None).await? else {
+    let Some((props, bytes)) = blob.backend.get(&blob.container, &blob.path, None).await? else {
         return Err(lost(blob, "its blob was deleted while it was being acquired"));
     };
     let token = decode(blob, &bytes)?
@@ -335,7 +336,7 @@ async fn write_next_token(blob: &LockBlob, lease: Guid) -> Result<u64> {
     };
     match blob
         .backend
-        .put(&blob.container, &blob.name, encode_fencing_token(token), options)
+        .put(&blob.container, &blob.path, encode_fencing_token(token), options)
         .await
     {
         Ok(_) => Ok(token),

@@ -290,6 +290,16 @@ pub async fn dropping_a_guard_releases_the_lock(env: &Env) {
     // acquire_timeout gives up on a held lock.
     let waited = lock.acquire_timeout(TTL, Duration::from_millis(300)).await.unwrap();
     assert!(waited.is_none());
+    // The same name in another container is another lock.
+    let elsewhere = lock
+        .clone()
+        .in_container(format!("locks-{}", env.table.to_lowercase()))
+        .try_acquire(TTL)
+        .await
+        .unwrap()
+        .expect("a separate lock");
+    assert_eq!(elsewhere.fencing_token(), 1);
+    elsewhere.release().await.unwrap();
     again.release().await.unwrap();
 }
 
