@@ -342,28 +342,21 @@ pub async fn conditional_reads_answer_304_and_412_as_the_service_does(backend: &
         .unwrap();
     assert_eq!(bytes, b"w");
 
-    let missing = backend
-        .get_with(
-            container,
-            "missing",
-            GetOptions {
-                condition: ReadCondition::IfNoneMatch(current.clone()),
-                ..GetOptions::default()
-            },
-        )
-        .await;
-    assert!(missing.unwrap().is_none());
-    let missing = backend
-        .get_with(
-            container,
-            "missing",
-            GetOptions {
-                condition: ReadCondition::IfMatch(current.clone()),
-                ..GetOptions::default()
-            },
-        )
-        .await;
-    assert_eq!(code(missing), c(412, "ConditionNotMet"));
+    let read_missing = |condition: ReadCondition| {
+        let options = GetOptions {
+            condition,
+            ..GetOptions::default()
+        };
+        backend.get_with(container, "missing", options)
+    };
+    assert!(read_missing(ReadCondition::IfNoneMatch(current.clone()))
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(
+        code(read_missing(ReadCondition::IfMatch(current.clone())).await),
+        c(412, "ConditionNotMet")
+    );
     assert_eq!(
         code(read(ReadCondition::IfNoneMatch("*".into()), None).await),
         c(400, "UnsatisfiableCondition")

@@ -54,6 +54,20 @@ async fn lost_within(guard: &unified_tables::LockGuard, limit: Duration) -> Erro
         .unwrap_or_else(|_| panic!("the guard did not report the lost lease within {limit:?}"))
 }
 
+/// Stores the protected value, written by no holder yet.
+async fn create_item(env: &Env) -> unified_tables::Store<Fenced> {
+    let store = env.tables.store_in::<Fenced>(&env.table);
+    let mut item = Fenced {
+        scope: "scope".into(),
+        id: "item".into(),
+        value: "start".into(),
+        fence: 0,
+        etag: None,
+    };
+    store.create(&mut item).await.unwrap();
+    store
+}
+
 /// Writes `value` as the holder of `token`, refused once a newer token wrote.
 async fn fenced_write(tables: &Tables, env: &Env, token: u64, value: &str) -> Outcome<Fenced> {
     let store = tables.store_in::<Fenced>(&env.table);
@@ -148,15 +162,7 @@ pub async fn a_held_lock_is_renewed_past_its_ttl(env: &Env) {
 pub async fn a_holder_that_stops_renewing_loses_the_lock_after_the_ttl(env: &Env) {
     let name = lock_name(env, "stalled");
     let (cut_tables, partition) = cut_off(env);
-    let store = env.tables.store_in::<Fenced>(&env.table);
-    let mut item = Fenced {
-        scope: "scope".into(),
-        id: "item".into(),
-        value: "start".into(),
-        fence: 0,
-        etag: None,
-    };
-    store.create(&mut item).await.unwrap();
+    create_item(env).await;
 
     let stalled = cut_tables.lock(&name).acquire(TTL).await.unwrap();
     partition.fail_every(FaultTarget::BlobLease, FaultTiming::Before, unreachable);
@@ -224,15 +230,7 @@ pub async fn a_break_hands_the_lock_over(env: &Env) {
 /// `Tables` over the same storage continues the sequence).
 pub async fn the_fencing_token_rejects_a_stale_holders_write(env: &Env) {
     let name = lock_name(env, "fenced");
-    let store = env.tables.store_in::<Fenced>(&env.table);
-    let mut item = Fenced {
-        scope: "scope".into(),
-        id: "item".into(),
-        value: "start".into(),
-        fence: 0,
-        etag: None,
-    };
-    store.create(&mut item).await.unwrap();
+    let store = create_item(env).await;
 
     let first = env.tables.lock(&name).acquire(TTL).await.unwrap();
     assert!(matches!(
