@@ -154,7 +154,7 @@ impl Lock {
     pub async fn try_acquire(&self, ttl: Duration) -> Result<Option<LockGuard>> {
         let seconds = check_ttl(ttl)?;
         let blob = self.blob().await?;
-        try_acquire_once(&blob, seconds).await
+        try_acquire_once(&blob, seconds, true).await
     }
 
     /// Waits until the lock is free, then takes it.
@@ -163,7 +163,7 @@ impl Lock {
         let blob = self.blob().await?;
         let mut pause = FIRST_POLL;
         loop {
-            if let Some(guard) = try_acquire_once(&blob, seconds).await? {
+            if let Some(guard) = try_acquire_once(&blob, seconds, true).await? {
                 return Ok(guard);
             }
             tokio::time::sleep(jittered(pause)).await;
@@ -178,7 +178,7 @@ impl Lock {
         let deadline = Instant::now() + timeout;
         let mut pause = FIRST_POLL;
         loop {
-            if let Some(guard) = try_acquire_once(&blob, seconds).await? {
+            if let Some(guard) = try_acquire_once(&blob, seconds, true).await? {
                 return Ok(Some(guard));
             }
             let now = Instant::now();
@@ -276,9 +276,10 @@ fn is_taken(error: &Error) -> bool {
     )
 }
 
-/// One acquisition: take the lease (creating the blob on first use), then
-/// write the next fencing token under it.
-async fn try_acquire_once(blob: &LockBlob, seconds: u32) -> Result<Option<LockGuard>> {
+/// One acquisition: take the lease (creating the blob on first use, when
+/// `may_create`), then write the next fencing token under it. Losing the
+/// lease before the token is written counts as finding the lock taken.
+async fn try_acquire_once(blob: &LockBlob, seconds: u32, may_create: bool) -> Result<Option<LockGuard>> {
     let proposed = Guid::new_random();
     let action = LeaseAction::Acquire {
         duration: LeaseDuration::Seconds(seconds),
@@ -290,7 +291,7 @@ async fn try_acquire_once(blob: &LockBlob, seconds: u32) -> Result<Option<LockGu
     let lease = match blob.backend.lease(&blob.container, &blob.path, action).await {
         Ok(answer) => answer.lease.unwrap_or(proposed),
         Err(e) if is_taken(&e) => return Ok(None),
-        Err(e) if e.service_code() == Some((404, "BlobNotFound")) => {
+        Err(e) if may_create && e.service_code() == Some((404, "BlobNotFound")) => {
             let create_only = PutOptions {
                 condition: BlobCondition::IfNoneMatchAny,
                 ..PutOptions::default()
@@ -304,12 +305,13 @@ async fn try_acquire_once(blob: &LockBlob, seconds: u32) -> Result<Option<LockGu
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e),
             }
-            return Box::pin(try_acquire_once(blob, seconds)).await;
+            return Box::pin(try_acquire_once(blob, seconds, false)).await;
         }
         Err(e) => return Err(e),
     };
     match write_next_token(blob, lease).await {
         Ok(token) => Ok(Some(LockGuard::start(blob.clone(), lease, token, seconds, sent))),
+        Err(Error::LockLost { .. }) => Ok(None),
         Err(e) => {
             // Leave the lock free for the next holder; the lease runs out anyway if this fails.
             let _ = blob
@@ -326,9 +328,10 @@ async fn write_next_token(blob: &LockBlob, lease: Guid) -> Result<u64> {
     let Some((props, bytes)) = blob.backend.get(&blob.container, &blob.path, None).await? else {
         return Err(lost(blob, "its blob was deleted while it was being acquired"));
     };
-    let token = decode(blob, &bytes)?
-        .checked_add(1)
-        .ok_or_else(|| lost(blob, "its fencing token is at the largest value"))?;
+    let token = decode(blob, &bytes)?.checked_add(1).ok_or_else(|| Error::Integrity {
+        column: format!("{}/{}", blob.container, blob.path),
+        reason: format!("the fencing token of lock `{}` is at its largest value", blob.lock),
+    })?;
     let options = PutOptions {
         condition: BlobCondition::IfMatch(props.etag),
         lease: Some(lease),
@@ -352,5 +355,48 @@ fn lost(blob: &LockBlob, reason: &str) -> Error {
     Error::LockLost {
         name: blob.lock.clone(),
         reason: reason.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::backend::blob::{BlobBackend, PutOptions};
+    use crate::backend::memory::MemoryBlobBackend;
+    use crate::layout::LOCK_CONTAINER;
+    use crate::{Error, Tables};
+
+    #[tokio::test]
+    async fn a_lock_blob_that_holds_no_token_is_integrity_and_is_left_unleased() {
+        let blobs = std::sync::Arc::new(MemoryBlobBackend::new());
+        let db = Tables::memory().with_blobs(blobs.clone(), crate::BlobOptions::default());
+        blobs.create_container(LOCK_CONTAINER).await.unwrap();
+        blobs
+            .put(
+                LOCK_CONTAINER,
+                "jobs/1",
+                b"not a number".to_vec(),
+                PutOptions::default(),
+            )
+            .await
+            .unwrap();
+        for _ in 0..2 {
+            let refused = db.lock("jobs/1").try_acquire(Duration::from_secs(15)).await;
+            assert!(matches!(refused, Err(Error::Integrity { .. })), "{refused:?}");
+        }
+        // The refused acquisitions released their lease: the blob can be written without one.
+        blobs
+            .put(LOCK_CONTAINER, "jobs/1", b"7".to_vec(), PutOptions::default())
+            .await
+            .unwrap();
+        let guard = db
+            .lock("jobs/1")
+            .try_acquire(Duration::from_secs(15))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(guard.fencing_token(), 8);
+        guard.release().await.unwrap();
     }
 }
