@@ -71,16 +71,18 @@ use azure_storage_blobs::prelude::{
 };
 use futures::StreamExt as _;
 
-use super::blob_headers::{if_match, is_blob_missing, parse_http_date, properties_from_headers, quoted, unreadable};
+use super::blob_headers::{
+    if_match, is_blob_missing, lease_answer, lease_headers, lease_id, parse_http_date, properties_from_headers, quoted,
+    read_condition_headers, unreadable,
+};
 use super::connection::{self, ConnectionString, Credentials};
 use super::http::{client_options, http_client, map_error, RetrySettings};
 use crate::backend::blob::{
-    BlobBackend, BlobItem, BlobListing, BlobProperties, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer,
-    LeaseDuration, PutOptions, ReadCondition,
+    BlobBackend, BlobItem, BlobListing, BlobProperties, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer, PutOptions,
 };
 use crate::error::{Error, Result};
 use crate::service::{check_container_name, BlobName, MAX_LIST_RESULTS};
-use crate::value::{DateTime, Guid};
+use crate::value::DateTime;
 
 /// How often `touch` reads and retries when writers keep changing the blob.
 const TOUCH_ATTEMPTS: usize = 5;
@@ -415,23 +417,7 @@ impl BlobBackend for AzureBlobBackend {
         let mut url = self.blob_url(container, &name)?;
         url.query_pairs_mut().append_pair("comp", "lease");
         let (headers, _) = self.send(Method::Put, url, lease_headers(action)).await?;
-        let lease = match headers.get_optional_str(&h::LEASE_ID) {
-            Some(text) => Some(
-                text.trim()
-                    .parse::<Guid>()
-                    .map_err(|e| unreadable("x-ms-lease-id", e))?,
-            ),
-            None => None,
-        };
-        let break_seconds = match headers.get_optional_str(&HeaderName::from_static("x-ms-lease-time")) {
-            Some(text) => Some(
-                text.trim()
-                    .parse::<u32>()
-                    .map_err(|e| unreadable("x-ms-lease-time", e))?,
-            ),
-            None => None,
-        };
-        Ok(LeaseAnswer { lease, break_seconds })
+        lease_answer(&headers)
     }
 
     async fn list(
@@ -510,57 +496,6 @@ impl BlobBackend for AzureBlobBackend {
             .ok_or_else(|| unreadable("Date", "missing"))?;
         parse_http_date(date)
     }
-}
-
-/// The crates' lease id of ours.
-fn lease_id(lease: Guid) -> Result<azure_core::prelude::LeaseId> {
-    lease
-        .to_string()
-        .parse()
-        .map_err(|e| Error::Config(format!("lease id `{lease}`: {e}")))
-}
-
-/// The headers of a read condition.
-fn read_condition_headers(condition: &ReadCondition) -> Headers {
-    let mut headers = Headers::new();
-    match condition {
-        ReadCondition::None => {}
-        ReadCondition::IfMatch(etag) => headers.insert(h::IF_MATCH, etag.clone()),
-        ReadCondition::IfNoneMatch(etag) => headers.insert(h::IF_NONE_MATCH, etag.clone()),
-    }
-    headers
-}
-
-/// The headers of one Lease Blob action.
-fn lease_headers(action: LeaseAction) -> Headers {
-    let mut headers = Headers::new();
-    let seconds = |d: LeaseDuration| match d {
-        LeaseDuration::Seconds(s) => s.to_string(),
-        LeaseDuration::Infinite => "-1".to_owned(),
-    };
-    let (verb, lease, proposed) = match action {
-        LeaseAction::Acquire { duration, proposed } => {
-            headers.insert(HeaderName::from_static("x-ms-lease-duration"), seconds(duration));
-            ("acquire", None, proposed)
-        }
-        LeaseAction::Renew { lease } => ("renew", Some(lease), None),
-        LeaseAction::Change { lease, proposed } => ("change", Some(lease), Some(proposed)),
-        LeaseAction::Release { lease } => ("release", Some(lease), None),
-        LeaseAction::Break { period } => {
-            if let Some(period) = period {
-                headers.insert(HeaderName::from_static("x-ms-lease-break-period"), period.to_string());
-            }
-            ("break", None, None)
-        }
-    };
-    headers.insert(h::LEASE_ACTION, verb);
-    if let Some(lease) = lease {
-        headers.insert(h::LEASE_ID, lease.to_string());
-    }
-    if let Some(proposed) = proposed {
-        headers.insert(h::PROPOSED_LEASE_ID, proposed.to_string());
-    }
-    headers
 }
 
 #[cfg(test)]
