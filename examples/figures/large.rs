@@ -288,6 +288,7 @@ impl Bench {
                 content_type: reference.content_type.clone(),
                 content_encoding: reference.encoding.clone(),
                 condition: BlobCondition::IfNoneMatchAny,
+                ..PutOptions::default()
             };
             blobs.push((reference, bytes, options));
         }

@@ -235,6 +235,45 @@ pub enum Error {
         /// The tokens the union accepts, comma-separated.
         accepted: String,
     },
+    /// A create-only blob upload found a blob of that name (409 `BlobAlreadyExists`).
+    #[error("blob `{container}/{name}` already exists")]
+    BlobAlreadyExists {
+        /// The container.
+        container: String,
+        /// The blob's name.
+        name: String,
+    },
+    /// A conditional blob request found another version, or no blob, where
+    /// its condition named one (412 `ConditionNotMet`): another writer got
+    /// there first; read it again and re-apply the change.
+    #[error("blob `{container}/{name}` does not meet the request's condition (it was changed, created or deleted by another writer); read it again")]
+    BlobConditionNotMet {
+        /// The container.
+        container: String,
+        /// The blob's name.
+        name: String,
+    },
+    /// A blob write named no lease id, or another one, while the blob is
+    /// leased, or named one after the lease ended (412 `LeaseIdMissing`,
+    /// `LeaseIdMismatchWithBlobOperation`, `LeaseNotPresentWithBlobOperation`).
+    #[error("blob `{container}/{name}` is leased and the write did not carry its active lease ({code})")]
+    BlobLeased {
+        /// The container.
+        container: String,
+        /// The blob's name.
+        name: String,
+        /// The service's code.
+        code: String,
+    },
+    /// A lock was not (or is no longer) held: its lease was broken, expired,
+    /// or taken by another holder.
+    #[error("lock `{name}` is not held: {reason}")]
+    LockLost {
+        /// The lock's name.
+        name: String,
+        /// What happened.
+        reason: String,
+    },
 }
 
 /// What kind of failure an [`Error`] is, whatever carried it: the same kind
@@ -244,6 +283,8 @@ pub enum Error {
 /// use unified_tables::{Error, ErrorKind};
 /// assert_eq!(Error::service(412, "UpdateConditionNotSatisfied", "").kind(), ErrorKind::PreconditionFailed);
 /// assert_eq!(Error::service(409, "EntityAlreadyExists", "").kind(), ErrorKind::AlreadyExists);
+/// assert_eq!(Error::service(412, "LeaseIdMissing", "").kind(), ErrorKind::Busy);
+/// assert_eq!(Error::service(304, "ConditionNotMet", "").kind(), ErrorKind::NotModified);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -272,6 +313,8 @@ pub enum ErrorKind {
     Damaged,
     /// Anything else.
     Other,
+    /// A conditional read found the version its `If-None-Match` named (304).
+    NotModified,
 }
 
 impl Error {
@@ -288,7 +331,10 @@ impl Error {
                 (404, _) => ErrorKind::NotFound,
                 (409, code) if code.ends_with("AlreadyExists") => ErrorKind::AlreadyExists,
                 (409, _) => ErrorKind::Busy,
+                // The blob is held under a lease: not a version mismatch.
+                (412, code) if code.starts_with("Lease") => ErrorKind::Busy,
                 (412, _) => ErrorKind::PreconditionFailed,
+                (304, _) => ErrorKind::NotModified,
                 (429, _) | (503, "ServerBusy") => ErrorKind::Throttled,
                 (408, _) | (500..=599, _) => ErrorKind::Unavailable,
                 (400 | 413 | 414 | 416, _) => ErrorKind::Invalid,
@@ -298,6 +344,9 @@ impl Error {
             Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
             Error::MalformedResponse(_) => ErrorKind::MalformedResponse,
             Error::Decode { .. } | Error::Integrity { .. } | Error::UnknownType { .. } => ErrorKind::Damaged,
+            Error::BlobAlreadyExists { .. } => ErrorKind::AlreadyExists,
+            Error::BlobConditionNotMet { .. } => ErrorKind::PreconditionFailed,
+            Error::BlobLeased { .. } | Error::LockLost { .. } => ErrorKind::Busy,
             _ if self.is_refusal() => ErrorKind::Invalid,
             _ => ErrorKind::Other,
         }

@@ -16,6 +16,10 @@
 //! The main row of an entity with continuation rows holds `_SplitParts`;
 //! continuation row `n` has the RowKey `{RowKey}~{n:04}` and the cells
 //! `_SplitOf` (the main RowKey) and `_SplitIndex` (`n`).
+//!
+//! A named lock is the blob of its name in the container
+//! [`LOCK_CONTAINER`] (unless another is chosen); the blob's bytes are the
+//! last fencing token handed out, in decimal ASCII (empty for none).
 
 use std::collections::BTreeSet;
 
@@ -315,8 +319,41 @@ pub fn blob_paths(row: &Row) -> BTreeSet<String> {
         .collect()
 }
 
+// --- Locks ------------------------------------------------------------------------
+
+/// The default container of named locks.
+pub const LOCK_CONTAINER: &str = "unified-tables-locks";
+
+/// The bytes of a lock blob holding fencing token `token`.
+pub fn encode_fencing_token(token: u64) -> Vec<u8> {
+    token.to_string().into_bytes()
+}
+
+/// The fencing token a lock blob holds (0 for an empty blob), or `None` when
+/// its bytes are not a token.
+pub fn decode_fencing_token(bytes: &[u8]) -> Option<u64> {
+    if bytes.is_empty() {
+        return Some(0);
+    }
+    let text = std::str::from_utf8(bytes).ok()?.trim();
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn fencing_tokens_are_decimal_text() {
+        assert_eq!(super::encode_fencing_token(42), b"42");
+        assert_eq!(super::decode_fencing_token(b"42"), Some(42));
+        assert_eq!(super::decode_fencing_token(b""), Some(0));
+        for bad in [&b"-1"[..], b"4 2", b"x", b"99999999999999999999999", b" "] {
+            assert_eq!(super::decode_fencing_token(bad), None, "{bad:?}");
+        }
+    }
+
     use super::*;
 
     #[test]

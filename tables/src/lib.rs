@@ -40,6 +40,7 @@
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub mod backend;
+mod blob_container;
 pub mod codec;
 mod entity;
 mod error;
@@ -47,6 +48,8 @@ pub mod keys;
 pub mod large;
 pub mod layout;
 mod ordering;
+
+pub mod lock;
 pub mod query;
 pub mod service;
 mod soft_delete;
@@ -54,6 +57,8 @@ mod stamp;
 pub mod store;
 mod tables;
 mod union;
+
+mod tables_blob_api;
 pub mod update;
 mod value;
 
@@ -75,6 +80,7 @@ pub(crate) mod fuzz {
     }
 }
 
+pub use blob_container::{BlobContainer, Revalidated, StoredBlob};
 pub use codec::{EncodeOptions, OversizedCellPolicy, TableValue};
 pub use entity::{
     normalize_id, restore_id, Column, ColumnKind, Key, KeyMode, LargeEncoding, Schema, TableEntity, TableRecord,
@@ -83,6 +89,8 @@ pub use error::{Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
 pub use ordering::{OrderedEntity, OrderingToken, TokenField};
 pub use soft_delete::{DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete};
+
+pub use lock::{Lock, LockGuard};
 pub use stamp::{KeyPart, Stamp};
 pub use store::union::{UnionColumns, UnionEntry, UnionPage, UnionQuery, UnionStore, UnionWrite};
 pub use store::{

@@ -22,6 +22,7 @@ use unified_tables::backend::azure::AzureBlobBackend;
 use unified_tables::backend::blob::{BlobBackend, BlobCondition, BlobListing, BlobProperties, PutOptions};
 use unified_tables::{DateTime, Error};
 
+pub use crate::blob_lease_scenarios::*;
 use crate::{CONNECTION_VAR, REQUIRE_VAR};
 
 /// Calls `$m! { scenario, ... }` with every blob scenario of this module.
@@ -47,6 +48,12 @@ macro_rules! for_each_blob_scenario {
             names_up_to_1024_characters_are_stored_and_longer_ones_refused,
             names_keep_characters_that_mean_something_in_a_url,
             now_is_the_service_clock_at_whole_seconds,
+            // Leases and conditional reads (`blob_lease_scenarios`).
+            a_lease_is_acquired_renewed_changed_and_released,
+            writes_and_deletes_of_a_leased_blob_need_its_lease_id,
+            a_break_hands_the_lease_over,
+            lease_durations_and_break_periods_out_of_range_are_400,
+            conditional_reads_answer_304_and_412_as_the_service_does,
         }
     };
 }
@@ -303,6 +310,7 @@ pub async fn every_write_and_touch_changes_the_etag(backend: &dyn BlobBackend, c
         content_type: Some("text/plain".into()),
         content_encoding: Some("identity".into()),
         condition: BlobCondition::None,
+        ..PutOptions::default()
     };
     let first = backend
         .put(container, "k", b"same".to_vec(), options.clone())
@@ -580,6 +588,7 @@ pub async fn content_encoding_is_stored_and_never_applied(backend: &dyn BlobBack
         content_type: Some("text/plain; charset=utf-8".into()),
         content_encoding: Some("gzip".into()),
         condition: BlobCondition::None,
+        ..PutOptions::default()
     };
     let stored = backend.put(container, "g", gzipped.clone(), options).await.unwrap();
     assert_eq!(stored.content_encoding.as_deref(), Some("gzip"));

@@ -7,6 +7,7 @@
 //! is missing or the service is unreachable they are skipped with one line,
 //! unless `CI=true` or `UNIFIED_TABLES_REQUIRE_AZURE=1`, in which case they fail.
 
+pub mod blob_lease_scenarios;
 pub mod blob_scenarios;
 pub mod differential;
 pub mod gate;
@@ -52,6 +53,8 @@ pub struct Env {
     pub table: String,
     /// The blob backend large values and files go to (counted into the same counts as `counter`).
     pub blobs: Option<Arc<dyn BlobBackend>>,
+    /// The in-memory blob backend under `blobs`, whose clock a scenario can move.
+    pub blob_clock: Option<Arc<MemoryBlobBackend>>,
 }
 
 impl Env {
@@ -117,6 +120,15 @@ impl Env {
     pub fn another_table(&self) -> String {
         unique_table("x")
     }
+
+    /// Lets `time` pass on the blob service's clock: the in-memory clock
+    /// moves at once; on Azure the scenario sleeps.
+    pub async fn pass_blob_service_time(&self, time: std::time::Duration) {
+        match &self.blob_clock {
+            Some(clock) => clock.advance_clock(time),
+            None => tokio::time::sleep(time).await,
+        }
+    }
 }
 
 /// A table name unique to this process and run: letters and digits only.
@@ -144,6 +156,7 @@ fn env_over(kind: Kind, backend: Arc<dyn Backend>, blobs: Option<Arc<dyn BlobBac
         counter,
         table: unique_table(hint),
         blobs,
+        blob_clock: None,
     }
 }
 
@@ -174,12 +187,11 @@ pub fn blob_options() -> BlobOptions {
 
 /// An environment on a fresh in-memory backend.
 pub fn memory_env(hint: &str) -> Env {
-    env_over(
-        Kind::Memory,
-        Arc::new(MemoryBackend::new()),
-        Some(Arc::new(MemoryBlobBackend::new())),
-        hint,
-    )
+    let blobs = Arc::new(MemoryBlobBackend::new());
+    Env {
+        blob_clock: Some(blobs.clone()),
+        ..env_over(Kind::Memory, Arc::new(MemoryBackend::new()), Some(blobs), hint)
+    }
 }
 
 fn required() -> bool {

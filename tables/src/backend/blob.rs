@@ -1,6 +1,6 @@
-//! The blob seam: the primitives large values and files need, with the
-//! blob service's semantics (create-only and conditional writes, ranged
-//! reads, listing, the service clock).
+//! The blob seam: the primitives large values, files and locks need, with
+//! the blob service's semantics (create-only and conditional writes,
+//! conditional and ranged reads, leases, listing, the service clock).
 
 use std::fmt;
 use std::ops::Range;
@@ -8,7 +8,7 @@ use std::ops::Range;
 use async_trait::async_trait;
 
 use crate::error::Result;
-use crate::value::DateTime;
+use crate::value::{DateTime, Guid};
 
 /// What a blob looks like without its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +48,107 @@ pub struct PutOptions {
     pub content_encoding: Option<String>,
     /// The write's condition.
     pub condition: BlobCondition,
+    /// The lease id, required when the blob is leased (412 `LeaseIdMissing`
+    /// without it, 412 `LeaseIdMismatchWithBlobOperation` with another one,
+    /// 412 `LeaseNotPresentWithBlobOperation` when the blob has no active lease).
+    pub lease: Option<Guid>,
+}
+
+/// Options of a blob delete.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeleteOptions {
+    /// The delete's condition.
+    pub condition: BlobCondition,
+    /// The lease id, required when the blob is leased (the same 412 answers as [`PutOptions::lease`]).
+    pub lease: Option<Guid>,
+}
+
+impl From<BlobCondition> for DeleteOptions {
+    fn from(condition: BlobCondition) -> DeleteOptions {
+        DeleteOptions { condition, lease: None }
+    }
+}
+
+/// The condition of a blob read.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ReadCondition {
+    /// Unconditional.
+    #[default]
+    None,
+    /// Read only this version: 412 `ConditionNotMet` if the blob has another ETag.
+    IfMatch(String),
+    /// Read only if the blob changed: 304 (code `ConditionNotMet`) if it
+    /// still has this ETag. `*` is refused with 400 `UnsatisfiableCondition`.
+    IfNoneMatch(String),
+}
+
+/// Options of a blob read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GetOptions {
+    /// A byte range (clipped to the blob), or the whole blob.
+    pub range: Option<Range<u64>>,
+    /// The read's condition.
+    pub condition: ReadCondition,
+}
+
+/// How long a lease lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseDuration {
+    /// A fixed number of seconds, 15 to 60 (the service answers 400
+    /// `InvalidHeaderValue` to anything else).
+    Seconds(u32),
+    /// Until released or broken.
+    Infinite,
+}
+
+/// One action of Lease Blob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseAction {
+    /// Takes the lease (409 `LeaseAlreadyPresent` if another one is active);
+    /// the service makes up an id unless one is proposed. Acquiring again
+    /// with the active lease's own id starts it anew with the new duration.
+    Acquire {
+        /// The duration.
+        duration: LeaseDuration,
+        /// The id to use.
+        proposed: Option<Guid>,
+    },
+    /// Restarts the active lease's clock (409 `LeaseIdMismatchWithLeaseOperation`
+    /// for another id; 409 `LeaseIsBrokenAndCannotBeRenewed` once it is broken or
+    /// breaking). An expired lease can be renewed while nobody wrote or leased the blob.
+    Renew {
+        /// The lease's id.
+        lease: Guid,
+    },
+    /// Gives the active lease a new id.
+    Change {
+        /// The lease's id.
+        lease: Guid,
+        /// Its new id.
+        proposed: Guid,
+    },
+    /// Ends the lease at once: the blob can be leased again right away.
+    Release {
+        /// The lease's id.
+        lease: Guid,
+    },
+    /// Ends the lease without its id, after a break period: `None` lets a
+    /// fixed lease run out (an infinite one breaks at once), `Some(0..=60)`
+    /// seconds shortens that (never lengthens). While breaking, the lease
+    /// cannot be renewed or acquired, and writes still need its id.
+    Break {
+        /// The break period in seconds.
+        period: Option<u32>,
+    },
+}
+
+/// The answer of a lease action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseAnswer {
+    /// The lease's id (acquire, renew, change).
+    pub lease: Option<Guid>,
+    /// Seconds until the broken lease ends (break).
+    pub break_seconds: Option<u32>,
 }
 
 /// One listed blob.
@@ -74,7 +175,11 @@ pub struct BlobListing {
 ///
 /// Errors are [`Error::Service`](crate::Error::Service) with the blob
 /// service's status and code (409 `BlobAlreadyExists`, 412 `ConditionNotMet`,
-/// 404 `BlobNotFound` / `ContainerNotFound`).
+/// 304 for a read whose `If-None-Match` matched, 404 `BlobNotFound` /
+/// `ContainerNotFound`, the lease codes of [`LeaseAction`] and [`PutOptions::lease`]).
+///
+/// Leases follow the service's clock: a fixed lease expires, and a breaking
+/// one ends, when the service's clock passes its end.
 #[async_trait]
 pub trait BlobBackend: Send + Sync + fmt::Debug + 'static {
     /// Creates the container if it does not exist (concurrent creators succeed).
@@ -90,6 +195,22 @@ pub trait BlobBackend: Send + Sync + fmt::Debug + 'static {
         container: &str,
         name: &str,
         range: Option<Range<u64>>,
+    ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
+        let options = GetOptions {
+            range,
+            condition: ReadCondition::None,
+        };
+        self.get_with(container, name, options).await
+    }
+
+    /// Reads a blob, or a byte range of it, under a condition (`None` if it
+    /// does not exist, except that `If-Match` on a missing blob is 412
+    /// `ConditionNotMet`).
+    async fn get_with(
+        &self,
+        container: &str,
+        name: &str,
+        options: GetOptions,
     ) -> Result<Option<(BlobProperties, Vec<u8>)>>;
 
     /// Reads a whole blob with the lower-case hex SHA-256 of its bytes,
@@ -109,7 +230,18 @@ pub trait BlobBackend: Send + Sync + fmt::Debug + 'static {
     async fn touch(&self, container: &str, name: &str) -> Result<BlobProperties>;
 
     /// Deletes a blob under a condition; `Ok(false)` if it did not exist.
-    async fn delete(&self, container: &str, name: &str, condition: BlobCondition) -> Result<bool>;
+    async fn delete(&self, container: &str, name: &str, condition: BlobCondition) -> Result<bool> {
+        self.delete_with(container, name, DeleteOptions::from(condition)).await
+    }
+
+    /// Deletes a blob under a condition and, if it is leased, its lease id;
+    /// `Ok(false)` if it did not exist.
+    async fn delete_with(&self, container: &str, name: &str, options: DeleteOptions) -> Result<bool>;
+
+    /// Acquires, renews, changes, releases or breaks the lease of a blob
+    /// (404 `BlobNotFound` if it does not exist). A lease action changes
+    /// neither the blob's ETag nor its Last-Modified.
+    async fn lease(&self, container: &str, name: &str, action: LeaseAction) -> Result<LeaseAnswer>;
 
     /// Lists blobs whose names start with `prefix`, at most `max_results` (≤ 5000) per page,
     /// optionally grouped by `delimiter`, starting at `marker`.
@@ -142,6 +274,14 @@ impl<B: BlobBackend + ?Sized> BlobBackend for std::sync::Arc<B> {
     ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
         (**self).get(container, name, range).await
     }
+    async fn get_with(
+        &self,
+        container: &str,
+        name: &str,
+        options: GetOptions,
+    ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
+        (**self).get_with(container, name, options).await
+    }
     async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
         (**self).get_hashed(container, name).await
     }
@@ -153,6 +293,12 @@ impl<B: BlobBackend + ?Sized> BlobBackend for std::sync::Arc<B> {
     }
     async fn delete(&self, container: &str, name: &str, condition: BlobCondition) -> Result<bool> {
         (**self).delete(container, name, condition).await
+    }
+    async fn delete_with(&self, container: &str, name: &str, options: DeleteOptions) -> Result<bool> {
+        (**self).delete_with(container, name, options).await
+    }
+    async fn lease(&self, container: &str, name: &str, action: LeaseAction) -> Result<LeaseAnswer> {
+        (**self).lease(container, name, action).await
     }
     async fn list(
         &self,

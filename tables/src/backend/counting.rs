@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::blob::{BlobBackend, BlobCondition, BlobListing, BlobProperties, PutOptions};
+use super::blob::{
+    BlobBackend, BlobCondition, BlobListing, BlobProperties, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer,
+    PutOptions,
+};
 use super::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::Result;
 use crate::value::{DateTime, Row};
@@ -28,10 +31,11 @@ pub struct RequestCounts {
     blob_deletes: AtomicU64,
     blob_lists: AtomicU64,
     blob_clock_reads: AtomicU64,
+    blob_leases: AtomicU64,
 }
 
 impl RequestCounts {
-    fn all(&self) -> [&AtomicU64; 14] {
+    fn all(&self) -> [&AtomicU64; 15] {
         [
             &self.tables,
             &self.gets,
@@ -47,6 +51,7 @@ impl RequestCounts {
             &self.blob_deletes,
             &self.blob_lists,
             &self.blob_clock_reads,
+            &self.blob_leases,
         ]
     }
 }
@@ -82,6 +87,8 @@ pub struct Counts {
     pub blob_lists: u64,
     /// Reads of the blob service's clock.
     pub blob_clock_reads: u64,
+    /// Lease actions (acquire, renew, change, release, break).
+    pub blob_leases: u64,
 }
 
 impl Counts {
@@ -90,7 +97,7 @@ impl Counts {
         self.gets + self.writes + self.transactions + self.queries
     }
 
-    /// Every blob request (container creations and clock reads included).
+    /// Every blob request (container creations, clock reads and lease actions included).
     pub fn blob_requests(&self) -> u64 {
         self.blob_containers
             + self.blob_puts
@@ -101,6 +108,7 @@ impl Counts {
             + self.blob_deletes
             + self.blob_lists
             + self.blob_clock_reads
+            + self.blob_leases
     }
 
     /// Blob reads of either kind (whole or ranged).
@@ -164,6 +172,7 @@ impl<B> CountingBackend<B> {
             blob_deletes: load(&c.blob_deletes),
             blob_lists: load(&c.blob_lists),
             blob_clock_reads: load(&c.blob_clock_reads),
+            blob_leases: load(&c.blob_leases),
         }
     }
 
@@ -229,6 +238,18 @@ impl<B: BlobBackend> BlobBackend for CountingBackend<B> {
         }
         self.inner.get(container, name, range).await
     }
+    async fn get_with(
+        &self,
+        container: &str,
+        name: &str,
+        options: GetOptions,
+    ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
+        match options.range {
+            Some(_) => bump(&self.counts.blob_range_gets),
+            None => bump(&self.counts.blob_gets),
+        }
+        self.inner.get_with(container, name, options).await
+    }
     async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
         bump(&self.counts.blob_gets);
         self.inner.get_hashed(container, name).await
@@ -244,6 +265,14 @@ impl<B: BlobBackend> BlobBackend for CountingBackend<B> {
     async fn delete(&self, container: &str, name: &str, condition: BlobCondition) -> Result<bool> {
         bump(&self.counts.blob_deletes);
         self.inner.delete(container, name, condition).await
+    }
+    async fn delete_with(&self, container: &str, name: &str, options: DeleteOptions) -> Result<bool> {
+        bump(&self.counts.blob_deletes);
+        self.inner.delete_with(container, name, options).await
+    }
+    async fn lease(&self, container: &str, name: &str, action: LeaseAction) -> Result<LeaseAnswer> {
+        bump(&self.counts.blob_leases);
+        self.inner.lease(container, name, action).await
     }
     async fn list(
         &self,
@@ -283,13 +312,30 @@ mod tests {
         blobs.touch("box", "a").await.unwrap();
         blobs.list("box", "", None, None, 10).await.unwrap();
         blobs.now().await.unwrap();
+        let acquire = LeaseAction::Acquire {
+            duration: super::super::blob::LeaseDuration::Infinite,
+            proposed: None,
+        };
+        let lease = blobs.lease("box", "a", acquire).await.unwrap().lease;
+        blobs.get_with("box", "a", GetOptions::default()).await.unwrap();
+        blobs
+            .delete_with(
+                "box",
+                "a",
+                DeleteOptions {
+                    lease,
+                    ..DeleteOptions::default()
+                },
+            )
+            .await
+            .unwrap();
         blobs.delete("box", "a", BlobCondition::None).await.unwrap();
         tables.get("t", "p", "r").await.ok();
         let c = tables.counts();
         assert_eq!(c, blobs.counts(), "one set of counts");
         assert_eq!(
             (c.blob_containers, c.blob_puts, c.blob_gets, c.blob_range_gets),
-            (1, 1, 2, 1),
+            (1, 1, 3, 1),
             "{c:?}"
         );
         assert_eq!(
@@ -298,12 +344,13 @@ mod tests {
                 c.blob_touches,
                 c.blob_lists,
                 c.blob_clock_reads,
-                c.blob_deletes
+                c.blob_deletes,
+                c.blob_leases
             ),
-            (1, 1, 1, 1, 1),
+            (1, 1, 1, 1, 2, 1),
             "{c:?}"
         );
-        assert_eq!((c.blob_requests(), c.blob_reads(), c.entity_requests()), (10, 3, 1));
+        assert_eq!((c.blob_requests(), c.blob_reads(), c.entity_requests()), (13, 4, 1));
         blobs.reset();
         assert_eq!(tables.counts(), Counts::default());
     }

@@ -6,7 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::blob::{BlobBackend, BlobCondition, BlobListing, BlobProperties, PutOptions};
+use super::blob::{
+    BlobBackend, BlobCondition, BlobListing, BlobProperties, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer,
+    PutOptions,
+};
 use super::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
 use crate::value::{DateTime, Row};
@@ -37,6 +40,8 @@ pub enum FaultTarget {
     BlobList,
     /// Reads of the blob service's clock.
     BlobClock,
+    /// Lease actions.
+    BlobLease,
 }
 
 /// When a fault fires relative to the real request.
@@ -54,6 +59,8 @@ struct Fault {
     skip: usize,
     timing: FaultTiming,
     error: fn() -> Error,
+    /// Fires on every matching request until [`FaultyBackend::clear`].
+    sticky: bool,
 }
 
 /// Wraps a backend (a table [`Backend`], a [`BlobBackend`], or both) and
@@ -96,7 +103,29 @@ impl<B> FaultyBackend<B> {
                 skip,
                 timing,
                 error,
+                sticky: false,
             });
+        }
+    }
+
+    /// Fails every request of `target` from now on (a lasting partition),
+    /// until [`FaultyBackend::clear`]. Faults planned before it fire first.
+    pub fn fail_every(&self, target: FaultTarget, timing: FaultTiming, error: fn() -> Error) {
+        if let Ok(mut f) = self.faults.lock() {
+            f.push_back(Fault {
+                target,
+                skip: 0,
+                timing,
+                error,
+                sticky: true,
+            });
+        }
+    }
+
+    /// Drops every planned fault, lasting ones included.
+    pub fn clear(&self) {
+        if let Ok(mut f) = self.faults.lock() {
+            f.clear();
         }
     }
 
@@ -111,6 +140,9 @@ impl<B> FaultyBackend<B> {
         if faults[i].skip > 0 {
             faults[i].skip -= 1;
             return None;
+        }
+        if faults[i].sticky {
+            return Some((faults[i].timing, faults[i].error));
         }
         faults.remove(i).map(|f| (f.timing, f.error))
     }
@@ -177,6 +209,18 @@ impl<B: BlobBackend> BlobBackend for FaultyBackend<B> {
     ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
         with_fault(self.take(FaultTarget::BlobGet), self.inner.get(container, name, range)).await
     }
+    async fn get_with(
+        &self,
+        container: &str,
+        name: &str,
+        options: GetOptions,
+    ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
+        with_fault(
+            self.take(FaultTarget::BlobGet),
+            self.inner.get_with(container, name, options),
+        )
+        .await
+    }
     async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
         with_fault(self.take(FaultTarget::BlobGet), self.inner.get_hashed(container, name)).await
     }
@@ -194,6 +238,20 @@ impl<B: BlobBackend> BlobBackend for FaultyBackend<B> {
         with_fault(
             self.take(FaultTarget::BlobDelete),
             self.inner.delete(container, name, condition),
+        )
+        .await
+    }
+    async fn delete_with(&self, container: &str, name: &str, options: DeleteOptions) -> Result<bool> {
+        with_fault(
+            self.take(FaultTarget::BlobDelete),
+            self.inner.delete_with(container, name, options),
+        )
+        .await
+    }
+    async fn lease(&self, container: &str, name: &str, action: LeaseAction) -> Result<LeaseAnswer> {
+        with_fault(
+            self.take(FaultTarget::BlobLease),
+            self.inner.lease(container, name, action),
         )
         .await
     }
@@ -265,5 +323,14 @@ mod tests {
             ErrorKind::NotFound,
             "the fault is spent"
         );
+
+        // A lasting fault fires on every request until cleared.
+        blobs.fail_every(FaultTarget::BlobProperties, FaultTiming::Before, busy);
+        for _ in 0..3 {
+            assert_eq!(blobs.properties("box", "a").await.unwrap_err().kind(), busy().kind());
+        }
+        blobs.clear();
+        assert_eq!(blobs.pending(), 0);
+        assert!(blobs.properties("box", "a").await.unwrap().is_none());
     }
 }

@@ -76,6 +76,7 @@ impl<T: TableEntity> Store<T> {
             content_type: upload.content_type,
             content_encoding: upload.content_encoding,
             condition: BlobCondition::IfNoneMatchAny,
+            ..PutOptions::default()
         };
         // Moved when this upload holds the only reference (a planned value), copied otherwise (a file).
         let bytes = Arc::unwrap_or_clone(upload.bytes);

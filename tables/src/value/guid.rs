@@ -22,6 +22,19 @@ impl Guid {
     pub const fn as_bytes(&self) -> &[u8; 16] {
         &self.0
     }
+
+    /// A random (version 4) GUID.
+    ///
+    /// ```
+    /// use unified_tables::Guid;
+    /// assert_ne!(Guid::new_random(), Guid::new_random());
+    /// ```
+    pub fn new_random() -> Guid {
+        let mut bytes: [u8; 16] = rand::random();
+        bytes[6] = (bytes[6] & 0x0f) | 0x40;
+        bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        Guid(bytes)
+    }
 }
 
 impl fmt::Display for Guid {

@@ -26,6 +26,8 @@ pub mod union;
 pub mod union_rows;
 // -- end union modules --
 // -- locks modules --
+pub mod conditional_blobs;
+pub mod locks;
 // -- end locks modules --
 // -- softdel modules --
 pub mod ordering;
@@ -178,6 +180,16 @@ macro_rules! for_each_scenario {
             union_rows::union_reads_the_rows_dotnet_writes,
             // -- end union scenarios --
             // -- locks scenarios --
+            locks::contending_holders_never_overlap,
+            locks::a_held_lock_is_renewed_past_its_ttl,
+            locks::a_holder_that_stops_renewing_loses_the_lock_after_the_ttl,
+            locks::a_break_hands_the_lock_over,
+            locks::the_fencing_token_rejects_a_stale_holders_write,
+            locks::dropping_a_guard_releases_the_lock,
+            locks::lock_arguments_are_refused_before_sending,
+            conditional_blobs::conditional_blob_writes_refuse_exactly_what_the_service_refuses,
+            conditional_blobs::conditional_blob_reads_revalidate_a_cached_copy,
+            conditional_blobs::writes_to_a_leased_blob_and_to_the_values_container_are_refused,
             // -- end locks scenarios --
             // -- softdel scenarios --
             ordering::out_of_order_and_repeated_deliveries_keep_the_newest,

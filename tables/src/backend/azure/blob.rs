@@ -19,7 +19,12 @@
 //!   where the service stores `b`), and the crate trims leading and trailing
 //!   `/`. Both backends refuse the names they could not agree on.
 //! - **Conditions**: `If-None-Match: *`, `If-Match` and `If-Unmodified-Since`
-//!   through the crate's `IfMatchCondition` / `IfModifiedSinceCondition`.
+//!   on writes through the crate's `IfMatchCondition` / `IfModifiedSinceCondition`;
+//!   `If-Match` / `If-None-Match` on reads as headers of the plain `GET`
+//!   (a 304 answer is returned as [`Error::Service`] with status 304).
+//! - **Leases**: Lease Blob is sent as a plain request (`comp=lease` with
+//!   `x-ms-lease-action`), and the lease id of a put or delete through the
+//!   crates' `LeaseId`.
 //! - **`touch`** reads the properties and user metadata, then re-sets the
 //!   same metadata (Set Blob Metadata) under `If-Match`, so the bytes,
 //!   content headers and metadata stay and only ETag and Last-Modified move;
@@ -52,7 +57,6 @@
 
 use std::fmt;
 use std::num::NonZeroU32;
-use std::ops::Range;
 
 use async_trait::async_trait;
 use azure_core::auth::Secret;
@@ -67,10 +71,15 @@ use azure_storage_blobs::prelude::{
 };
 use futures::StreamExt as _;
 
-use super::blob_headers::{if_match, is_blob_missing, parse_http_date, properties_from_headers, quoted, unreadable};
+use super::blob_headers::{
+    if_match, is_blob_missing, lease_answer, lease_headers, lease_id, parse_http_date, properties_from_headers, quoted,
+    read_condition_headers, unreadable,
+};
 use super::connection::{self, ConnectionString, Credentials};
 use super::http::{client_options, http_client, map_error, RetrySettings};
-use crate::backend::blob::{BlobBackend, BlobCondition, BlobItem, BlobListing, BlobProperties, PutOptions};
+use crate::backend::blob::{
+    BlobBackend, BlobItem, BlobListing, BlobProperties, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer, PutOptions,
+};
 use crate::error::{Error, Result};
 use crate::service::{check_container_name, BlobName, MAX_LIST_RESULTS};
 use crate::value::DateTime;
@@ -196,8 +205,18 @@ impl AzureBlobBackend {
     /// Get Blob Properties: the properties and the response headers, or
     /// `None` when the blob does not exist.
     async fn head(&self, container: &str, canonical: &str) -> Result<Option<(BlobProperties, Headers)>> {
+        self.head_with(container, canonical, Headers::new()).await
+    }
+
+    /// [`Self::head`] with request headers (read conditions).
+    async fn head_with(
+        &self,
+        container: &str,
+        canonical: &str,
+        headers: Headers,
+    ) -> Result<Option<(BlobProperties, Headers)>> {
         let url = self.blob_url(container, canonical)?;
-        match self.send(Method::Head, url, Headers::new()).await {
+        match self.send(Method::Head, url, headers).await {
             Ok((headers, _)) => Ok(Some((properties_from_headers(&headers)?, headers))),
             Err(e) if is_blob_missing(&e) => Ok(None),
             Err(e) => Err(e),
@@ -236,6 +255,9 @@ impl BlobBackend for AzureBlobBackend {
         if let Some(condition) = date_condition {
             builder = builder.if_modified_since(condition);
         }
+        if let Some(lease) = options.lease {
+            builder = builder.lease_id(lease_id(lease)?);
+        }
         let response = builder.await.map_err(map_error)?;
         Ok(BlobProperties {
             etag: quoted(&response.etag),
@@ -251,19 +273,21 @@ impl BlobBackend for AzureBlobBackend {
         })
     }
 
-    async fn get(
+    async fn get_with(
         &self,
         container: &str,
         name: &str,
-        range: Option<Range<u64>>,
+        options: GetOptions,
     ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
         let name = BlobName::parse(name)?.into_string();
         let url = self.blob_url(container, &name)?;
-        let mut headers = Headers::new();
+        let conditions = read_condition_headers(&options.condition);
+        let mut headers = conditions.clone();
+        let range = options.range;
         if let Some(range) = &range {
             if range.start >= range.end {
                 // Nothing to read: an empty range cannot be sent.
-                let props = self.head(container, &name).await?;
+                let props = self.head_with(container, &name, conditions).await?;
                 return Ok(props.map(|(props, _)| (props, Vec::new())));
             }
             let value = if range.end == u64::MAX {
@@ -278,7 +302,7 @@ impl BlobBackend for AzureBlobBackend {
             Err(e) if is_blob_missing(&e) => Ok(None),
             Err(Error::Service { status: 416, .. }) if range.is_some() => {
                 // The range starts at or past the end (any range does, on an empty blob).
-                let props = self.head(container, &name).await?;
+                let props = self.head_with(container, &name, conditions).await?;
                 Ok(props.map(|(props, _)| (props, Vec::new())))
             }
             Err(e) => Err(e),
@@ -355,23 +379,29 @@ impl BlobBackend for AzureBlobBackend {
                         ..props
                     });
                 }
-                // Written or deleted since it was read: read it again.
-                Err(e @ Error::Service { status: 412 | 404, .. }) => last_error = Some(e),
+                // Written or deleted since it was read: read it again (a lease's 412 stands).
+                Err(e @ Error::Service { status: 404, .. }) => last_error = Some(e),
+                Err(e @ Error::Service { status: 412, .. }) if e.service_code() == Some((412, "ConditionNotMet")) => {
+                    last_error = Some(e)
+                }
                 Err(e) => return Err(e),
             }
         }
         Err(last_error.unwrap_or_else(|| Error::Transport("touch gave up".into())))
     }
 
-    async fn delete(&self, container: &str, name: &str, condition: BlobCondition) -> Result<bool> {
+    async fn delete_with(&self, container: &str, name: &str, options: DeleteOptions) -> Result<bool> {
         let name = BlobName::parse(name)?.into_string();
         let mut builder = self.blob_client(container, &name)?.delete();
-        let (etag_condition, date_condition) = if_match(&condition)?;
+        let (etag_condition, date_condition) = if_match(&options.condition)?;
         if let Some(condition) = etag_condition {
             builder = builder.if_match(condition);
         }
         if let Some(condition) = date_condition {
             builder = builder.if_modified_since(condition);
+        }
+        if let Some(lease) = options.lease {
+            builder = builder.lease_id(lease_id(lease)?);
         }
         match builder.await {
             Ok(_) => Ok(true),
@@ -380,6 +410,14 @@ impl BlobBackend for AzureBlobBackend {
                 other => Err(other),
             },
         }
+    }
+
+    async fn lease(&self, container: &str, name: &str, action: LeaseAction) -> Result<LeaseAnswer> {
+        let name = BlobName::parse(name)?.into_string();
+        let mut url = self.blob_url(container, &name)?;
+        url.query_pairs_mut().append_pair("comp", "lease");
+        let (headers, _) = self.send(Method::Put, url, lease_headers(action)).await?;
+        lease_answer(&headers)
     }
 
     async fn list(

@@ -1,14 +1,15 @@
 //! Reading the blob service's answers: properties from response headers,
-//! HTTP dates, ETags, content ranges, and conditions as request headers.
+//! HTTP dates, ETags, content ranges, lease answers; and conditions and
+//! lease actions as request headers.
 
 use std::fmt;
 
 use azure_core::headers::{self as h, HeaderName, Headers};
 use azure_core::prelude::{IfMatchCondition, IfModifiedSinceCondition};
 
-use crate::backend::blob::{BlobCondition, BlobProperties};
+use crate::backend::blob::{BlobCondition, BlobProperties, LeaseAction, LeaseAnswer, LeaseDuration, ReadCondition};
 use crate::error::{Error, Result};
-use crate::value::DateTime;
+use crate::value::{DateTime, Guid};
 
 /// Whether an error says the blob (not its container) does not exist.
 pub(super) fn is_blob_missing(error: &Error) -> bool {
@@ -89,4 +90,76 @@ pub(super) fn if_match(
             (None, Some(IfModifiedSinceCondition::Unmodified(at)))
         }
     })
+}
+
+/// The crates' lease id of ours.
+pub(super) fn lease_id(lease: Guid) -> Result<azure_core::prelude::LeaseId> {
+    lease
+        .to_string()
+        .parse()
+        .map_err(|e| Error::Config(format!("lease id `{lease}`: {e}")))
+}
+
+/// The headers of a read condition.
+pub(super) fn read_condition_headers(condition: &ReadCondition) -> Headers {
+    let mut headers = Headers::new();
+    match condition {
+        ReadCondition::None => {}
+        ReadCondition::IfMatch(etag) => headers.insert(h::IF_MATCH, etag.clone()),
+        ReadCondition::IfNoneMatch(etag) => headers.insert(h::IF_NONE_MATCH, etag.clone()),
+    }
+    headers
+}
+
+/// The headers of one Lease Blob action.
+pub(super) fn lease_headers(action: LeaseAction) -> Headers {
+    let mut headers = Headers::new();
+    let seconds = |d: LeaseDuration| match d {
+        LeaseDuration::Seconds(s) => s.to_string(),
+        LeaseDuration::Infinite => "-1".to_owned(),
+    };
+    let (verb, lease, proposed) = match action {
+        LeaseAction::Acquire { duration, proposed } => {
+            headers.insert(HeaderName::from_static("x-ms-lease-duration"), seconds(duration));
+            ("acquire", None, proposed)
+        }
+        LeaseAction::Renew { lease } => ("renew", Some(lease), None),
+        LeaseAction::Change { lease, proposed } => ("change", Some(lease), Some(proposed)),
+        LeaseAction::Release { lease } => ("release", Some(lease), None),
+        LeaseAction::Break { period } => {
+            if let Some(period) = period {
+                headers.insert(HeaderName::from_static("x-ms-lease-break-period"), period.to_string());
+            }
+            ("break", None, None)
+        }
+    };
+    headers.insert(h::LEASE_ACTION, verb);
+    if let Some(lease) = lease {
+        headers.insert(h::LEASE_ID, lease.to_string());
+    }
+    if let Some(proposed) = proposed {
+        headers.insert(h::PROPOSED_LEASE_ID, proposed.to_string());
+    }
+    headers
+}
+
+/// The lease id (`x-ms-lease-id`) and break time (`x-ms-lease-time`) of a Lease Blob answer.
+pub(super) fn lease_answer(headers: &Headers) -> Result<LeaseAnswer> {
+    let lease = match headers.get_optional_str(&h::LEASE_ID) {
+        Some(text) => Some(
+            text.trim()
+                .parse::<Guid>()
+                .map_err(|e| unreadable("x-ms-lease-id", e))?,
+        ),
+        None => None,
+    };
+    let break_seconds = match headers.get_optional_str(&HeaderName::from_static("x-ms-lease-time")) {
+        Some(text) => Some(
+            text.trim()
+                .parse::<u32>()
+                .map_err(|e| unreadable("x-ms-lease-time", e))?,
+        ),
+        None => None,
+    };
+    Ok(LeaseAnswer { lease, break_seconds })
 }

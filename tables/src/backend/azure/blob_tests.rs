@@ -9,6 +9,7 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::backend::blob::BlobCondition;
 use azure_core::request_options::Metadata;
 
 use super::*;
@@ -326,6 +327,7 @@ async fn live_touch_keeps_bytes_content_headers_and_metadata() {
         content_type: Some("text/plain".into()),
         content_encoding: Some("identity".into()),
         condition: BlobCondition::None,
+        ..PutOptions::default()
     };
     let stored = b.put(&c, "k", b"bytes".to_vec(), options).await.unwrap();
     let mut metadata = Metadata::new();

@@ -21,7 +21,17 @@
 //!   Last-Modified (compared at one second) is 412 `ConditionNotMet` and is
 //!   ignored for a missing blob. A delete of a missing blob without an
 //!   `If-Match` condition is `Ok(false)`.
-//! - **Reads** of a byte range are clipped to the blob; an empty blob reads as empty.
+//! - **Reads** of a byte range are clipped to the blob; an empty blob reads
+//!   as empty. A read's `If-Match` with another ETag is 412 `ConditionNotMet`;
+//!   its `If-None-Match` with the current ETag is 304, and `If-None-Match: *`
+//!   is 400 `UnsatisfiableCondition` (service version 2016-05-31 and later).
+//! - **Leases** follow the service's state machine on the backend clock (see
+//!   `lease.rs` for the rules and where each status and code comes from):
+//!   writes, deletes and touches of a leased or breaking blob need its lease
+//!   id; a fixed lease expires and a break ends when the clock passes them,
+//!   so [`MemoryBlobBackend::advance_clock`] lets a test outlive a lease
+//!   without sleeping. A put naming a lease id on a blob that does not exist
+//!   is 412 `LeaseNotPresentWithBlobOperation` (Azurite creates the blob).
 //! - **Listing** is in UTF-16 code-unit order with prefix, delimiter (common
 //!   prefixes count as one result each), opaque markers and `max_results`
 //!   (0 is 400 `InvalidQueryParameterValue`; above 5000 the page is capped at
@@ -35,14 +45,18 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::ops::{Bound, Range};
+use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use base64::Engine as _;
 
-use crate::backend::blob::{BlobBackend, BlobCondition, BlobItem, BlobListing, BlobProperties, PutOptions};
+use super::lease::Lease;
+use crate::backend::blob::{
+    BlobBackend, BlobCondition, BlobItem, BlobListing, BlobProperties, DeleteOptions, GetOptions, LeaseAction,
+    LeaseAnswer, PutOptions, ReadCondition,
+};
 use crate::error::{Error, Result};
 use crate::service::{check_container_name, BlobName, DEFAULT_CONTENT_TYPE, MAX_LIST_RESULTS, MAX_PUT_BLOB_BYTES};
 use crate::value::{cmp_utf16, DateTime};
@@ -173,6 +187,7 @@ impl PartialOrd for ListedName {
 struct Blob {
     properties: BlobProperties,
     bytes: Vec<u8>,
+    lease: Lease,
 }
 
 /// `at`, truncated to the whole second.
@@ -244,6 +259,29 @@ fn check_condition(existing: Option<&Blob>, condition: &BlobCondition, put: bool
     }
 }
 
+fn unsatisfiable_condition() -> Error {
+    Error::service(
+        400,
+        "UnsatisfiableCondition",
+        "The request includes an unsatisfiable condition for this operation.",
+    )
+}
+
+/// Checks a read's condition against the blob as stored.
+fn check_read_condition(blob: &Blob, condition: &ReadCondition) -> Result<()> {
+    match condition {
+        ReadCondition::None => Ok(()),
+        ReadCondition::IfNoneMatch(etag) if etag == "*" => Err(unsatisfiable_condition()),
+        ReadCondition::IfMatch(etag) if etag != "*" && *etag != blob.properties.etag => Err(condition_not_met()),
+        ReadCondition::IfNoneMatch(etag) if *etag == blob.properties.etag => Err(Error::service(
+            304,
+            "ConditionNotMet",
+            "The condition specified using HTTP conditional header(s) is not met.",
+        )),
+        ReadCondition::IfMatch(_) | ReadCondition::IfNoneMatch(_) => Ok(()),
+    }
+}
+
 fn encode_marker(name: &str) -> String {
     format!(
         "{MARKER_PREFIX}{}",
@@ -281,8 +319,13 @@ impl BlobBackend for MemoryBlobBackend {
         let mut guard = self.lock();
         let state = &mut *guard;
         let key = ListedName(name);
+        let now = state.clock();
         let existing = state.container(container)?.blobs.get(&key);
         check_condition(existing, &options.condition, true)?;
+        let lease = match existing {
+            Some(blob) => blob.lease.check_write(now, options.lease)?,
+            None => Lease::Available.check_write(now, options.lease)?,
+        };
         let (etag, last_modified) = state.new_version();
         let properties = BlobProperties {
             etag,
@@ -294,23 +337,29 @@ impl BlobBackend for MemoryBlobBackend {
         let blob = Blob {
             properties: properties.clone(),
             bytes,
+            lease,
         };
         state.container_mut(container)?.blobs.insert(key, blob);
         Ok(properties)
     }
 
-    async fn get(
+    async fn get_with(
         &self,
         container: &str,
         name: &str,
-        range: Option<Range<u64>>,
+        options: GetOptions,
     ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
         let name = BlobName::parse(name)?.into_string();
         let state = self.lock();
         let Some(blob) = state.container(container)?.blobs.get(&ListedName(name)) else {
-            return Ok(None);
+            return match options.condition {
+                ReadCondition::IfMatch(_) => Err(condition_not_met()),
+                ReadCondition::IfNoneMatch(etag) if etag == "*" => Err(unsatisfiable_condition()),
+                _ => Ok(None),
+            };
         };
-        let bytes = match range {
+        check_read_condition(blob, &options.condition)?;
+        let bytes = match options.range {
             None => blob.bytes.clone(),
             Some(range) => {
                 let len = blob.bytes.len() as u64;
@@ -335,27 +384,49 @@ impl BlobBackend for MemoryBlobBackend {
         let mut guard = self.lock();
         let state = &mut *guard;
         let key = ListedName(name);
-        if !state.container(container)?.blobs.contains_key(&key) {
+        let now = state.clock();
+        let Some(existing) = state.container(container)?.blobs.get(&key) else {
             return Err(blob_not_found(container, &key.0));
-        }
+        };
+        let lease = existing.lease.check_write(now, None)?;
         let (etag, last_modified) = state.new_version();
         let blob = state
             .container_mut(container)?
             .blobs
             .get_mut(&key)
             .ok_or_else(|| blob_not_found(container, &key.0))?;
+        blob.lease = lease;
         blob.properties.etag = etag;
         blob.properties.last_modified = last_modified;
         Ok(blob.properties.clone())
     }
 
-    async fn delete(&self, container: &str, name: &str, condition: BlobCondition) -> Result<bool> {
+    async fn delete_with(&self, container: &str, name: &str, options: DeleteOptions) -> Result<bool> {
         let name = BlobName::parse(name)?.into_string();
         let mut guard = self.lock();
+        let now = guard.clock();
         let blobs = &mut guard.container_mut(container)?.blobs;
         let key = ListedName(name);
-        check_condition(blobs.get(&key), &condition, false)?;
+        check_condition(blobs.get(&key), &options.condition, false)?;
+        if let Some(blob) = blobs.get(&key) {
+            blob.lease.check_write(now, options.lease)?;
+        }
         Ok(blobs.remove(&key).is_some())
+    }
+
+    async fn lease(&self, container: &str, name: &str, action: LeaseAction) -> Result<LeaseAnswer> {
+        let name = BlobName::parse(name)?.into_string();
+        let mut guard = self.lock();
+        let now = guard.clock();
+        let key = ListedName(name);
+        let blob = guard
+            .container_mut(container)?
+            .blobs
+            .get_mut(&key)
+            .ok_or_else(|| blob_not_found(container, &key.0))?;
+        let (lease, answer) = blob.lease.apply(now, action)?;
+        blob.lease = lease;
+        Ok(answer)
     }
 
     async fn list(
@@ -510,6 +581,7 @@ mod tests {
             content_type: Some("text/plain".into()),
             content_encoding: Some("gzip".into()),
             condition: BlobCondition::None,
+            lease: None,
         };
         let stored = b.put(C, "k", b"bytes".to_vec(), options).await.unwrap();
         b.advance_clock(seconds(90));
@@ -622,6 +694,7 @@ mod tests {
                         content_encoding: None,
                     },
                     bytes: Vec::new(),
+                    lease: Lease::default(),
                 };
                 container.blobs.insert(ListedName(format!("{i:05}")), blob);
             }

@@ -6,6 +6,7 @@
 //! of at most 1000 rows with page tokens, and all-or-nothing transactions.
 
 mod blob;
+mod lease;
 mod validate;
 
 pub use blob::MemoryBlobBackend;
