@@ -74,7 +74,8 @@ pub(crate) mod fuzz {
 
 pub use codec::{EncodeOptions, OversizedCellPolicy, TableValue};
 pub use entity::{
-    normalize_id, restore_id, Column, ColumnKind, Key, KeyMode, LargeEncoding, Schema, TableEntity, TableRecord,
+    normalize_id, restore_id, Column, ColumnKind, HasETag, Key, KeyMode, LargeEncoding, Schema, TableEntity,
+    TableRecord,
 };
 pub use error::{Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
@@ -92,8 +93,8 @@ pub mod __private {
         decode_binary, decode_json, encode_binary, encode_json, resolve_column, EncodeOptions, TableValue, ValueKind,
     };
     pub use crate::entity::{
-        normalize_id, restore_id, Column, ColumnKind, Key, KeyMode, LargeEncoding, LargeForm, Schema, TableEntity,
-        TableRecord,
+        normalize_id, restore_id, Column, ColumnKind, HasETag, Key, KeyMode, LargeEncoding, LargeForm, Schema,
+        TableEntity, TableRecord,
     };
     pub use crate::error::{Error, Result};
     pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};

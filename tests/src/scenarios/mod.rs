@@ -32,6 +32,7 @@ pub mod values;
 // -- typedq modules --
 // -- end typedq modules --
 // -- typedd modules --
+pub mod unconditional;
 // -- end typedd modules --
 
 /// Every scenario's name, for the runner macro.
@@ -159,6 +160,8 @@ macro_rules! for_each_scenario {
             // -- typedq scenarios --
             // -- end typedq scenarios --
             // -- typedd scenarios --
+            unconditional::replace_overwrites_an_entity_without_an_etag_field,
+            unconditional::compare_and_swap_verbs_work_without_an_etag_field,
             // -- end typedd scenarios --
         }
     };
