@@ -90,7 +90,7 @@ pub use value::{cmp_utf16, sha256_hex, utf16_len, DateTime, ETag, EdmType, Guid,
 #[doc(hidden)]
 pub mod __private {
     pub use crate::codec::{
-        decode_binary, decode_json, encode_binary, encode_json, resolve_column, EncodeOptions, TableValue, ValueKind,
+        decode_binary, encode_binary, resolve_column, EncodeOptions, JsonValue, TableValue, ValueKind,
     };
     pub use crate::entity::{
         normalize_id, restore_id, Column, ColumnKind, HasETag, Key, KeyMode, LargeEncoding, LargeForm, Schema,
@@ -98,7 +98,7 @@ pub mod __private {
     };
     pub use crate::error::{Error, Result};
     pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};
-    pub use crate::large::{encode_large_bytes, encode_large_json, encode_large_text};
+    pub use crate::large::{encode_large_bytes, encode_large_json_value, encode_large_text};
     pub use crate::query::typed::{Col, Filterable, Nested, OptCol};
     pub use crate::query::{JsonCol, LargeCol, SkippedCol};
     pub use crate::stamp::{KeyPart, Stamp};
