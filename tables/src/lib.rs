@@ -46,6 +46,7 @@ mod error;
 pub mod keys;
 pub mod large;
 pub mod layout;
+mod options;
 pub mod query;
 pub mod service;
 mod stamp;
@@ -79,10 +80,19 @@ pub use entity::{
 };
 pub use error::{Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
+pub use options::{MutateAttempts, SweepSchedule};
 pub use stamp::{KeyPart, Stamp};
 pub use store::{Concurrency, Count, Cursor, EntityPage, Lookup, Outcome, QueryOptions, Store, StoreOptions};
 pub use tables::{BlobOptions, Tables};
-pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord};
+#[doc = include_str!("../docs/table_entity.md")]
+#[doc(inline)]
+pub use unified_tables_derive::TableEntity;
+#[doc = include_str!("../docs/table_enum.md")]
+#[doc(inline)]
+pub use unified_tables_derive::TableEnum;
+#[doc = include_str!("../docs/table_record.md")]
+#[doc(inline)]
+pub use unified_tables_derive::TableRecord;
 pub use value::wire;
 pub use value::{cmp_utf16, sha256_hex, utf16_len, DateTime, ETag, EdmType, Guid, ParseGuidError, Row, Value};
 

@@ -14,6 +14,7 @@ mod read;
 mod sweep;
 mod write;
 
+pub use crate::options::SweepSchedule;
 pub use concurrency::Outcome;
 pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use protect::Authorizer;
@@ -54,8 +55,9 @@ pub struct StoreOptions {
     /// (default `false`: refuse with [`Error::MissingETag`]).
     pub implicit_last_writer_wins: bool,
     /// Attempts of [`Store::mutate`] and the other compare-and-swap verbs
-    /// before they report a conflict (default 3).
-    pub mutate_attempts: u32,
+    /// before they report a conflict (default 3; 1 to 1,000, checked by
+    /// [`MutateAttempts::new`](crate::MutateAttempts::new)).
+    pub mutate_attempts: crate::MutateAttempts,
 }
 
 impl Default for StoreOptions {
@@ -63,7 +65,7 @@ impl Default for StoreOptions {
         StoreOptions {
             oversized_cells: OversizedCellPolicy::Refuse,
             implicit_last_writer_wins: false,
-            mutate_attempts: 3,
+            mutate_attempts: crate::MutateAttempts::default(),
         }
     }
 }
