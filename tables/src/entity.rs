@@ -123,7 +123,7 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no `#[table(etag)]` field, so this write cannot be conditional on the version read",
     label = "needs an entity type with an ETag field",
-    note = "add `#[table(etag)] etag: Option<unified_tables::ETag>` to `{Self}` (see the `TableEntity` derive's documentation), or write without a condition: `replace(&mut e)` instead of `update`, `delete(key)` instead of `delete_entity`, or `mutate(key, ..)`, which reads the version itself"
+    note = "add `#[table(etag)] etag: Option<unified_tables::ETag>` to `{Self}` (see https://docs.rs/unified-tables/latest/unified_tables/derive.TableEntity.html#tableetag), or write without a condition: `replace(&mut e)` instead of `update`, `delete(key)` instead of `delete_entity`, or `mutate(key, ..)`, which reads the version itself"
 )]
 pub trait HasETag: TableEntity {}
 
@@ -133,7 +133,7 @@ pub trait HasETag: TableEntity {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be flattened into columns",
     label = "`#[table(flatten)]` needs a type with `#[derive(TableRecord)]`",
-    note = "add `#[derive(TableRecord)]` to `{Self}`, or drop `#[table(flatten)]` to store it as one JSON cell"
+    note = "add `#[derive(TableRecord)]` to `{Self}`, or drop `#[table(flatten)]` to store it as one JSON cell (see https://docs.rs/unified-tables/latest/unified_tables/derive.TableEntity.html#tableflatten)"
 )]
 pub trait TableRecord: Sized {
     /// The record's own columns (names relative to the parent's prefix).

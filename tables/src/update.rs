@@ -52,7 +52,7 @@ pub struct Authorized;
 #[diagnostic::on_unimplemented(
     message = "this field is #[protected]: the builder must be authorised before it can set it",
     label = "setter of a protected field on an unauthorised builder",
-    note = "call `.authorize(authorizer)` on the builder first; the authorizer's roles are checked when the update is sent"
+    note = "call `.authorize(authorizer)` on the builder first; the authorizer's roles are checked when the update is sent (see https://docs.rs/unified-tables/latest/unified_tables/derive.TableEntity.html#protectedrolerole)"
 )]
 pub trait MaySetProtected {}
 
@@ -219,7 +219,7 @@ pub mod refusal {
     #[diagnostic::on_unimplemented(
         message = "this field is a large value (#[table(split)] or #[blob_content]) and cannot be set by a partial update",
         label = "a large value may span several cells, rows or a blob, which a Merge cannot replace consistently",
-        note = "replace the entity instead (`update`, `upsert` or `mutate`)"
+        note = "replace the entity instead (`update`, `replace`, `upsert` or `mutate`)"
     )]
     pub trait LargeFieldsCannotBePatched {}
 
@@ -227,7 +227,7 @@ pub mod refusal {
     #[diagnostic::on_unimplemented(
         message = "a partial update cannot clear a field: a Merge never removes a property",
         label = "clearing through a Merge",
-        note = "use `mutate` (or a replace with `update`) to set the field to None"
+        note = "use `mutate` (or a replace with `update` or `replace`) to set the field to None"
     )]
     pub trait MergeCannotClearAField {}
 }

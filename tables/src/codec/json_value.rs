@@ -27,7 +27,7 @@ use crate::value::Row;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is stored as JSON, but it does not implement serde's `Serialize` and `Deserialize`",
     label = "a JSON-stored field needs a serde type",
-    note = "add `#[derive(serde::Serialize, serde::Deserialize)]` to `{Self}`; or, for a nested struct, add `#[derive(TableRecord)]` and mark the field `#[table(flatten)]` (see the `TableEntity` derive's documentation)"
+    note = "add `#[derive(serde::Serialize, serde::Deserialize)]` to `{Self}`; or, for a nested struct, add `#[derive(TableRecord)]` and mark the field `#[table(flatten)]` (see https://docs.rs/unified-tables/latest/unified_tables/derive.TableEntity.html#tablejson)"
 )]
 pub trait JsonValue: Sized {
     /// Writes the value as one JSON cell (`{Col}__Json`, or `{Col}__GZip` when large).

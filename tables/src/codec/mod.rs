@@ -68,7 +68,7 @@ pub enum ValueKind {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be stored in a table column",
     label = "this field's type has no cell format",
-    note = "for a unit enum add `#[derive(TableEnum)]`; to store a serde type as one JSON cell mark the field `#[table(json)]`; for a nested struct add `#[derive(TableRecord)]` and mark the field `#[table(flatten)]`; a list, set or map is one JSON cell and needs elements that implement serde's `Serialize` and `Deserialize`; or mark the field `#[table(skip)]` (see the `TableEntity` derive's documentation)"
+    note = "for a unit enum add `#[derive(TableEnum)]`; to store a serde type as one JSON cell mark the field `#[table(json)]`; for a nested struct add `#[derive(TableRecord)]` and mark the field `#[table(flatten)]`; a list, set or map is one JSON cell and needs elements that implement serde's `Serialize` and `Deserialize`; or mark the field `#[table(skip)]` (see https://docs.rs/unified-tables/latest/unified_tables/derive.TableEntity.html#field-attributes)"
 )]
 pub trait TableValue: Sized {
     /// How the type is stored.
