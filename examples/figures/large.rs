@@ -417,7 +417,7 @@ pub async fn figures(db: &Tables, connection: Option<&str>) -> Result<Vec<Figure
     let raw = match connection {
         Some(c) => {
             let blobs = AzureBlobBackend::from_connection_string(c)?;
-            let container = BlobOptions::default().container; // the one Tables::connect offloads to
+            let container = BlobOptions::default().container().to_owned(); // the one Tables::connect offloads to
             blobs.create_container(&container).await?;
             Some((blobs, container))
         }

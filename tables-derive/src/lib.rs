@@ -14,6 +14,7 @@ use syn::{parse_macro_input, DeriveInput};
 
 use internals::ast::{Container, Derive, Enum};
 use internals::ctxt::Ctxt;
+use internals::docs::Page;
 
 /// Implements `TableEntity`: a struct stored as one row.
 #[proc_macro_derive(TableEntity, attributes(table, alias, protected, blob_content))]
@@ -56,7 +57,7 @@ fn record(input: &DeriveInput) -> TokenStream2 {
 }
 
 fn table_enum(input: &DeriveInput) -> TokenStream2 {
-    let cx = Ctxt::new();
+    let cx = Ctxt::new(Page::Enum);
     let e = Enum::from_ast(&cx, input);
     match cx.check() {
         Ok(()) => expand::enums::expand(&e.expect("checked")),
@@ -65,7 +66,7 @@ fn table_enum(input: &DeriveInput) -> TokenStream2 {
 }
 
 fn table_union(input: &DeriveInput) -> TokenStream2 {
-    let cx = Ctxt::new();
+    let cx = Ctxt::new(Page::Union);
     let u = internals::union::Union::from_ast(&cx, input);
     match cx.check() {
         Ok(()) => expand::union::expand(&u.expect("checked")),
@@ -74,7 +75,7 @@ fn table_union(input: &DeriveInput) -> TokenStream2 {
 }
 
 fn container(input: &DeriveInput, derive: Derive) -> syn::Result<TokenStream2> {
-    let cx = Ctxt::new();
+    let cx = Ctxt::new(Page::Entity);
     let cont = Container::from_ast(&cx, input, derive);
     if let Some(cont) = &cont {
         internals::check::check(&cx, cont);

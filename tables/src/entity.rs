@@ -179,13 +179,46 @@ impl<T> ProbeNoClone<T> for CloneProbe<T> {
     }
 }
 
+/// An entity with an `#[table(etag)]` field: the ETag-conditional verbs
+/// ([`Store::update`](crate::Store::update), [`Store::update_with`](crate::Store::update_with),
+/// [`Store::delete_entity`](crate::Store::delete_entity)) need it, because
+/// without an ETag field they could only be refused with
+/// [`Error::MissingETag`](crate::Error::MissingETag).
+///
+/// `#[derive(TableEntity)]` implements it when the struct has an
+/// `#[table(etag)] etag: Option<ETag>` field. A type without one writes with
+/// the unconditional verbs: [`Store::replace`](crate::Store::replace),
+/// [`Store::upsert`](crate::Store::upsert), [`Store::delete`](crate::Store::delete),
+/// or the compare-and-swap verbs ([`Store::mutate`](crate::Store::mutate)),
+/// which carry the version they read themselves.
+///
+/// ```
+/// use unified_tables::{ETag, HasETag, TableEntity};
+///
+/// #[derive(TableEntity)]
+/// struct Order {
+///     #[table(partition_key)] customer: String,
+///     #[table(row_key)] number: String,
+///     #[table(etag)] etag: Option<ETag>,
+/// }
+///
+/// fn conditional<T: HasETag>() {}
+/// conditional::<Order>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no `#[table(etag)]` field, so this write cannot be conditional on the version read",
+    label = "needs an entity type with an ETag field",
+    note = "add `#[table(etag)] etag: Option<unified_tables::ETag>` to `{Self}` (see https://docs.rs/unified-tables/latest/unified_tables/derive.TableEntity.html#tableetag), or write without a condition: `replace(&mut e)` instead of `update`, `delete(key)` instead of `delete_entity`, or `mutate(key, ..)`, which reads the version itself"
+)]
+pub trait HasETag: TableEntity {}
+
 /// A nested struct whose fields are stored as `Parent_Child` columns of the
 /// entity that holds it. Implement it with `#[derive(TableRecord)]` and mark
 /// the field `#[table(flatten)]`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be flattened into columns",
     label = "`#[table(flatten)]` needs a type with `#[derive(TableRecord)]`",
-    note = "add `#[derive(TableRecord)]` to `{Self}`, or drop `#[table(flatten)]` to store it as one JSON cell"
+    note = "add `#[derive(TableRecord)]` to `{Self}`, or drop `#[table(flatten)]` to store it as one JSON cell (see https://docs.rs/unified-tables/latest/unified_tables/derive.TableEntity.html#tableflatten)"
 )]
 pub trait TableRecord: Sized {
     /// The record's own columns (names relative to the parent's prefix).

@@ -47,6 +47,7 @@ mod error;
 pub mod keys;
 pub mod large;
 pub mod layout;
+mod options;
 mod ordering;
 
 pub mod lock;
@@ -83,7 +84,8 @@ pub(crate) mod fuzz {
 pub use blob_container::{BlobContainer, Revalidated, StoredBlob};
 pub use codec::{EncodeOptions, OversizedCellPolicy, TableValue};
 pub use entity::{
-    normalize_id, restore_id, Column, ColumnKind, Key, KeyMode, LargeEncoding, Schema, TableEntity, TableRecord,
+    normalize_id, restore_id, Column, ColumnKind, HasETag, Key, KeyMode, LargeEncoding, Schema, TableEntity,
+    TableRecord,
 };
 pub use error::{Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
@@ -91,6 +93,7 @@ pub use ordering::{OrderedEntity, OrderingToken, TokenField};
 pub use soft_delete::{DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete};
 
 pub use lock::{Lock, LockGuard};
+pub use options::{MutateAttempts, SweepSchedule};
 pub use stamp::{KeyPart, Stamp};
 pub use store::union::{UnionColumns, UnionEntry, UnionPage, UnionQuery, UnionStore, UnionWrite};
 pub use store::{
@@ -99,7 +102,17 @@ pub use store::{
 };
 pub use store::{Delivery, Visibility};
 pub use tables::{BlobOptions, Tables};
-pub use unified_tables_derive::{TableEntity, TableEnum, TableRecord, TableUnion};
+#[doc = include_str!("../docs/table_entity.md")]
+#[doc(inline)]
+pub use unified_tables_derive::TableEntity;
+#[doc = include_str!("../docs/table_enum.md")]
+#[doc(inline)]
+pub use unified_tables_derive::TableEnum;
+#[doc = include_str!("../docs/table_record.md")]
+#[doc(inline)]
+pub use unified_tables_derive::TableRecord;
+#[doc(inline)]
+pub use unified_tables_derive::TableUnion;
 pub use union::{TableUnion, UnionVariant};
 pub use value::wire;
 pub use value::{cmp_utf16, sha256_hex, utf16_len, DateTime, ETag, EdmType, Guid, ParseGuidError, Row, Value};
@@ -109,15 +122,15 @@ pub use value::{cmp_utf16, sha256_hex, utf16_len, DateTime, ETag, EdmType, Guid,
 pub mod __private {
     pub use crate::codec::{
         decode_binary, decode_json, decode_optional_binary, encode_binary, encode_json, resolve_column,
-        take_scalar_value, EncodeOptions, TableValue, ValueKind,
+        take_scalar_value, EncodeOptions, JsonValue, TableValue, ValueKind,
     };
     pub use crate::entity::{
-        normalize_id, restore_id, CloneProbe, Column, ColumnKind, Key, KeyMode, LargeEncoding, LargeForm, ProbeClone,
-        ProbeNoClone, Schema, TableEntity, TableRecord,
+        normalize_id, restore_id, CloneProbe, Column, ColumnKind, HasETag, Key, KeyMode, LargeEncoding, LargeForm,
+        ProbeClone, ProbeNoClone, Schema, TableEntity, TableRecord,
     };
     pub use crate::error::{Error, Result};
     pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};
-    pub use crate::large::{encode_large_bytes, encode_large_json, encode_large_text};
+    pub use crate::large::{encode_large_bytes, encode_large_json, encode_large_json_value, encode_large_text};
     pub use crate::ordering::{OrderedEntity, OrderingToken, TokenField};
     pub use crate::query::typed::{Col, Filterable, Nested, OptCol};
     pub use crate::query::{JsonCol, LargeCol, SkippedCol};

@@ -7,7 +7,7 @@ use crate::value::DateTime;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot hold a created/updated stamp",
     label = "stamp fields need a date type",
-    note = "use unified_tables::DateTime, chrono::DateTime<Utc>, time::OffsetDateTime, std::time::SystemTime, or an Option of one"
+    note = "use unified_tables::DateTime, chrono::DateTime<Utc>, time::OffsetDateTime, std::time::SystemTime, or an Option of one (see https://docs.rs/unified-tables/latest/unified_tables/derive.TableEntity.html#tablecreated_at-and-tableupdated_at)"
 )]
 pub trait Stamp {
     /// The stamp, or `None` when unset (the type's default).
@@ -67,7 +67,7 @@ impl<T: Stamp + From<DateTime>> Stamp for Option<T> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a table key",
     label = "keys are strings",
-    note = "make the key field a `String` (format numbers with fixed width so they sort as text)"
+    note = "make the key field a `String` (format numbers with fixed width so they sort as text; see https://docs.rs/unified-tables/latest/unified_tables/derive.TableEntity.html#keys)"
 )]
 pub trait KeyPart: Sized {
     /// The key text.

@@ -30,28 +30,17 @@ pub struct Tables {
     pub(crate) scope: Arc<str>,
 }
 
-/// Where large values and files go when they leave the table.
+/// Where large values and files go when they leave the table. Built with
+/// [`BlobOptions::new`] and its `with_*` methods, which check each value
+/// when it is set (see `options.rs`).
 #[derive(Debug, Clone)]
 pub struct BlobOptions {
-    /// The container (default `unified-tables-values`). The container is the
-    /// library's: do not put other blobs in it.
-    pub container: String,
+    /// The container (default `unified-tables-values`).
+    pub(crate) container: String,
     /// Encoded size above which a large value goes to a blob (default 3,145,728 bytes).
-    pub threshold_bytes: usize,
-    /// How old a released blob must be before a replace or delete removes it
-    /// (default 5 minutes, measured on the service's clock); younger ones are
-    /// left to the orphan sweep.
-    pub cleanup_grace: std::time::Duration,
-}
-
-impl Default for BlobOptions {
-    fn default() -> Self {
-        BlobOptions {
-            container: "unified-tables-values".into(),
-            threshold_bytes: 3_145_728,
-            cleanup_grace: std::time::Duration::from_secs(300),
-        }
-    }
+    pub(crate) threshold_bytes: usize,
+    /// How old a released blob must be before a replace or delete removes it.
+    pub(crate) cleanup_grace: std::time::Duration,
 }
 
 /// A blob backend and its options.

@@ -15,10 +15,11 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::codec::{EncodeOptions, TableValue, GZIP_SUFFIX};
+use crate::error::Result;
 use crate::value::{ETag, Row};
 
 /// Decides whether the current caller holds a role. Supplied by the
-/// application (typically per request) through [`Store::with_authorizer`].
+/// application (typically per request) through [`Store::with_authorizer`](crate::Store::with_authorizer).
 ///
 /// Closures implement it:
 ///
@@ -51,7 +52,7 @@ pub struct Authorized;
 #[diagnostic::on_unimplemented(
     message = "this field is #[protected]: the builder must be authorised before it can set it",
     label = "setter of a protected field on an unauthorised builder",
-    note = "call `.authorize(authorizer)` on the builder first; the authorizer's roles are checked when the update is sent"
+    note = "call `.authorize(authorizer)` on the builder first; the authorizer's roles are checked when the update is sent (see https://docs.rs/unified-tables/latest/unified_tables/derive.TableEntity.html#protectedrolerole)"
 )]
 pub trait MaySetProtected {}
 
@@ -104,12 +105,23 @@ impl<E, A> Update<E, A> {
     }
 
     #[doc(hidden)]
-    pub fn __set<T: TableValue>(mut self, column: &str, value: &T) -> Self {
+    pub fn __set<T: TableValue>(self, column: &str, value: &T) -> Self {
+        self.__set_cells(column, |c, row, options| value.encode(c, row, options))
+    }
+
+    /// Adds the cells `encode` writes for `column`, or records why a Merge
+    /// cannot write them (an error, a compressed cell, no cell at all).
+    #[doc(hidden)]
+    pub fn __set_cells(
+        mut self,
+        column: &str,
+        encode: impl FnOnce(&str, &mut Row, &EncodeOptions) -> Result<()>,
+    ) -> Self {
         if self.error.is_some() {
             return self;
         }
         let mut cells = Row::default();
-        match value.encode(column, &mut cells, &EncodeOptions::default()) {
+        match encode(column, &mut cells, &EncodeOptions::default()) {
             Err(e) => self.error = Some(e.to_string()),
             Ok(()) if cells.properties.keys().any(|k| k.ends_with(GZIP_SUFFIX)) => {
                 self.error = Some(format!(
@@ -137,21 +149,10 @@ impl<E, A> Update<E, A> {
     }
 
     #[doc(hidden)]
-    pub fn __set_json<T: serde::Serialize>(mut self, column: &str, value: &T) -> Self {
-        if self.error.is_some() {
-            return self;
-        }
-        let mut cells = Row::default();
-        match crate::codec::encode_json(value, column, &mut cells, &EncodeOptions::default()) {
-            Err(e) => self.error = Some(e.to_string()),
-            Ok(()) if cells.properties.keys().any(|k| k.ends_with(GZIP_SUFFIX)) || cells.properties.is_empty() => {
-                self.error = Some(format!(
-                    "the value for `{column}` cannot be written by a partial update (too large, or empty): replace the entity instead"
-                ));
-            }
-            Ok(()) => self.row.properties.extend(cells.properties),
-        }
-        self
+    pub fn __set_json<T: serde::Serialize>(self, column: &str, value: &T) -> Self {
+        self.__set_cells(column, |c, row, options| {
+            crate::codec::encode_json(value, c, row, options)
+        })
     }
 
     #[doc(hidden)]
@@ -218,7 +219,7 @@ pub mod refusal {
     #[diagnostic::on_unimplemented(
         message = "this field is a large value (#[table(split)] or #[blob_content]) and cannot be set by a partial update",
         label = "a large value may span several cells, rows or a blob, which a Merge cannot replace consistently",
-        note = "replace the entity instead (`update`, `upsert` or `mutate`)"
+        note = "replace the entity instead (`update`, `replace`, `upsert` or `mutate`)"
     )]
     pub trait LargeFieldsCannotBePatched {}
 
@@ -226,7 +227,7 @@ pub mod refusal {
     #[diagnostic::on_unimplemented(
         message = "a partial update cannot clear a field: a Merge never removes a property",
         label = "clearing through a Merge",
-        note = "use `mutate` (or a replace with `update`) to set the field to None"
+        note = "use `mutate` (or a replace with `update` or `replace`) to set the field to None"
     )]
     pub trait MergeCannotClearAField {}
 }

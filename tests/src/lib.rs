@@ -163,10 +163,7 @@ fn env_over(kind: Kind, backend: Arc<dyn Backend>, blobs: Option<Arc<dyn BlobBac
 /// [`blob_options`] with no cleanup grace: a replaced blob is released as
 /// soon as it is older than the blob service's one-second clock.
 pub fn eager_blob_options() -> BlobOptions {
-    BlobOptions {
-        cleanup_grace: std::time::Duration::ZERO,
-        ..blob_options()
-    }
+    blob_options().with_cleanup_grace(std::time::Duration::ZERO)
 }
 
 /// Tables of `env` whose blob store releases replaced blobs without a grace.
@@ -179,10 +176,9 @@ pub fn eager_tables(env: &Env) -> Tables {
 pub fn blob_options() -> BlobOptions {
     static RUN: OnceLock<u32> = OnceLock::new();
     let run = *RUN.get_or_init(rand::random::<u32>);
-    BlobOptions {
-        container: format!("values-{run:08x}"),
-        ..BlobOptions::default()
-    }
+    BlobOptions::new()
+        .with_container(format!("values-{run:08x}"))
+        .expect("a valid container name")
 }
 
 /// An environment on a fresh in-memory backend.

@@ -138,6 +138,13 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
         None => quote!(#p::None),
     };
     let etag_set = system(SystemRole::ETag).map(|fi| quote!(self.#fi = etag;));
+    // The ETag-conditional verbs need an ETag field; without one they do not compile.
+    let has_etag = system(SystemRole::ETag).map(|_| {
+        quote! {
+            #[automatically_derived]
+            impl #p::HasETag for #ident {}
+        }
+    });
     let ts_set = system(SystemRole::Timestamp)
         .map(|fi| quote!(self.#fi = #p::Option::map(timestamp, ::core::convert::From::from);));
     let stamp_field = |role| cont.field_with_stamp(role).map(|f| (f.ident.clone(), f.ty.clone()));
@@ -162,6 +169,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
         #id_fn
         #columns_def
         #update_def
+        #has_etag
 
         #[automatically_derived]
         impl #p::TableEntity for #ident {

@@ -76,6 +76,10 @@ pub(crate) fn expand(input: &DeriveInput, derive: Option<Derive>, errors: syn::E
                         ::core::unreachable!()
                     }
                 }
+
+                // Whether the type has an ETag field is not known after an error.
+                #[automatically_derived]
+                impl #impl_generics #p::HasETag for #ident #ty_generics #where_clause {}
             }
         }
         Some(Derive::Record) => quote! {

@@ -123,7 +123,9 @@ pub(crate) fn encode_at(f: &Field, naming: Naming, place: TokenStream) -> TokenS
             match codec {
                 LargeCodec::Value => quote!(#p::encode_large_text(#value, #col, __row);),
                 LargeCodec::Binary { .. } => quote!(#p::encode_large_bytes(#value, #col, __row);),
-                LargeCodec::Json => quote_spanned!(ty.span()=> #p::encode_large_json::<#ty>(#value, #col, __row)?;),
+                LargeCodec::Json => quote_spanned! {ty.span()=>
+                    #p::encode_large_json_value(<#ty as #p::JsonValue>::to_json(#value, #col)?, #col, __row);
+                },
             }
         }
         Storage::Binary { optional } => {
@@ -138,7 +140,7 @@ pub(crate) fn encode_at(f: &Field, naming: Naming, place: TokenStream) -> TokenS
             }
         }
         Storage::Json => quote_spanned! {ty.span()=>
-            #p::encode_json::<#ty>(&#place, #col, __row, __opts)?;
+            <#ty as #p::JsonValue>::encode_json_cell(&#place, #col, __row, __opts)?;
         },
         Storage::Flatten { inner, optional } => {
             let prefix = nested_prefix(&f.column, naming);
@@ -230,7 +232,7 @@ pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) ->
             codec: LargeCodec::Json,
             ..
         } => quote_spanned! {ty.span()=>
-            { #resolved #p::decode_json::<#ty>(&mut __row, __c)? }
+            { #resolved <#ty as #p::JsonValue>::decode_json_cell(&mut __row, __c)? }
         },
         Storage::Flatten { inner, optional } => {
             let prefix = nested_prefix(&f.column, naming);

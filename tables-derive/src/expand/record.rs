@@ -35,6 +35,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
     let (columns_def, columns_ty, columns_init) = super::typed::columns(cont, &columns_ident);
     let update_ident = quote::format_ident!("{}Update", ident);
     let update_def = super::typed::builder(cont, &update_ident);
+    let super::typed::Params { entity, auth } = super::typed::params(cont);
     wrap(quote! {
         #columns_def
         #update_def
@@ -43,13 +44,13 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
         impl #p::TableRecord for #ident {
             const COLUMNS: &'static [#p::Column] = &[#(#columns),*];
 
-            type Columns<__E> = #columns_ty;
+            type Columns<#entity> = #columns_ty;
 
-            fn columns<__E>(__prefix: &str) -> Self::Columns<__E> {
+            fn columns<#entity>(__prefix: &str) -> Self::Columns<#entity> {
                 #columns_init
             }
 
-            type Updater<__E, __A> = #update_ident<__E, __A>;
+            type Updater<#entity, #auth> = #update_ident<#entity, #auth>;
 
             #[allow(unused_variables)]
             fn write_columns(&self, __prefix: &str, __row: &mut #p::Row, __opts: &#p::EncodeOptions) -> #p::Result<()> {

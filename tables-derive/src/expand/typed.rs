@@ -10,14 +10,55 @@ use crate::internals::ast::{Container, Derive, Field, Storage};
 use crate::internals::attr::{KeyRole, SystemRole};
 use crate::internals::ty;
 
-/// Who the generated items are for: the entity itself, or a record inside entity `E`.
+/// The names of the generated builders' and columns' type parameters: the
+/// entity a record is inside (`Entity`) and the builder's authorisation
+/// state (`Auth`). They appear in compile errors (`TicketUpdate::<Auth>::limit`),
+/// so they read as words; a field type or struct that uses the same name
+/// gets a prefixed one instead, which it cannot shadow.
+pub(crate) struct Params {
+    pub(crate) entity: Ident,
+    pub(crate) auth: Ident,
+}
+
+pub(crate) fn params(cont: &Container) -> Params {
+    fn idents(tokens: TokenStream, out: &mut Vec<String>) {
+        for t in tokens {
+            match t {
+                proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
+                proc_macro2::TokenTree::Group(g) => idents(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    let mut used = vec![cont.ident.to_string()];
+    for f in &cont.fields {
+        let ty = &f.ty;
+        idents(quote!(#ty), &mut used);
+    }
+    let pick = |name: &str| {
+        if used.iter().any(|u| u == name) {
+            format_ident!("__{}", name)
+        } else {
+            format_ident!("{}", name)
+        }
+    };
+    Params {
+        entity: pick("Entity"),
+        auth: pick("Auth"),
+    }
+}
+
+/// Who the generated items are for: the entity itself, or a record inside entity `Entity`.
 fn entity_type(cont: &Container) -> TokenStream {
     match cont.derive {
         Derive::Entity => {
             let ident = &cont.ident;
             quote!(#ident)
         }
-        Derive::Record => quote!(__E),
+        Derive::Record => {
+            let e = params(cont).entity;
+            quote!(#e)
+        }
     }
 }
 
@@ -82,6 +123,7 @@ fn filter_field(cont: &Container, f: &Field) -> Option<(TokenStream, TokenStream
 
 /// The columns struct: its definition, its type (with generics) and a constructor body.
 pub(crate) fn columns(cont: &Container, struct_ident: &Ident) -> (TokenStream, TokenStream, TokenStream) {
+    let entity = params(cont).entity;
     let mut fields = Vec::new();
     let mut inits = Vec::new();
     for f in &cont.fields {
@@ -111,19 +153,19 @@ pub(crate) fn columns(cont: &Container, struct_ident: &Ident) -> (TokenStream, T
         Derive::Record => (
             quote! {
                 #[doc = #doc]
-                pub struct #struct_ident<__E> {
+                pub struct #struct_ident<#entity> {
                     #(#fields,)*
                     #[doc(hidden)]
-                    pub __entity: ::core::marker::PhantomData<fn() -> __E>,
+                    pub __entity: ::core::marker::PhantomData<fn() -> #entity>,
                 }
 
-                impl<__E> ::core::fmt::Debug for #struct_ident<__E> {
+                impl<#entity> ::core::fmt::Debug for #struct_ident<#entity> {
                     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                         f.write_str(::core::stringify!(#struct_ident))
                     }
                 }
             },
-            quote!(#struct_ident<__E>),
+            quote!(#struct_ident<#entity>),
             quote!(#struct_ident { #(#inits,)* __entity: ::core::marker::PhantomData }),
         ),
     }
@@ -131,6 +173,7 @@ pub(crate) fn columns(cont: &Container, struct_ident: &Ident) -> (TokenStream, T
 
 /// One setter of the partial-update builder, or `None` for fields without one.
 fn setter(cont: &Container, f: &Field) -> Option<TokenStream> {
+    let auth = params(cont).auth;
     let p = private();
     let e = entity_type(cont);
     let fi = &f.ident;
@@ -148,7 +191,7 @@ fn setter(cont: &Container, f: &Field) -> Option<TokenStream> {
         let roles = &roles.value;
         quote!(.__protect(&__col, &[#(#roles),*]))
     });
-    let protected_bound = f.attrs.protected.as_ref().map(|_| quote!(__A: #p::MaySetProtected,));
+    let protected_bound = f.attrs.protected.as_ref().map(|_| quote!(#auth: #p::MaySetProtected,));
     let doc = format!("Sets the `{}` column.", f.column);
     let optional = ty::option_inner(ty);
     let clear = optional.map(|_| {
@@ -156,7 +199,7 @@ fn setter(cont: &Container, f: &Field) -> Option<TokenStream> {
         let doc = format!("Refused at compile time: a Merge cannot remove `{}`.", f.column);
         quote! {
             #[doc = #doc]
-            pub fn #clear_ident(self) -> Self where __A: #p::MergeCannotClearAField {
+            pub fn #clear_ident(self) -> Self where #auth: #p::MergeCannotClearAField {
                 unreachable!("MergeCannotClearAField has no implementations")
             }
         }
@@ -174,7 +217,7 @@ fn setter(cont: &Container, f: &Field) -> Option<TokenStream> {
             );
             quote! {
                 #[doc = #doc]
-                pub fn #fi<__V>(self, _value: __V) -> Self where __A: #p::DeletionStampIsSetBySoftDelete {
+                pub fn #fi<__V>(self, _value: __V) -> Self where #auth: #p::DeletionStampIsSetBySoftDelete {
                     unreachable!("DeletionStampIsSetBySoftDelete has no implementations")
                 }
             }
@@ -186,7 +229,7 @@ fn setter(cont: &Container, f: &Field) -> Option<TokenStream> {
             );
             quote! {
                 #[doc = #doc]
-                pub fn #fi<__V>(self, _value: __V) -> Self where __A: #p::LargeFieldsCannotBePatched {
+                pub fn #fi<__V>(self, _value: __V) -> Self where #auth: #p::LargeFieldsCannotBePatched {
                     unreachable!("LargeFieldsCannotBePatched has no implementations")
                 }
             }
@@ -202,9 +245,9 @@ fn setter(cont: &Container, f: &Field) -> Option<TokenStream> {
                     quote!(::std::format!("{}{}", self.prefix, #s))
                 }
             };
-            let updater = quote_spanned!(inner.span()=> <#inner as #p::TableRecord>::Updater<#e, __A>);
+            let updater = quote_spanned!(inner.span()=> <#inner as #p::TableRecord>::Updater<#e, #auth>);
             let start = rebuild(quote_spanned! {inner.span()=>
-                #p::RecordUpdater::finish(build(<#updater as #p::RecordUpdater<#e, __A>>::start(#state, #pfx)))
+                #p::RecordUpdater::finish(build(<#updater as #p::RecordUpdater<#e, #auth>>::start(#state, #pfx)))
             });
             let doc = format!("Sets columns of the flattened `{}` record.", f.column);
             quote_spanned! {inner.span()=>
@@ -220,29 +263,46 @@ fn setter(cont: &Container, f: &Field) -> Option<TokenStream> {
                 #clear
             }
         }
+        // The value is encoded through the same trait path, on the same span,
+        // as the entity's codec, so a type without a cell format is one error.
         Storage::Json => {
             let inner = optional.unwrap_or(ty);
-            let set = body(quote!(.__set_json(&__col, &value)));
+            let value = wrap_optional(optional.is_some(), quote!(value));
+            let encode = quote_spanned!(ty.span()=> <#ty as #p::JsonValue>::encode_json_cell(&__v, __c, __r, __o));
+            let set = body(quote!(.__set_cells(&__col, |__c, __r, __o| #encode)));
             quote! {
                 #[doc = #doc]
-                pub fn #fi(self, value: #inner) -> Self where #protected_bound { #set }
+                pub fn #fi(self, value: #inner) -> Self where #protected_bound { let __v: #ty = #value; #set }
                 #clear
             }
         }
         Storage::Value => {
             let inner = optional.unwrap_or(ty);
-            let set = body(quote_spanned!(inner.span()=> .__set::<#inner>(&__col, &value.into())));
+            let value = wrap_optional(optional.is_some(), quote!(::core::convert::Into::<#inner>::into(value)));
+            let encode = quote_spanned!(ty.span()=> <#ty as #p::TableValue>::encode(&__v, __c, __r, __o));
+            let set = body(quote!(.__set_cells(&__col, |__c, __r, __o| #encode)));
             quote! {
                 #[doc = #doc]
-                pub fn #fi(self, value: impl ::core::convert::Into<#inner>) -> Self where #protected_bound { #set }
+                pub fn #fi(self, value: impl ::core::convert::Into<#inner>) -> Self where #protected_bound { let __v: #ty = #value; #set }
                 #clear
             }
         }
     })
 }
 
+/// `Some(value)` for an optional field, else `value`.
+fn wrap_optional(optional: bool, value: TokenStream) -> TokenStream {
+    if optional {
+        let p = private();
+        quote!(#p::Some(#value))
+    } else {
+        value
+    }
+}
+
 /// The update builder: its definition and its impls.
 pub(crate) fn builder(cont: &Container, struct_ident: &Ident) -> TokenStream {
+    let Params { entity, auth } = params(cont);
     let p = private();
     let setters: Vec<TokenStream> = cont.fields.iter().filter_map(|f| setter(cont, f)).collect();
     let doc = format!("Partial update of `{}`: a Merge of only the columns set.", cont.ident);
@@ -251,15 +311,15 @@ pub(crate) fn builder(cont: &Container, struct_ident: &Ident) -> TokenStream {
             let ident = &cont.ident;
             quote! {
                 #[doc = #doc]
-                pub struct #struct_ident<__A = #p::Unauthorized>(#p::Update<#ident, __A>);
+                pub struct #struct_ident<#auth = #p::Unauthorized>(#p::Update<#ident, #auth>);
 
-                impl<__A> ::core::fmt::Debug for #struct_ident<__A> {
+                impl<#auth> ::core::fmt::Debug for #struct_ident<#auth> {
                     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                         ::core::fmt::Debug::fmt(&self.0, f)
                     }
                 }
 
-                impl<__A> #struct_ident<__A> {
+                impl<#auth> #struct_ident<#auth> {
                     #(#setters)*
 
                     /// Sends the update on condition of this version.
@@ -276,9 +336,9 @@ pub(crate) fn builder(cont: &Container, struct_ident: &Ident) -> TokenStream {
                 }
 
                 #[automatically_derived]
-                impl<__A> #p::UpdateBuilder<#ident> for #struct_ident<__A> {
-                    type State = __A;
-                    fn into_update(self) -> #p::Update<#ident, __A> {
+                impl<#auth> #p::UpdateBuilder<#ident> for #struct_ident<#auth> {
+                    type State = #auth;
+                    fn into_update(self) -> #p::Update<#ident, #auth> {
                         self.0
                     }
                 }
@@ -286,27 +346,27 @@ pub(crate) fn builder(cont: &Container, struct_ident: &Ident) -> TokenStream {
         }
         Derive::Record => quote! {
             #[doc = #doc]
-            pub struct #struct_ident<__E, __A> {
-                inner: #p::Update<__E, __A>,
+            pub struct #struct_ident<#entity, #auth> {
+                inner: #p::Update<#entity, #auth>,
                 prefix: ::std::string::String,
             }
 
-            impl<__E, __A> ::core::fmt::Debug for #struct_ident<__E, __A> {
+            impl<#entity, #auth> ::core::fmt::Debug for #struct_ident<#entity, #auth> {
                 fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                     ::core::fmt::Debug::fmt(&self.inner, f)
                 }
             }
 
-            impl<__E, __A> #struct_ident<__E, __A> {
+            impl<#entity, #auth> #struct_ident<#entity, #auth> {
                 #(#setters)*
             }
 
             #[automatically_derived]
-            impl<__E, __A> #p::RecordUpdater<__E, __A> for #struct_ident<__E, __A> {
-                fn start(inner: #p::Update<__E, __A>, prefix: ::std::string::String) -> Self {
+            impl<#entity, #auth> #p::RecordUpdater<#entity, #auth> for #struct_ident<#entity, #auth> {
+                fn start(inner: #p::Update<#entity, #auth>, prefix: ::std::string::String) -> Self {
                     #struct_ident { inner, prefix }
                 }
-                fn finish(self) -> #p::Update<__E, __A> {
+                fn finish(self) -> #p::Update<#entity, #auth> {
                     self.inner
                 }
             }

@@ -5,25 +5,38 @@ use std::fmt::Display;
 
 use quote::ToTokens;
 
-/// An error sink. Every error is reported on its own span.
+use super::docs::{with_link, Page};
+
+/// An error sink. Every error is reported on its own span, with a link to
+/// the documentation of the attribute it names.
 pub(crate) struct Ctxt {
     errors: RefCell<Option<Vec<syn::Error>>>,
+    page: Page,
 }
 
 impl Ctxt {
-    pub(crate) fn new() -> Ctxt {
+    /// A sink for the errors of a derive documented on `page`.
+    pub(crate) fn new(page: Page) -> Ctxt {
         Ctxt {
             errors: RefCell::new(Some(Vec::new())),
+            page,
         }
     }
 
     /// Records an error spanning `tokens`.
     pub(crate) fn error_spanned_by<T: ToTokens, M: Display>(&self, tokens: T, message: M) {
-        self.syn_error(syn::Error::new_spanned(tokens.into_token_stream(), message));
+        let message = with_link(self.page, &message.to_string());
+        self.push(syn::Error::new_spanned(tokens.into_token_stream(), message));
     }
 
-    /// Records a `syn` error.
+    /// Records a `syn` error (each of its messages, on its span).
     pub(crate) fn syn_error(&self, err: syn::Error) {
+        for e in err {
+            self.push(syn::Error::new(e.span(), with_link(self.page, &e.to_string())));
+        }
+    }
+
+    fn push(&self, err: syn::Error) {
         if let Some(errors) = self.errors.borrow_mut().as_mut() {
             errors.push(err);
         }

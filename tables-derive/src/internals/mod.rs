@@ -5,6 +5,7 @@ pub(crate) mod attr;
 pub(crate) mod case;
 pub(crate) mod check;
 pub(crate) mod ctxt;
+pub(crate) mod docs;
 pub(crate) mod symbol;
 pub(crate) mod ty;
 pub(crate) mod union;

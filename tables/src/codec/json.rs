@@ -208,6 +208,8 @@ fn null_json<T: DeserializeOwned>(column: &str) -> Result<T> {
 
 macro_rules! json_container {
     ($( [$($gen:tt)*] $t:ty => $absent:expr ),* $(,)?) => {$(
+        // Reported as "`Vec<X>` cannot be stored in a table column", not as serde's traits.
+        #[diagnostic::do_not_recommend]
         impl<$($gen)*> TableValue for $t
         where
             $t: Serialize + DeserializeOwned,

@@ -9,10 +9,12 @@
 mod dates;
 mod ids;
 mod json;
+mod json_value;
 mod scalar;
 
 pub use json::{decode_json, encode_json};
 pub(crate) use json::{gunzip_bounded, GunzipError};
+pub use json_value::JsonValue;
 pub use scalar::{decode_binary, decode_optional_binary, encode_binary, take_scalar_value};
 
 use crate::error::{Error, Result};
@@ -66,7 +68,7 @@ pub enum ValueKind {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be stored in a table column",
     label = "this field's type has no cell format",
-    note = "for a unit enum add `#[derive(TableEnum)]`; to store a serde type as one JSON cell mark the field `#[table(json)]`; for a nested struct add `#[derive(TableRecord)]` and mark the field `#[table(flatten)]`; or mark the field `#[table(skip)]`"
+    note = "for a unit enum add `#[derive(TableEnum)]`; to store a serde type as one JSON cell mark the field `#[table(json)]`; for a nested struct add `#[derive(TableRecord)]` and mark the field `#[table(flatten)]`; a list, set or map is one JSON cell and needs elements that implement serde's `Serialize` and `Deserialize`; or mark the field `#[table(skip)]` (see https://docs.rs/unified-tables/latest/unified_tables/derive.TableEntity.html#field-attributes)"
 )]
 pub trait TableValue: Sized {
     /// How the type is stored.

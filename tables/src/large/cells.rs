@@ -43,10 +43,15 @@ pub fn encode_large_json<T: Serialize + ?Sized>(value: &T, column: &str, row: &m
         column: column.to_owned(),
         reason: format!("cannot be written as JSON: {e}"),
     })?;
+    encode_large_json_value(json, column, row);
+    Ok(())
+}
+
+/// [`encode_large_json`] of a value already turned into JSON.
+pub fn encode_large_json_value(json: serde_json::Value, column: &str, row: &mut Row) {
     if !json.is_null() {
         row.insert(json_cell(column), Value::String(json.to_string()));
     }
-    Ok(())
 }
 
 /// Where a large value's one-cell form lives.

@@ -44,8 +44,11 @@ pub mod reason {
     pub trait SkippedFieldsCannotBeSelected {}
 }
 
+// The types, constructors and `Debug` come from a macro; the refused
+// comparisons are written out below it, so that the compiler's note
+// ("required by a bound in `LargeCol::<E>::eq`") shows them and no macro.
 macro_rules! unfilterable {
-    ($(#[$doc:meta])* $name:ident: $reason:path) => {
+    ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
         pub struct $name<E> {
             name: String,
@@ -69,36 +72,173 @@ macro_rules! unfilterable {
                 write!(f, "{}({})", stringify!($name), self.name)
             }
         }
-
-        unfilterable!(@methods $name, $reason, eq, ne, lt, le, gt, ge);
-    };
-    (@methods $name:ident, $reason:path, $($m:ident),*) => {
-        impl<E> $name<E> {
-            $(
-                /// Refused at compile time; the error says why.
-                pub fn $m<V>(&self, _value: V) -> Where<E>
-                where
-                    E: $reason,
-                {
-                    unreachable!("the reason trait has no implementations")
-                }
-            )*
-        }
     };
 }
 
 unfilterable!(
     /// The filter column of a skipped field: every comparison is a compile error.
-    SkippedCol: reason::SkippedFieldsCannotBeFiltered
+    SkippedCol
 );
 unfilterable!(
     /// The filter column of a `#[table(json)]` field: every comparison is a compile error.
-    JsonCol: reason::JsonFieldsCannotBeFiltered
+    JsonCol
 );
 unfilterable!(
     /// The filter column of a large value or blob: every comparison is a compile error.
-    LargeCol: reason::LargeFieldsCannotBeFiltered
+    LargeCol
 );
+
+const REFUSED: &str = "a refused comparison has no implementations of its bound";
+
+impl<E> SkippedCol<E> {
+    /// Refused at compile time; the error says why.
+    pub fn eq<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::SkippedFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn ne<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::SkippedFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn lt<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::SkippedFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn le<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::SkippedFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn gt<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::SkippedFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn ge<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::SkippedFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+}
+
+impl<E> JsonCol<E> {
+    /// Refused at compile time; the error says why.
+    pub fn eq<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::JsonFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn ne<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::JsonFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn lt<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::JsonFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn le<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::JsonFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn gt<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::JsonFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn ge<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::JsonFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+}
+
+impl<E> LargeCol<E> {
+    /// Refused at compile time; the error says why.
+    pub fn eq<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::LargeFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn ne<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::LargeFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn lt<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::LargeFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn le<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::LargeFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn gt<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::LargeFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+
+    /// Refused at compile time; the error says why.
+    pub fn ge<V>(&self, _value: V) -> Where<E>
+    where
+        E: reason::LargeFieldsCannotBeFiltered,
+    {
+        unreachable!("{REFUSED}")
+    }
+}
 
 impl<E> JsonCol<E> {
     /// This field, for a projection: its one JSON cell (or compressed cell),

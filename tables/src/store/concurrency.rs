@@ -252,7 +252,7 @@ impl<T: TableEntity> Store<T> {
     /// no attempt is left, so it only decides and never runs the intent
     /// (with `n` attempts an intent runs at most `n` times).
     pub(super) async fn cas(&self, key: &Key, mut step: impl FnMut(Option<T>, bool) -> Step<T>) -> Result<Outcome<T>> {
-        let attempts = self.tables.options.mutate_attempts.max(1);
+        let attempts = self.tables.options.mutate_attempts.get();
         let mut current = self.read(key).await?;
         let mut attempt = 0u32;
         loop {

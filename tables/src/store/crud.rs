@@ -71,23 +71,34 @@ impl<T: TableEntity> Store<T> {
         self.write_entity(entity, Verb::Upsert).await
     }
 
-    /// Replaces the stored entity on condition of the ETag it was read with
-    /// ([`Concurrency::Auto`]). A stale ETag fails with [`Error::Conflict`];
-    /// an entity without an ETag is refused with [`Error::MissingETag`].
-    pub async fn update(&self, entity: &mut T) -> Result<ETag> {
-        self.update_with(entity, Concurrency::Auto).await
+    /// Replaces the stored entity whatever version is stored (`If-Match: *`):
+    /// the unconditional counterpart of [`Store::update`], for every type,
+    /// with or without an ETag field ([`HasETag`](crate::HasETag)). The row must exist
+    /// ([`Error::NotFound`] otherwise; [`Store::upsert`] inserts instead).
+    /// The same as `update_with(entity, Concurrency::LastWriterWins)`.
+    ///
+    /// ```
+    /// # use unified_tables::{Error, TableEntity, Tables};
+    /// #[derive(TableEntity)]
+    /// struct Setting {
+    ///     #[table(partition_key)] scope: String,
+    ///     #[table(row_key)] name: String,
+    ///     value: String,
+    /// }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let settings = Tables::memory().store::<Setting>();
+    /// let mut s = Setting { scope: "app".into(), name: "theme".into(), value: "dark".into() };
+    /// settings.create(&mut s).await?;
+    /// s.value = "light".into();
+    /// settings.replace(&mut s).await?;                      // no ETag field: last writer wins
+    /// # Ok::<(), Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn replace(&self, entity: &mut T) -> Result<ETag> {
+        self.replace_if(entity, IfMatch::Any).await
     }
 
-    /// Replaces the stored entity under an explicit concurrency mode.
-    ///
-    /// | mode | without an ETag | with an ETag |
-    /// |---|---|---|
-    /// | `Auto` | refused (or `*` when `implicit_last_writer_wins`) | conditional |
-    /// | `Strict` | refused | conditional |
-    /// | `LastWriterWins` | `*` | `*` |
-    ///
-    /// `*` still requires the row to exist ([`Error::NotFound`] otherwise).
-    pub async fn update_with(&self, entity: &mut T, mode: Concurrency) -> Result<ETag> {
+    pub(super) async fn update_conditional(&self, entity: &mut T, mode: Concurrency) -> Result<ETag> {
         let condition = self.condition_for(entity, mode)?;
         self.replace_if(entity, condition).await
     }
@@ -104,9 +115,7 @@ impl<T: TableEntity> Store<T> {
         self.delete_one(&key, IfMatch::Any).await
     }
 
-    /// Deletes the entity on condition of its ETag: [`Error::Conflict`] if it
-    /// changed since it was read, [`Error::NotFound`] if it is gone.
-    pub async fn delete_entity(&self, entity: &T) -> Result<()> {
+    pub(super) async fn delete_conditional(&self, entity: &T) -> Result<()> {
         let key = entity.key();
         key.validate()?;
         let condition = self.condition_for(entity, Concurrency::Strict)?;

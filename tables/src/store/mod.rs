@@ -21,6 +21,7 @@ mod sweep;
 pub mod union;
 mod write;
 
+pub use crate::options::SweepSchedule;
 pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
 pub use concurrency::Outcome;
 pub use ordering::Delivery;
@@ -35,12 +36,14 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
+use futures::future::BoxFuture;
+
 use crate::backend::Backend;
 use crate::codec::{EncodeOptions, OversizedCellPolicy};
-use crate::entity::{Key, KeyMode, TableEntity};
+use crate::entity::{HasETag, Key, KeyMode, TableEntity};
 use crate::error::{Error, Result};
 use crate::tables::Tables;
-use crate::value::DateTime;
+use crate::value::{DateTime, ETag};
 
 /// How an update decides whether it may overwrite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -64,8 +67,9 @@ pub struct StoreOptions {
     /// (default `false`: refuse with [`Error::MissingETag`]).
     pub implicit_last_writer_wins: bool,
     /// Attempts of [`Store::mutate`] and the other compare-and-swap verbs
-    /// before they report a conflict (default 3).
-    pub mutate_attempts: u32,
+    /// before they report a conflict (default 3; 1 to 1,000, checked by
+    /// [`MutateAttempts::new`](crate::MutateAttempts::new)).
+    pub mutate_attempts: crate::MutateAttempts,
 }
 
 impl Default for StoreOptions {
@@ -73,7 +77,7 @@ impl Default for StoreOptions {
         StoreOptions {
             oversized_cells: OversizedCellPolicy::Refuse,
             implicit_last_writer_wins: false,
-            mutate_attempts: 3,
+            mutate_attempts: crate::MutateAttempts::default(),
         }
     }
 }
@@ -238,6 +242,82 @@ impl<T: TableEntity> Store<T> {
         };
         key.validate()?;
         Ok(key)
+    }
+}
+
+// The ETag-conditional verbs. They are defined here, beside `Store`, so
+// that calling one on a type without an ETag field is one compile error
+// naming `Store::<T>::update`; each returns a boxed future because an
+// `async fn` would repeat that error at the call and at its `.await`.
+impl<T: TableEntity> Store<T> {
+    /// Replaces the stored entity on condition of the ETag it was read with
+    /// ([`Concurrency::Auto`]). A stale ETag fails with [`Error::Conflict`];
+    /// an entity whose ETag is `None` (built, not read) is refused with
+    /// [`Error::MissingETag`], unless
+    /// [`StoreOptions::implicit_last_writer_wins`] is set.
+    ///
+    /// Only for types with an `#[table(etag)]` field ([`HasETag`]): for any
+    /// other type it does not compile, since it could only be refused. Such
+    /// types write with [`Store::replace`], [`Store::upsert`] or [`Store::mutate`].
+    /// (The conditional verbs return a boxed future so that such a call is
+    /// one compile error, at the call.)
+    ///
+    /// ```
+    /// # use unified_tables::{ETag, Error, TableEntity, Tables};
+    /// #[derive(TableEntity, Clone)]
+    /// struct Task {
+    ///     #[table(partition_key)] list: String,
+    ///     #[table(row_key)] id: String,
+    ///     done: bool,
+    ///     #[table(etag)] etag: Option<ETag>,
+    /// }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let tasks = Tables::memory().store::<Task>();
+    /// tasks.create(&mut Task { list: "home".into(), id: "1".into(), done: false, etag: None }).await?;
+    ///
+    /// let mut mine = tasks.get(("home", "1")).await?.expect("stored");
+    /// let mut theirs = mine.clone();
+    /// mine.done = true;
+    /// tasks.update(&mut mine).await?;                       // conditional on the ETag read
+    /// assert!(matches!(tasks.update(&mut theirs).await, Err(Error::Conflict { .. })));
+    /// # Ok::<(), Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn update<'a>(&'a self, entity: &'a mut T) -> BoxFuture<'a, Result<ETag>>
+    where
+        T: HasETag,
+    {
+        Box::pin(self.update_conditional(entity, Concurrency::Auto))
+    }
+
+    /// Replaces the stored entity under an explicit concurrency mode.
+    ///
+    /// | mode | without an ETag | with an ETag |
+    /// |---|---|---|
+    /// | `Auto` | refused (or `*` when `implicit_last_writer_wins`) | conditional |
+    /// | `Strict` | refused | conditional |
+    /// | `LastWriterWins` | `*` | `*` |
+    ///
+    /// `*` still requires the row to exist ([`Error::NotFound`] otherwise).
+    /// Only for types with an `#[table(etag)]` field ([`HasETag`]); any type
+    /// can overwrite with [`Store::replace`].
+    pub fn update_with<'a>(&'a self, entity: &'a mut T, mode: Concurrency) -> BoxFuture<'a, Result<ETag>>
+    where
+        T: HasETag,
+    {
+        Box::pin(self.update_conditional(entity, mode))
+    }
+
+    /// Deletes the entity on condition of its ETag: [`Error::Conflict`] if it
+    /// changed since it was read, [`Error::NotFound`] if it is gone, and
+    /// [`Error::MissingETag`] if its ETag is `None`. Only for types with an
+    /// `#[table(etag)]` field ([`HasETag`]); any type deletes by key with
+    /// [`Store::delete`].
+    pub fn delete_entity<'a>(&'a self, entity: &'a T) -> BoxFuture<'a, Result<()>>
+    where
+        T: HasETag,
+    {
+        Box::pin(self.delete_conditional(entity))
     }
 }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use super::Store;
+use super::{Store, SweepSchedule};
 use crate::backend::blob::BlobCondition;
 use crate::backend::QueryRequest;
 use crate::entity::TableEntity;
@@ -161,24 +161,30 @@ impl<T: TableEntity> Store<T> {
         }
     }
 
-    /// Runs the table-wide sweep every `interval`, for ever, logging each
-    /// round through `tracing`. Spawn it on the host's runtime:
+    /// Runs the table-wide sweep on `schedule` (every
+    /// [`interval`](SweepSchedule::interval), deleting orphans older than
+    /// [`older_than`](SweepSchedule::older_than)), for ever, logging each
+    /// round through `tracing`. The schedule's values were checked when it
+    /// was built. Spawn it on the host's runtime:
     ///
     /// ```no_run
     /// # use unified_tables::{TableEntity, Tables};
     /// # #[derive(TableEntity)] struct Doc { #[table(partition_key)] pk: String, #[table(row_key)] rk: String }
-    /// # async fn host(db: Tables) {
+    /// # async fn host(db: Tables) -> unified_tables::Result<()> {
     /// use std::time::Duration;
+    /// use unified_tables::store::SweepSchedule;
     /// let docs = db.store::<Doc>();
-    /// let sweeper = tokio::spawn(docs.sweep_forever(Duration::from_secs(3600), Duration::from_secs(3600)));
+    /// let hourly = SweepSchedule::new(Duration::from_secs(3600), Duration::from_secs(3600))?;
+    /// let sweeper = tokio::spawn(docs.sweep_forever(hourly));
     /// // ... on shutdown:
     /// sweeper.abort();
+    /// # Ok::<(), unified_tables::Error>(())
     /// # }
     /// ```
-    pub async fn sweep_forever(self, interval: Duration, older_than: Duration) {
+    pub async fn sweep_forever(self, schedule: SweepSchedule) {
         loop {
-            tokio::time::sleep(interval).await;
-            match self.sweep_all_orphan_blobs(older_than).await {
+            tokio::time::sleep(schedule.interval()).await;
+            match self.sweep_all_orphan_blobs(schedule.older_than()).await {
                 Ok(r) => {
                     tracing::info!(table = %self.table, deleted = r.deleted, examined = r.examined, "orphan blob sweep")
                 }

@@ -14,10 +14,9 @@ use crate::Env;
 /// The blob offload options of the differential stores: a low threshold, so
 /// values are offloaded at test-friendly sizes.
 pub fn blob_options() -> unified_tables::BlobOptions {
-    unified_tables::BlobOptions {
-        threshold_bytes: BLOB_THRESHOLD,
-        ..crate::blob_options()
-    }
+    crate::blob_options()
+        .with_threshold_bytes(BLOB_THRESHOLD)
+        .expect("a threshold within range")
 }
 
 /// A store of `T` in the environment's table, with the low offload threshold.

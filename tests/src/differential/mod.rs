@@ -195,7 +195,9 @@ pub struct Large {
 }
 
 /// An entity type under test.
-pub trait Subject: TableEntity + Clone + PartialEq + std::fmt::Debug + Send + Sync + 'static {
+pub trait Subject:
+    TableEntity + unified_tables::HasETag + Clone + PartialEq + std::fmt::Debug + Send + Sync + 'static
+{
     /// Whether the type has large values (the README's costs differ).
     const LARGE: bool;
     /// A short name for messages.

@@ -407,7 +407,7 @@ pub async fn large_values_are_cached_assembled_and_a_gone_file_drops_the_entry(e
 
     // The file's blob disappears behind the store's back (another writer released it).
     let raw = env.backend().get(&env.table, "p", "d").await.unwrap().unwrap();
-    let container = crate::blob_options().container;
+    let container = crate::blob_options().container().to_owned();
     for path in unified_tables::layout::blob_paths(&raw) {
         env.blobs
             .as_ref()

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming, FaultyBackend};
-use unified_tables::{Error, Outcome, StoreOptions, Tables};
+use unified_tables::{Error, MutateAttempts, Outcome, StoreOptions, Tables};
 
 use crate::model::{Customer, Note};
 use crate::Env;
@@ -18,7 +18,7 @@ fn hold(barrier: &Barrier) {
 
 pub async fn concurrent_mutates_lose_no_update(env: &Env) {
     let tables = env.with_options(StoreOptions {
-        mutate_attempts: 200,
+        mutate_attempts: MutateAttempts::new(200).unwrap(),
         ..StoreOptions::default()
     });
     let store = tables.store_in::<Customer>(&env.table);
@@ -163,7 +163,7 @@ pub async fn try_mutate_reports_expected_branches_as_values(env: &Env) {
     // A row that changes on every attempt: Conflicted, nothing thrown.
     let hot = env
         .with_options(StoreOptions {
-            mutate_attempts: 2,
+            mutate_attempts: MutateAttempts::new(2).unwrap(),
             ..StoreOptions::default()
         })
         .store_in::<Customer>(&env.table);
@@ -228,7 +228,7 @@ pub async fn get_or_create_converges_on_the_winner(env: &Env) {
 
 pub async fn mutate_or_create_applies_the_delta_on_insert_and_update(env: &Env) {
     let tables = env.with_options(StoreOptions {
-        mutate_attempts: 100,
+        mutate_attempts: MutateAttempts::new(100).unwrap(),
         ..StoreOptions::default()
     });
     let store = tables.store_in::<Customer>(&env.table);

@@ -557,7 +557,7 @@ pub async fn rows_of_this_crate_have_the_formats_the_readme_states(env: &Env) {
     use base64::Engine as _;
     use std::io::Read as _;
     assert_eq!(
-        unified_tables::BlobOptions::default().container,
+        unified_tables::BlobOptions::default().container(),
         "unified-tables-values"
     );
     let raw_row = |rk: &'static str| async move { env.backend().get(&env.table, "p", rk).await.unwrap().unwrap() };
@@ -653,7 +653,7 @@ pub async fn rows_of_this_crate_have_the_formats_the_readme_states(env: &Env) {
         })
     );
     let blobs = env.blobs.as_ref().expect("a blob backend");
-    let container = crate::blob_options().container;
+    let container = crate::blob_options().container().to_owned();
     let (_, bytes) = blobs
         .get(&container, reference["path"].as_str().unwrap(), None)
         .await

@@ -289,7 +289,7 @@ pub async fn damage_is_detected_on_read(env: &Env) {
     let path = reference["path"].as_str().unwrap().to_owned();
     let blobs = env.blobs.as_ref().unwrap();
     blobs
-        .delete(&crate::blob_options().container, &path, BlobCondition::None)
+        .delete(crate::blob_options().container(), &path, BlobCondition::None)
         .await
         .unwrap();
     let err = store.get(("p", "blob")).await.unwrap_err();
@@ -401,7 +401,7 @@ pub async fn files_are_blobs_read_lazily(env: &Env) {
     env.blobs
         .as_ref()
         .unwrap()
-        .delete(&crate::blob_options().container, &a, BlobCondition::None)
+        .delete(crate::blob_options().container(), &a, BlobCondition::None)
         .await
         .unwrap();
     let err = content.read_all().await.unwrap_err();
@@ -468,7 +468,7 @@ fn blob_path(row: &Row, column: &str) -> String {
 
 pub async fn released_blobs_are_cleaned_after_the_grace_and_orphans_swept(env: &Env) {
     let blobs = env.blobs.clone().expect("a blob backend");
-    let container = crate::blob_options().container;
+    let container = crate::blob_options().container().to_owned();
     // With the default grace (5 minutes) a replaced blob is left for the sweep.
     let store = env.tables.store_in::<Document>(&env.table);
     let mut d = Document::new("p", "kept");

@@ -33,7 +33,7 @@ async fn row_blobs(env: &Env, pk: &str, rk: &str) -> Vec<String> {
     let blobs = env.blobs.as_ref().expect("a blob backend");
     let prefix = format!("{}/{pk}/{rk}/", env.table);
     let listing = blobs
-        .list(&blob_options().container, &prefix, None, None, 5000)
+        .list(blob_options().container(), &prefix, None, None, 5000)
         .await
         .unwrap();
     assert!(listing.next_marker.is_none());
@@ -146,7 +146,7 @@ pub async fn blob_requests_of_offloaded_values_are_at_their_minimum(env: &Env) {
         env.blobs
             .as_ref()
             .unwrap()
-            .properties(&blob_options().container, &old)
+            .properties(blob_options().container(), &old)
             .await
             .unwrap()
             .is_some(),

@@ -162,7 +162,7 @@ pub async fn a_damaged_file_reference_is_integrity_not_a_panic(env: &Env) {
 /// touches the blob).
 pub async fn writing_back_a_released_file_does_not_store_a_dangling_reference(env: &Env) {
     let blobs = env.blobs.clone().expect("a blob backend");
-    let container = crate::blob_options().container;
+    let container = crate::blob_options().container().to_owned();
     let eager = crate::eager_tables(env).store_in::<Document>(&env.table);
     let mut d = Document::new("p", "f");
     d.attachment = Some(BlobContent::from_bytes(b"first file".to_vec(), "text/plain"));

@@ -42,6 +42,7 @@ pub mod dotnet_rows;
 pub mod projections;
 // -- end typedq modules --
 // -- typedd modules --
+pub mod unconditional;
 // -- end typedd modules --
 
 /// Every scenario's name, for the runner macro.
@@ -222,6 +223,8 @@ macro_rules! for_each_scenario {
             projections::a_scope_chosen_at_run_time_reads_what_it_names,
             // -- end typedq scenarios --
             // -- typedd scenarios --
+            unconditional::replace_overwrites_an_entity_without_an_etag_field,
+            unconditional::compare_and_swap_verbs_work_without_an_etag_field,
             // -- end typedd scenarios --
         }
     };

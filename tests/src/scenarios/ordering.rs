@@ -250,7 +250,7 @@ pub async fn a_newer_change_that_loses_the_race_is_applied_on_the_re_read(env: &
 
 pub async fn a_newer_change_that_loses_every_attempt_is_a_conflict(env: &Env) {
     let one = StoreOptions {
-        mutate_attempts: 1,
+        mutate_attempts: unified_tables::MutateAttempts::new(1).unwrap(),
         ..StoreOptions::default()
     };
     let (stored, out, calls) = forced_race(env, one, "5", "9").await;
@@ -266,7 +266,7 @@ pub async fn a_newer_change_that_loses_every_attempt_is_a_conflict(env: &Env) {
 
 pub async fn concurrent_deliveries_keep_the_highest_token(env: &Env) {
     let tables = env.with_options(StoreOptions {
-        mutate_attempts: 20,
+        mutate_attempts: unified_tables::MutateAttempts::new(20).unwrap(),
         ..StoreOptions::default()
     });
     let ledger = tables.store_in::<Ledger>(&env.table);

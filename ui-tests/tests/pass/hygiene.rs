@@ -74,7 +74,46 @@ struct Note {
     body: ::std::string::String,
 }
 
+// Field types named as the generated builders' type parameters would be:
+// the derive picks other names for them.
+#[derive(TableEnum, Debug, Clone, Copy, PartialEq)]
+enum Auth {
+    Password,
+    Passkey,
+}
+
+#[derive(TableEnum, Debug, Clone, Copy, PartialEq)]
+enum Entity {
+    Person,
+    Company,
+}
+
+#[derive(TableRecord, Debug, Clone, PartialEq)]
+struct Login {
+    auth: Auth,
+    entity: Entity,
+}
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+struct Account {
+    #[table(partition_key)]
+    tenant: ::std::string::String,
+    #[table(row_key)]
+    name: ::std::string::String,
+    auth: Auth,
+    entity: ::core::option::Option<Entity>,
+    #[table(flatten)]
+    login: Login,
+}
+
 fn main() {
+    let patch = Account::update()
+        .auth(Auth::Passkey)
+        .entity(Entity::Company)
+        .login(|l| l.auth(Auth::Password).entity(Entity::Person));
+    let _ = Account::filter(|c| c.auth.eq(Auth::Passkey) & c.login.entity.eq(Entity::Person));
+    let _ = patch;
+
     let customer = Customer {
         region: "eu".into(),
         email: "a@example.com".into(),
