@@ -41,6 +41,8 @@
 
 pub mod backend;
 pub mod codec;
+#[cfg(feature = "azure")]
+mod connect;
 mod entity;
 mod error;
 pub mod keys;
@@ -72,6 +74,7 @@ pub(crate) mod fuzz {
     }
 }
 
+pub use backend::retry::{RetryPolicy, RetryPolicyBuilder};
 pub use codec::{EncodeOptions, OversizedCellPolicy, TableValue};
 pub use entity::{
     normalize_id, restore_id, Column, ColumnKind, Key, KeyMode, LargeEncoding, Schema, TableEntity, TableRecord,

@@ -55,12 +55,11 @@ use std::num::NonZeroU32;
 use std::ops::Range;
 
 use async_trait::async_trait;
-use azure_core::auth::Secret;
 use azure_core::headers::{self as h, HeaderName, Headers};
 use azure_core::prelude::{Delimiter, MaxResults, NextMarker, Prefix};
 use azure_core::{Context, Method, Pipeline, Url};
 use azure_storage::clients::ServiceType;
-use azure_storage::{CloudLocation, StorageCredentials};
+use azure_storage::CloudLocation;
 use azure_storage_blobs::container::operations::BlobItem as CrateBlobItem;
 use azure_storage_blobs::prelude::{
     BlobClient, BlobContentEncoding, BlobContentType, BlobServiceClient, ClientBuilder,
@@ -68,8 +67,9 @@ use azure_storage_blobs::prelude::{
 use futures::StreamExt as _;
 
 use super::blob_headers::{if_match, is_blob_missing, parse_http_date, properties_from_headers, quoted, unreadable};
-use super::connection::{self, ConnectionString, Credentials};
-use super::http::{client_options, http_client, map_error, RetrySettings};
+use super::connect::AzureConnection;
+use super::connection::{self, ConnectionString};
+use super::http::{client_options, map_error};
 use crate::backend::blob::{BlobBackend, BlobCondition, BlobItem, BlobListing, BlobProperties, PutOptions};
 use crate::error::{Error, Result};
 use crate::service::{check_container_name, BlobName, MAX_LIST_RESULTS};
@@ -126,28 +126,23 @@ impl AzureBlobBackend {
         })
     }
 
-    /// Connects with an already parsed connection string.
+    /// Connects with an already parsed connection string, with the default
+    /// [`RetryPolicy`](crate::RetryPolicy) (see [`AzureConnection`] for another).
     pub fn from_parsed(connection: ConnectionString) -> Result<AzureBlobBackend> {
-        AzureBlobBackend::build(connection, RetrySettings::default())
+        AzureConnection::from_parsed(connection).blob_backend()
     }
 
-    pub(crate) fn build(connection: ConnectionString, retry: RetrySettings) -> Result<AzureBlobBackend> {
-        if connection.blob_endpoint.is_empty() {
+    pub(crate) fn build(connection: &AzureConnection, client: reqwest::Client) -> Result<AzureBlobBackend> {
+        if connection.blob_endpoint().is_empty() {
             return Err(Error::Config(
                 "connection string: no blob endpoint (give BlobEndpoint=, or AccountName= to derive it)".into(),
             ));
         }
-        let credentials = match &connection.credentials {
-            Credentials::AccountKey(key) => {
-                StorageCredentials::access_key(connection.account_name.clone(), Secret::new(key.clone()))
-            }
-            Credentials::SharedAccessSignature(sas) => StorageCredentials::sas_token(sas)
-                .map_err(|e| Error::Config(format!("connection string: SharedAccessSignature: {e}")))?,
-        };
-        let options = client_options(http_client()?, retry);
+        let credentials = connection.auth().storage_credentials(connection.account_name())?;
+        let options = client_options(client, *connection.retry());
         let location = CloudLocation::Custom {
-            account: connection.account_name.clone(),
-            uri: connection.blob_endpoint.clone(),
+            account: connection.account_name().to_owned(),
+            uri: connection.blob_endpoint().to_owned(),
         };
         let service = ClientBuilder::with_location(location, credentials.clone())
             .client_options(options.clone())
@@ -156,8 +151,8 @@ impl AzureBlobBackend {
         Ok(AzureBlobBackend {
             service,
             pipeline,
-            account_name: connection.account_name,
-            blob_endpoint: connection.blob_endpoint,
+            account_name: connection.account_name().to_owned(),
+            blob_endpoint: connection.blob_endpoint().to_owned(),
         })
     }
 

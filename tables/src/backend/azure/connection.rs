@@ -116,6 +116,41 @@ impl ConnectionString {
 
     /// Parses a connection string. Errors are [`Error::Config`] naming the bad part.
     pub fn parse(text: &str) -> Result<ConnectionString> {
+        let (credentials, endpoints) = parse_parts(text)?;
+        let credentials = credentials.ok_or_else(|| {
+            config("connection string: AccountKey is missing (or use UseDevelopmentStorage=true for Azurite)")
+        })?;
+        Ok(ConnectionString {
+            account_name: endpoints.account_name,
+            credentials,
+            table_endpoint: endpoints.table_endpoint,
+            blob_endpoint: endpoints.blob_endpoint,
+        })
+    }
+}
+
+/// Where an account's services are, without how to authorise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Endpoints {
+    pub(crate) account_name: String,
+    pub(crate) table_endpoint: String,
+    pub(crate) blob_endpoint: String,
+}
+
+/// Parses the endpoints of a connection string that carries no credentials
+/// (`AccountName=..`, optionally `EndpointSuffix=..`, or `TableEndpoint=..;BlobEndpoint=..`),
+/// for a credential given another way.
+pub(crate) fn parse_endpoints(text: &str) -> Result<Endpoints> {
+    match parse_parts(text)? {
+        (None, endpoints) => Ok(endpoints),
+        (Some(_), _) => Err(config(
+            "endpoints: give AccountName (with EndpointSuffix) or TableEndpoint and BlobEndpoint, without AccountKey, SharedAccessSignature or UseDevelopmentStorage: the credential authorises",
+        )),
+    }
+}
+
+/// The credentials (if any) and endpoints of a connection string.
+fn parse_parts(text: &str) -> Result<(Option<Credentials>, Endpoints)> {
         let mut dev = false;
         let mut protocol: Option<String> = None;
         let mut account: Option<String> = None;
@@ -183,7 +218,12 @@ impl ConnectionString {
                     "connection string: UseDevelopmentStorage=true cannot be combined with AccountName, AccountKey or SharedAccessSignature",
                 ));
             }
-            return Ok(cs);
+            let endpoints = Endpoints {
+                account_name: cs.account_name,
+                table_endpoint: cs.table_endpoint,
+                blob_endpoint: cs.blob_endpoint,
+            };
+            return Ok((Some(cs.credentials), endpoints));
         }
 
         let credentials = match (key, sas) {
@@ -194,14 +234,14 @@ impl ConnectionString {
             }
             (Some(k), None) => {
                 check_account_key(&k)?;
-                Credentials::AccountKey(k)
+                Some(Credentials::AccountKey(k))
             }
-            (None, Some(s)) => Credentials::SharedAccessSignature(s.trim_start_matches('?').to_owned()),
-            (None, None) => {
-                return Err(config(
-                    "connection string: AccountKey is missing (or use UseDevelopmentStorage=true for Azurite)",
-                ))
+            (None, Some(s)) => {
+                let sas = s.trim_start_matches('?').to_owned();
+                super::credential::check_sas(&sas)?;
+                Some(Credentials::SharedAccessSignature(sas))
             }
+            (None, None) => None,
         };
 
         let protocol = match protocol.as_deref().map(str::to_ascii_lowercase).as_deref() {
@@ -243,13 +283,14 @@ impl ConnectionString {
             )));
         }
 
-        Ok(ConnectionString {
-            account_name,
+        Ok((
             credentials,
-            table_endpoint,
-            blob_endpoint,
-        })
-    }
+            Endpoints {
+                account_name,
+                table_endpoint,
+                blob_endpoint,
+            },
+        ))
 }
 
 /// The account named by an endpoint: the first path segment of a path-style
