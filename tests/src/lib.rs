@@ -8,6 +8,7 @@
 //! unless `CI=true` or `UNIFIED_TABLES_REQUIRE_AZURE=1`, in which case they fail.
 
 pub mod blob_scenarios;
+pub mod connect;
 pub mod differential;
 pub mod model;
 pub mod scenarios;
@@ -161,6 +162,12 @@ pub fn blob_options() -> BlobOptions {
         container: format!("values-{run:08x}"),
         ..BlobOptions::default()
     }
+}
+
+/// An environment on Azure / Azurite over the given backends (connected
+/// some other way than [`CONNECTION_VAR`]).
+pub fn azure_env_over(backend: Arc<dyn Backend>, blobs: Option<Arc<dyn BlobBackend>>, hint: &str) -> Env {
+    env_over(Kind::Azure, backend, blobs, hint)
 }
 
 /// An environment on a fresh in-memory backend.
