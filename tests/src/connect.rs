@@ -16,10 +16,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use unified_tables::backend::azure::azure_core::auth::{AccessToken, Secret, TokenCredential};
 use unified_tables::backend::azure::azure_core::hmac::hmac_sha256;
-use unified_tables::backend::Backend as _;
 use unified_tables::backend::azure::{
     azure_core, AzureConnection, ConnectionString, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY,
 };
+use unified_tables::backend::Backend as _;
 
 use crate::{azure_env_over, required, Env, CONNECTION_VAR};
 
@@ -127,13 +127,17 @@ pub fn oauth_connection(credential: Arc<dyn TokenCredential>) -> Option<AzureCon
         std::env::var(OAUTH_BLOB_VAR),
         std::env::var(CA_VAR),
     ) else {
-        return skip("bearer-token", &format!("{OAUTH_TABLE_VAR}, {OAUTH_BLOB_VAR} or {CA_VAR} is not set"));
+        return skip(
+            "bearer-token",
+            &format!("{OAUTH_TABLE_VAR}, {OAUTH_BLOB_VAR} or {CA_VAR} is not set"),
+        );
     };
     let pem = std::fs::read(&ca).unwrap_or_else(|e| panic!("{CA_VAR} `{ca}`: {e}"));
-    let connection = AzureConnection::with_token_credential(&format!("TableEndpoint={table};BlobEndpoint={blob}"), credential)
-        .expect("the OAuth endpoints")
-        .with_trusted_certificates_pem(&pem)
-        .expect("the test certificate authority");
+    let connection =
+        AzureConnection::with_token_credential(&format!("TableEndpoint={table};BlobEndpoint={blob}"), credential)
+            .expect("the OAuth endpoints")
+            .with_trusted_certificates_pem(&pem)
+            .expect("the test certificate authority");
     Some(connection)
 }
 
@@ -207,7 +211,10 @@ pub fn sas_connection_string(permissions: &str) -> Option<String> {
         return skip("SAS", &format!("{CONNECTION_VAR} is not set"));
     };
     let parsed = ConnectionString::parse(&connection).expect("the test connection string");
-    assert_eq!(parsed.account_name, EMULATOR_ACCOUNT, "the SAS scenarios sign with the emulator's key");
+    assert_eq!(
+        parsed.account_name, EMULATOR_ACCOUNT,
+        "the SAS scenarios sign with the emulator's key"
+    );
     let sas = account_sas(EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY, permissions);
     Some(format!(
         "SharedAccessSignature={sas};TableEndpoint={};BlobEndpoint={}",

@@ -13,9 +13,7 @@ use unified_tables::backend::blob::{BlobBackend, PutOptions};
 use unified_tables::backend::{Backend, WriteOp};
 use unified_tables::{Error, ErrorKind, Row, Tables, Value};
 use unified_tables_tests::blob_scenarios::{self, unique_container};
-use unified_tables_tests::connect::{
-    oauth_connection, oauth_env, sas_connection_string, sas_env, TestTokenCredential,
-};
+use unified_tables_tests::connect::{oauth_connection, oauth_env, sas_connection_string, sas_env, TestTokenCredential};
 use unified_tables_tests::scenarios::*;
 use unified_tables_tests::{azure_env, unique_table};
 
@@ -131,19 +129,26 @@ blob_subset!(sas_blobs);
 #[tokio::test]
 async fn tokens_are_asked_for_the_storage_scope() {
     let credential = TestTokenCredential::valid();
-    let Some(connection) = oauth_connection(credential.clone()) else { return };
+    let Some(connection) = oauth_connection(credential.clone()) else {
+        return;
+    };
     let db = Tables::connect_with(connection).unwrap();
     let table = unique_table("scope");
     db.backend().create_table(&table).await.unwrap();
     db.backend().delete_table(&table).await.unwrap();
     let scopes = credential.scopes();
     assert!(!scopes.is_empty());
-    assert!(scopes.iter().all(|s| s == "https://storage.azure.com/.default"), "{scopes:?}");
+    assert!(
+        scopes.iter().all(|s| s == "https://storage.azure.com/.default"),
+        "{scopes:?}"
+    );
 }
 
 #[tokio::test]
 async fn an_expired_token_is_refused_by_the_service_with_its_request_id() {
-    let Some(connection) = oauth_connection(TestTokenCredential::expired()) else { return };
+    let Some(connection) = oauth_connection(TestTokenCredential::expired()) else {
+        return;
+    };
     let err = connection
         .table_backend()
         .unwrap()
@@ -158,7 +163,9 @@ async fn an_expired_token_is_refused_by_the_service_with_its_request_id() {
     }
     assert!(err.request_id().is_some_and(|id| !id.is_empty()), "{err}");
 
-    let Some(connection) = oauth_connection(TestTokenCredential::expired()) else { return };
+    let Some(connection) = oauth_connection(TestTokenCredential::expired()) else {
+        return;
+    };
     let err = connection.blob_backend().unwrap().now().await.unwrap_err();
     assert_eq!(err.service_code().map(|(s, _)| s), Some(403), "{err}");
 }
@@ -191,7 +198,9 @@ async fn without_the_authority_the_https_endpoint_is_not_trusted() {
 
 #[tokio::test]
 async fn tables_connect_takes_a_sas_connection_string() {
-    let Some(cs) = sas_connection_string("racwdlup") else { return };
+    let Some(cs) = sas_connection_string("racwdlup") else {
+        return;
+    };
     let db = Tables::connect(&cs).unwrap();
     let table = unique_table("sasconnect");
     db.backend().create_table(&table).await.unwrap();
@@ -206,21 +215,38 @@ async fn tables_connect_takes_a_sas_connection_string() {
 
 #[tokio::test]
 async fn a_read_only_sas_refuses_writes_with_the_request_id() {
-    let Some(full) = sas_connection_string("racwdlup") else { return };
-    let Some(read_only) = sas_connection_string("rl") else { return };
+    let Some(full) = sas_connection_string("racwdlup") else {
+        return;
+    };
+    let Some(read_only) = sas_connection_string("rl") else {
+        return;
+    };
     let writer = AzureConnection::parse(&full).unwrap().table_backend().unwrap();
     let reader = AzureConnection::parse(&read_only).unwrap().table_backend().unwrap();
     let table = unique_table("sasro");
     writer.create_table(&table).await.unwrap();
-    writer.execute(&table, WriteOp::Insert(Row::new("p", "r"))).await.unwrap();
-    assert!(reader.get(&table, "p", "r").await.unwrap().is_some(), "reading is allowed");
+    writer
+        .execute(&table, WriteOp::Insert(Row::new("p", "r")))
+        .await
+        .unwrap();
+    assert!(
+        reader.get(&table, "p", "r").await.unwrap().is_some(),
+        "reading is allowed"
+    );
     let err = reader
         .execute(&table, WriteOp::Insert(Row::new("p", "other")))
         .await
         .unwrap_err();
-    assert_eq!(err.service_code().map(|(s, _)| s), Some(403), "{err}");
+    assert_eq!(
+        err.service_code(),
+        Some((403, "AuthorizationPermissionMismatch")),
+        "{err}"
+    );
     assert!(err.request_id().is_some(), "{err}");
-    assert!(writer.get(&table, "p", "other").await.unwrap().is_none(), "nothing was written");
+    assert!(
+        writer.get(&table, "p", "other").await.unwrap().is_none(),
+        "nothing was written"
+    );
     writer.delete_table(&table).await.unwrap();
 }
 
@@ -229,10 +255,15 @@ async fn a_read_only_sas_refuses_writes_with_the_request_id() {
 
 #[tokio::test]
 async fn service_errors_carry_azurites_request_id() {
-    let Some(env) = azure_env("requestid").await else { return };
+    let Some(env) = azure_env("requestid").await else {
+        return;
+    };
     let backend = env.backend();
     backend.create_table(&env.table).await.unwrap();
-    backend.execute(&env.table, WriteOp::Insert(Row::new("p", "r"))).await.unwrap();
+    backend
+        .execute(&env.table, WriteOp::Insert(Row::new("p", "r")))
+        .await
+        .unwrap();
 
     // A single request.
     let err = backend
@@ -241,7 +272,10 @@ async fn service_errors_carry_azurites_request_id() {
         .unwrap_err();
     assert_eq!(err.service_code(), Some((409, "EntityAlreadyExists")), "{err}");
     let id = err.request_id().expect("a request id").to_owned();
-    assert!(id.len() >= 32 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-'), "{id}");
+    assert!(
+        id.len() >= 32 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-'),
+        "{id}"
+    );
     assert!(err.to_string().contains(&format!("(request id {id})")), "{err}");
 
     // A transaction: the failing part carries the id of the whole request.
@@ -273,6 +307,9 @@ async fn service_errors_carry_azurites_request_id() {
     let memory = unified_tables::backend::memory::MemoryBackend::new();
     memory.create_table("T").await.unwrap();
     memory.execute("T", WriteOp::Insert(Row::new("p", "r"))).await.unwrap();
-    let err = memory.execute("T", WriteOp::Insert(Row::new("p", "r"))).await.unwrap_err();
+    let err = memory
+        .execute("T", WriteOp::Insert(Row::new("p", "r")))
+        .await
+        .unwrap_err();
     assert_eq!(err.request_id(), None);
 }

@@ -62,6 +62,8 @@ impl Default for RetryPolicy {
     }
 }
 
+// The pauses are only taken by the Azure backends.
+#[cfg_attr(not(feature = "azure"), allow(dead_code))]
 impl RetryPolicy {
     /// A builder starting from the default policy.
     pub fn builder() -> RetryPolicyBuilder {
@@ -218,7 +220,11 @@ impl RetryPolicyBuilder {
             );
         }
         if p.max_backoff > Duration::from_secs(600) {
-            return refuse("backoff", "must pause at most 10 minutes", format!("{:?}", p.max_backoff));
+            return refuse(
+                "backoff",
+                "must pause at most 10 minutes",
+                format!("{:?}", p.max_backoff),
+            );
         }
         if p.request_timeout.is_zero() {
             return refuse("request_timeout", "must be longer than zero", "0s".into());
@@ -230,7 +236,10 @@ impl RetryPolicyBuilder {
             return refuse(
                 "connect_timeout",
                 "must not be longer than `request_timeout` (connecting is part of the request)",
-                format!("{:?} with a request timeout of {:?}", p.connect_timeout, p.request_timeout),
+                format!(
+                    "{:?} with a request timeout of {:?}",
+                    p.connect_timeout, p.request_timeout
+                ),
             );
         }
         if p.deadline.is_some_and(|d| d.is_zero()) {
@@ -269,12 +278,16 @@ mod tests {
                 RetryPolicy::builder().backoff(ms(1), Duration::from_secs(3600)),
                 "`backoff`",
             ),
-            (RetryPolicy::builder().request_timeout(Duration::ZERO), "`request_timeout`"),
-            (RetryPolicy::builder().connect_timeout(Duration::ZERO), "`connect_timeout`"),
             (
-                RetryPolicy::builder()
-                    .request_timeout(ms(100))
-                    .connect_timeout(ms(200)),
+                RetryPolicy::builder().request_timeout(Duration::ZERO),
+                "`request_timeout`",
+            ),
+            (
+                RetryPolicy::builder().connect_timeout(Duration::ZERO),
+                "`connect_timeout`",
+            ),
+            (
+                RetryPolicy::builder().request_timeout(ms(100)).connect_timeout(ms(200)),
                 "`connect_timeout`",
             ),
             (RetryPolicy::builder().deadline(Duration::ZERO), "`deadline`"),
@@ -292,9 +305,15 @@ mod tests {
         let p = RetryPolicy::default();
         for _ in 0..50 {
             let d1 = p.delay(1);
-            assert!(d1 >= Duration::from_millis(50) && d1 <= Duration::from_millis(100), "{d1:?}");
+            assert!(
+                d1 >= Duration::from_millis(50) && d1 <= Duration::from_millis(100),
+                "{d1:?}"
+            );
             let d3 = p.delay(3);
-            assert!(d3 >= Duration::from_millis(200) && d3 <= Duration::from_millis(400), "{d3:?}");
+            assert!(
+                d3 >= Duration::from_millis(200) && d3 <= Duration::from_millis(400),
+                "{d3:?}"
+            );
             assert!(p.delay(20) <= p.max_backoff());
         }
     }
@@ -305,7 +324,11 @@ mod tests {
         assert!(p.next_delay(1, Duration::ZERO).is_some());
         assert!(p.next_delay(2, Duration::ZERO).is_some());
         assert_eq!(p.next_delay(3, Duration::ZERO), None, "three attempts in all");
-        assert_eq!(p.next_delay(1, Duration::from_secs(4)), None, "the retry budget is spent");
+        assert_eq!(
+            p.next_delay(1, Duration::from_secs(4)),
+            None,
+            "the retry budget is spent"
+        );
         let p = RetryPolicy::builder()
             .backoff(Duration::from_millis(400), Duration::from_millis(400))
             .deadline(Duration::from_secs(1))

@@ -3,9 +3,10 @@
 //! What this backend adds to the crate:
 //!
 //! - **The same HTTP policy as the table backend**: the reqwest client with
-//!   a 2.5 s connect timeout and no transparent gzip (Content-Encoding is
-//!   stored and echoed, never applied), bounded retries of transient failures,
-//!   and every error answer as [`Error::Service`] with the `x-ms-error-code`.
+//!   the [`RetryPolicy`](crate::RetryPolicy)'s timeouts and no transparent gzip
+//!   (Content-Encoding is stored and echoed, never applied), retries of
+//!   transient failures as the policy says, and every error answer as
+//!   [`Error::Service`] with the `x-ms-error-code` and the `x-ms-request-id`.
 //! - **Empty blobs.** The crate's `get` always sends a `Range` header, and
 //!   the service answers 416 `InvalidRange` to any range on an empty blob, so
 //!   the crate cannot download one. Whole-blob reads here are a plain `GET`
@@ -43,7 +44,7 @@
 //!
 //! Get Blob, Get Blob Properties, the metadata write of `touch` and Get
 //! Account Information are sent as plain requests through the crate family's
-//! pipeline (Shared Key, our retries and error capture): the crate's Get Blob
+//! pipeline (the connection's authorisation, our retries and error capture): the crate's Get Blob
 //! always sends a range, its `Blob::from_headers` requires
 //! `x-ms-creation-time` and `x-ms-server-encrypted` and puts
 //! `application/octet-stream` where no Content-Type came, and its Set Blob
@@ -177,7 +178,7 @@ impl AzureBlobBackend {
     }
 
     /// Sends a request built here through the crate family's pipeline
-    /// (Shared Key, our retries and error capture).
+    /// (the connection's authorisation, our retries and error capture).
     async fn send(&self, method: Method, url: Url, headers: Headers) -> Result<(Headers, Vec<u8>)> {
         let mut request = azure_storage::clients::finalize_request(url, method, headers, None).map_err(map_error)?;
         let mut ctx = Context::new();

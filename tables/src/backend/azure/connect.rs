@@ -62,7 +62,9 @@ impl AzureConnection {
     /// or `UseDevelopmentStorage=true` (see [`ConnectionString`] for every form).
     /// A malformed string is [`Error::Config`] naming the bad part.
     pub fn parse(connection_string: &str) -> Result<AzureConnection> {
-        Ok(AzureConnection::from_parsed(ConnectionString::parse(connection_string)?))
+        Ok(AzureConnection::from_parsed(ConnectionString::parse(
+            connection_string,
+        )?))
     }
 
     /// From an already parsed connection string.
@@ -105,7 +107,10 @@ impl AzureConnection {
     #[cfg(feature = "identity")]
     pub fn with_token_credential(endpoints: &str, credential: Arc<dyn TokenCredential>) -> Result<AzureConnection> {
         let endpoints = connection::parse_endpoints(endpoints)?;
-        for (name, url) in [("TableEndpoint", &endpoints.table_endpoint), ("BlobEndpoint", &endpoints.blob_endpoint)] {
+        for (name, url) in [
+            ("TableEndpoint", &endpoints.table_endpoint),
+            ("BlobEndpoint", &endpoints.blob_endpoint),
+        ] {
             if url.starts_with("http://") {
                 return Err(Error::Config(format!(
                     "endpoints: {name} `{url}` is http://, but a token credential sends bearer tokens, which travel over https:// only"
@@ -126,9 +131,12 @@ impl AzureConnection {
     /// chosen from the environment as `azure_identity` chooses it: the kind
     /// named by `AZURE_CREDENTIAL_KIND` (`environment`, `workloadidentity`,
     /// `virtualmachine`, `appservice`, `azurecli`, `clientsecret`), else the
-    /// default chain (client secret from `AZURE_TENANT_ID` / `AZURE_CLIENT_ID` /
-    /// `AZURE_CLIENT_SECRET`, workload identity on Kubernetes, managed identity
-    /// on App Service and virtual machines, then the Azure CLI's login).
+    /// first of the default chain that gives a token: the environment
+    /// (workload identity when `AZURE_FEDERATED_TOKEN_FILE` is set, else the
+    /// client secret in `AZURE_TENANT_ID` / `AZURE_CLIENT_ID` /
+    /// `AZURE_CLIENT_SECRET`), App Service managed identity, virtual machine
+    /// managed identity, then the Azure CLI's login. Making the credential
+    /// sends nothing; the first operation asks it for a token.
     ///
     /// ```no_run
     /// use unified_tables::backend::azure::AzureConnection;

@@ -106,7 +106,10 @@ async fn the_deadline_cuts_the_request_and_its_retries() {
     let took = started.elapsed();
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
     assert!(err.to_string().contains("deadline"), "{err}");
-    assert!(took >= Duration::from_millis(400) && took < Duration::from_secs(2), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(400) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
 
     // A write cut short by the deadline may have been applied: the store says so.
     let err = err.after_sending("T", "p", "r");
@@ -124,7 +127,12 @@ async fn an_unreachable_port_fails_within_the_policy_with_a_kind_to_match() {
         .unwrap();
     let connection = connection_at(&endpoint).with_retry(policy);
     let started = Instant::now();
-    let err = connection.table_backend().unwrap().get("T", "p", "r").await.unwrap_err();
+    let err = connection
+        .table_backend()
+        .unwrap()
+        .get("T", "p", "r")
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Transport(_)), "{err:?}");
     assert_eq!(err.kind(), ErrorKind::Unavailable);
     let blob_err = connection.blob_backend().unwrap().now().await.unwrap_err();
@@ -161,12 +169,16 @@ fn endpoints_for_a_token_credential_carry_no_credential() {
 #[test]
 fn a_sas_without_its_signature_or_version_is_refused() {
     let table = "TableEndpoint=https://a.table.core.windows.net";
-    let err = ConnectionString::parse(&format!("SharedAccessSignature=sv=2018-11-09&se=2030-01-01;{table}")).unwrap_err();
+    let err =
+        ConnectionString::parse(&format!("SharedAccessSignature=sv=2018-11-09&se=2030-01-01;{table}")).unwrap_err();
     assert!(err.to_string().contains("`sig=`"), "{err}");
     let err = ConnectionString::parse(&format!("SharedAccessSignature=sig=abc;{table}")).unwrap_err();
     assert!(err.to_string().contains("`sv=`"), "{err}");
     let ok = ConnectionString::parse(&format!("SharedAccessSignature=?sv=2018-11-09&sig=abc%3D;{table}")).unwrap();
-    assert_eq!(ok.credentials, Credentials::SharedAccessSignature("sv=2018-11-09&sig=abc%3D".into()));
+    assert_eq!(
+        ok.credentials,
+        Credentials::SharedAccessSignature("sv=2018-11-09&sig=abc%3D".into())
+    );
     assert_eq!(ok.account_name, "a");
 }
 
@@ -190,7 +202,10 @@ mod token {
     #[async_trait::async_trait]
     impl TokenCredential for Never {
         async fn get_token(&self, _scopes: &[&str]) -> azure_core::Result<AccessToken> {
-            Err(azure_core::Error::message(azure_core::error::ErrorKind::Credential, "no token here"))
+            Err(azure_core::Error::message(
+                azure_core::error::ErrorKind::Credential,
+                "no token here",
+            ))
         }
         async fn clear_cache(&self) -> azure_core::Result<()> {
             Ok(())
@@ -207,6 +222,18 @@ mod token {
         assert!(err.to_string().contains("https:// only"), "{err}");
         let c = AzureConnection::with_token_credential("AccountName=myaccount", Arc::new(Never)).unwrap();
         assert!(format!("{c:?}").contains("TokenCredential(..)"), "{c:?}");
+    }
+
+    #[test]
+    fn the_default_credential_is_made_without_sending_anything() {
+        // Only made, never asked for a token: that would reach for the
+        // machine's managed identity endpoint.
+        let c = AzureConnection::with_default_credential("AccountName=myaccount").unwrap();
+        assert_eq!(c.table_endpoint(), "https://myaccount.table.core.windows.net");
+        assert_eq!(c.blob_endpoint(), "https://myaccount.blob.core.windows.net");
+        assert!(format!("{c:?}").contains("TokenCredential(..)"), "{c:?}");
+        c.table_backend().unwrap();
+        c.blob_backend().unwrap();
     }
 
     #[tokio::test]

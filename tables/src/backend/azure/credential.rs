@@ -38,9 +38,10 @@ impl Auth {
     /// The crate family's credentials for `account`.
     pub(crate) fn storage_credentials(&self, account: &str) -> Result<StorageCredentials> {
         match self {
-            Auth::Parsed(Credentials::AccountKey(key)) => {
-                Ok(StorageCredentials::access_key(account.to_owned(), Secret::new(key.clone())))
-            }
+            Auth::Parsed(Credentials::AccountKey(key)) => Ok(StorageCredentials::access_key(
+                account.to_owned(),
+                Secret::new(key.clone()),
+            )),
             Auth::Parsed(Credentials::SharedAccessSignature(sas)) => {
                 check_sas(sas)?;
                 StorageCredentials::sas_token(sas.as_str())

@@ -6,7 +6,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-
 use azure_core::error::ErrorKind;
 use azure_core::headers::{HeaderName, Headers, ERROR_CODE};
 use azure_core::{ClientOptions, Context, Policy, PolicyResult, Request, RetryOptions, StatusCode, TransportOptions};
@@ -197,7 +196,9 @@ impl Policy for BoundedRetry {
 fn deadline_passed(deadline: Duration, attempts: u32) -> azure_core::Error {
     azure_core::Error::message(
         ErrorKind::Io,
-        format!("the request did not complete within the retry policy's deadline of {deadline:?} ({attempts} attempts)"),
+        format!(
+            "the request did not complete within the retry policy's deadline of {deadline:?} ({attempts} attempts)"
+        ),
     )
 }
 

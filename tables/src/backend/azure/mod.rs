@@ -3,22 +3,26 @@
 //!
 //! What this backend adds to the crates:
 //!
-//! - **Retries under our control.** The crates' default policy retries for
-//!   over a minute. Here the connect timeout is 2.5 s and transient failures
-//!   (408, 500, 502, 503, 504, transport errors and time-outs) are retried at
-//!   most 3 times with exponential backoff and jitter, and no retry starts
-//!   after 4 s. Transparent gzip is off.
+//! - **Retries under the user's control.** The crates' default policy
+//!   retries for over a minute. Here every request follows the
+//!   [`RetryPolicy`](crate::RetryPolicy) of its [`AzureConnection`]: by default
+//!   a 2.5 s connect timeout, 35 s per attempt, and transient failures (408,
+//!   500, 502, 503, 504, transport errors and time-outs) retried at most 3
+//!   times with exponential backoff and jitter, no retry started after 4 s;
+//!   an optional deadline bounds a request and its retries. Transparent gzip is off.
+//! - **Credentials.** Shared Key, a shared access signature, or (feature
+//!   `identity`) bearer tokens from a token credential, for tables and blobs alike.
 //! - **Service errors with their codes.** Every non-success answer becomes
 //!   [`Error::Service`] with the status, the `x-ms-error-code` (or the
-//!   `odata.error` code) and the message.
+//!   `odata.error` code), the message and the `x-ms-request-id`.
 //! - **Keys with `'`.** The crate writes `(PartitionKey='..',RowKey='..')`
 //!   without doubling quotes, so a key holding `'` would address another row;
 //!   keys are escaped here.
 //! - **Transactions.** The crate reports a failed entity-group transaction as
 //!   `Ok`; here it is [`Error::Transaction`] with the failing operation's
-//!   0-based index, status, code and message. Transactions are written and
-//!   read by this module and sent through the crate family's pipeline with
-//!   Shared Key authorisation.
+//!   0-based index, status, code, message and the request's id. Transactions
+//!   are written and read by this module and sent through the crate family's
+//!   pipeline with the connection's authorisation.
 //! - **Typed cells.** Rows are sent as [`wire::row_to_json`] (Int64, Double,
 //!   DateTime, Guid and Binary annotated) and read with full metadata through
 //!   [`wire::row_from_json`], so Int64 stays Int64 and Double stays Double.
@@ -36,9 +40,6 @@ mod connect_tests;
 #[cfg(test)]
 mod tests;
 
-pub use blob::AzureBlobBackend;
-pub use connect::AzureConnection;
-pub use connection::{ConnectionString, Credentials, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY};
 /// The `azure_core` these backends are built on: its `auth::TokenCredential`
 /// is the trait a custom token credential implements.
 pub use azure_core;
@@ -46,6 +47,9 @@ pub use azure_core;
 /// identity, workload identity, client secret, Azure CLI, the default chain).
 #[cfg(feature = "identity")]
 pub use azure_identity;
+pub use blob::AzureBlobBackend;
+pub use connect::AzureConnection;
+pub use connection::{ConnectionString, Credentials, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY};
 
 use std::fmt;
 
@@ -164,7 +168,7 @@ impl AzureBackend {
     }
 
     /// Sends a request built here through the crate family's pipeline
-    /// (Shared Key, our retries and error capture).
+    /// (the connection's authorisation, our retries and error capture).
     async fn send_raw(&self, method: Method, url: Url, headers: Headers, body: String) -> Result<(Headers, Vec<u8>)> {
         let mut request =
             azure_storage::clients::finalize_request(url, method, headers, Some(body.into())).map_err(map_error)?;
