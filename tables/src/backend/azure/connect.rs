@@ -8,7 +8,9 @@ use std::sync::Arc;
 #[cfg(feature = "identity")]
 use azure_core::auth::TokenCredential;
 
-use super::connection::{self, ConnectionString};
+#[cfg(feature = "identity")]
+use super::connection;
+use super::connection::ConnectionString;
 use super::credential::Auth;
 use super::http::http_client;
 use super::{AzureBackend, AzureBlobBackend};

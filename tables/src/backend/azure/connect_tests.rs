@@ -73,6 +73,79 @@ async fn the_policy_sets_the_number_of_attempts() {
     assert_eq!(err.service_code(), Some((503, "ServerBusy")));
 }
 
+const TIMED_OUT: (u16, &str, &str) = (
+    500,
+    "OperationTimedOut",
+    r#"{"odata.error":{"code":"OperationTimedOut","message":{"lang":"en-US","value":"Operation could not be completed within the specified time."}}}"#,
+);
+const EXISTS: (u16, &str, &str) = (
+    409,
+    "EntityAlreadyExists",
+    r#"{"odata.error":{"code":"EntityAlreadyExists","message":{"lang":"en-US","value":"The specified entity already exists."}}}"#,
+);
+const NOT_FOUND: (u16, &str, &str) = (
+    404,
+    "ResourceNotFound",
+    r#"{"odata.error":{"code":"ResourceNotFound","message":{"lang":"en-US","value":"The specified resource does not exist."}}}"#,
+);
+const STALE: (u16, &str, &str) = (
+    412,
+    "UpdateConditionNotSatisfied",
+    r#"{"odata.error":{"code":"UpdateConditionNotSatisfied","message":{"lang":"en-US","value":"The update condition specified in the request was not satisfied."}}}"#,
+);
+
+fn quick() -> RetryPolicy {
+    RetryPolicy::builder()
+        .backoff(Duration::from_millis(5), Duration::from_millis(5))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_retried_write_refused_as_if_applied_reports_the_earlier_failure() {
+    let row = || Row::new("p", "r");
+    // The first insert may have been applied: its retry's 409 may be our own row.
+    let (endpoint, count) = scripted_server(vec![TIMED_OUT, EXISTS]);
+    let err = backend_with(&endpoint, quick())
+        .execute("T", WriteOp::Insert(row()))
+        .await
+        .unwrap_err();
+    assert_eq!(count.load(Ordering::SeqCst), 2);
+    assert_eq!(err.service_code(), Some((500, "OperationTimedOut")), "{err}");
+    assert_eq!(err.after_sending("T", "p", "r").kind(), ErrorKind::OutcomeUnknown);
+
+    // The same for a conditional update (412) and a delete (404).
+    let update = WriteOp::Update {
+        row: row(),
+        mode: UpdateMode::Replace,
+        condition: IfMatch::ETag(ETag::new("W/\"datetime'2024-01-01T00%3A00%3A00Z'\"")),
+    };
+    let (endpoint, _) = scripted_server(vec![TIMED_OUT, STALE]);
+    let err = backend_with(&endpoint, quick()).execute("T", update).await.unwrap_err();
+    assert_eq!(err.service_code(), Some((500, "OperationTimedOut")), "{err}");
+    let delete = WriteOp::Delete {
+        partition_key: "p".into(),
+        row_key: "r".into(),
+        condition: IfMatch::Any,
+    };
+    let (endpoint, _) = scripted_server(vec![TIMED_OUT, NOT_FOUND]);
+    let err = backend_with(&endpoint, quick()).execute("T", delete).await.unwrap_err();
+    assert_eq!(err.service_code(), Some((500, "OperationTimedOut")), "{err}");
+
+    // `ServerBusy` says the first attempt was not processed: the 409 is real.
+    let (endpoint, _) = scripted_server(vec![BUSY, EXISTS]);
+    let err = backend_with(&endpoint, quick())
+        .execute("T", WriteOp::Insert(row()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.service_code(), Some((409, "EntityAlreadyExists")), "{err}");
+
+    // A read is never in doubt: its 404 is the answer.
+    let (endpoint, _) = scripted_server(vec![TIMED_OUT, NOT_FOUND]);
+    let got = backend_with(&endpoint, quick()).get("T", "p", "r").await.unwrap();
+    assert!(got.is_none());
+}
+
 #[tokio::test]
 async fn the_request_timeout_bounds_each_attempt() {
     let (endpoint, count) = silent_server();

@@ -140,6 +140,7 @@ pub(crate) struct Endpoints {
 /// Parses the endpoints of a connection string that carries no credentials
 /// (`AccountName=..`, optionally `EndpointSuffix=..`, or `TableEndpoint=..;BlobEndpoint=..`),
 /// for a credential given another way.
+#[cfg(any(feature = "identity", test))]
 pub(crate) fn parse_endpoints(text: &str) -> Result<Endpoints> {
     match parse_parts(text)? {
         (None, endpoints) => Ok(endpoints),

@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 
 use azure_core::error::ErrorKind;
 use azure_core::headers::{HeaderName, Headers, ERROR_CODE};
-use azure_core::{ClientOptions, Context, Policy, PolicyResult, Request, RetryOptions, StatusCode, TransportOptions};
+use azure_core::{
+    ClientOptions, Context, Method, Policy, PolicyResult, Request, RetryOptions, StatusCode, TransportOptions,
+};
+use azure_storage::clients::ServiceType;
 
 use crate::backend::retry::RetryPolicy;
 use crate::error::Error;
@@ -70,6 +73,17 @@ impl ServiceFailure {
     /// Whether a retry may help: 408, 500, 502, 503 and 504.
     fn is_transient(&self) -> bool {
         matches!(self.status, 408 | 500 | 502 | 503 | 504)
+    }
+
+    /// Whether this refusal of a retried write is what the service would
+    /// answer had an earlier attempt been applied.
+    fn echoes_a_write(&self, is_delete: bool) -> bool {
+        match self.status {
+            409 => self.code.ends_with("AlreadyExists"),
+            412 => true,
+            404 => is_delete && self.code != "TableNotFound",
+            _ => false,
+        }
     }
 }
 
@@ -153,6 +167,12 @@ impl Policy for CaptureServiceErrors {
 /// The first policy of the pipeline: retries transient failures (408, 5xx,
 /// transport errors including time-outs) as the [`RetryPolicy`] says, and
 /// holds the request and its retries to the policy's deadline.
+///
+/// A table write whose earlier attempt may have been applied (its answer was
+/// lost, or was a 5xx other than `ServerBusy`) and whose retry is refused as
+/// if it had been (409 `…AlreadyExists`, 412, or 404 to a delete) reports the
+/// earlier failure instead: the refusal may be the echo of our own write, so
+/// the outcome is unknown, not a conflict.
 #[derive(Debug)]
 struct BoundedRetry {
     policy: RetryPolicy,
@@ -162,6 +182,10 @@ struct BoundedRetry {
 impl Policy for BoundedRetry {
     async fn send(&self, ctx: &Context, request: &mut Request, next: &[Arc<dyn Policy>]) -> PolicyResult {
         let start = Instant::now();
+        let table_write = matches!(ctx.get::<ServiceType>(), Some(ServiceType::Table))
+            && !matches!(request.method(), Method::Get | Method::Head);
+        let is_delete = matches!(request.method(), Method::Delete);
+        let mut maybe_applied: Option<azure_core::Error> = None;
         let mut attempts = 0;
         loop {
             attempts += 1;
@@ -177,6 +201,12 @@ impl Policy for BoundedRetry {
                 Ok(response) => return Ok(response),
                 Err(error) => error,
             };
+            if let Some(earlier) = maybe_applied.take() {
+                if service_failure(&error).is_some_and(|f| f.echoes_a_write(is_delete)) {
+                    tracing::debug!(%error, %earlier, "a retried write was refused as if an earlier attempt had been applied");
+                    return Err(earlier);
+                }
+            }
             let transient = match service_failure(&error) {
                 Some(failure) => failure.is_transient(),
                 None => matches!(error.kind(), ErrorKind::Io),
@@ -187,9 +217,34 @@ impl Policy for BoundedRetry {
             };
             let Some(delay) = delay else { return Err(error) };
             tracing::debug!(attempt = attempts, ?delay, %error, "retrying a transient storage failure");
+            if table_write && may_have_been_applied(&error) {
+                maybe_applied = Some(error);
+            }
             tokio::time::sleep(delay).await;
         }
     }
+}
+
+/// Whether the attempt that failed with `error` may have been applied: the
+/// service answered with a failure that does not say "not processed", or no
+/// answer came after the connection was made.
+fn may_have_been_applied(error: &azure_core::Error) -> bool {
+    if let Some(failure) = service_failure(error) {
+        return !matches!((failure.status, failure.code.as_str()), (503, "ServerBusy") | (429, _));
+    }
+    let mut current: Option<&(dyn std::error::Error + 'static)> = error.get_ref().map(|e| e as _);
+    while let Some(e) = current {
+        if e.downcast_ref::<reqwest::Error>()
+            .is_some_and(reqwest::Error::is_connect)
+        {
+            return false;
+        }
+        current = match e.downcast_ref::<azure_core::Error>() {
+            Some(inner) => inner.get_ref().map(|e| e as _),
+            None => e.source(),
+        };
+    }
+    true
 }
 
 /// The error of a request cut short by the policy's deadline.

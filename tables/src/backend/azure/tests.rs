@@ -206,10 +206,25 @@ pub(super) fn scripted_server(answers: Vec<(u16, &'static str, &'static str)>) -
             let Ok(mut stream) = stream else { return };
             let n = counter.fetch_add(1, Ordering::SeqCst);
             let (status, code, body) = answers[n.min(answers.len() - 1)];
-            // Read the request head (and ignore any body: every request here is a GET).
+            // Read the request head and the body its Content-Length announces.
             let mut buf = [0u8; 4096];
             let mut seen = Vec::new();
-            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+            let mut wanted = None;
+            loop {
+                if wanted.is_none() {
+                    if let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&seen[..end]).to_ascii_lowercase();
+                        let length = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        wanted = Some(end + 4 + length);
+                    }
+                }
+                if wanted.is_some_and(|w| seen.len() >= w) {
+                    break;
+                }
                 match stream.read(&mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(k) => seen.extend_from_slice(&buf[..k]),
