@@ -28,6 +28,7 @@ pub mod values;
 // -- interop modules --
 // -- end interop modules --
 // -- connect modules --
+pub mod connect;
 // -- end connect modules --
 // -- typedq modules --
 // -- end typedq modules --
@@ -155,6 +156,7 @@ macro_rules! for_each_scenario {
             // -- interop scenarios --
             // -- end interop scenarios --
             // -- connect scenarios --
+            connect::the_request_id_survives_the_errors_that_wrap_a_service_answer,
             // -- end connect scenarios --
             // -- typedq scenarios --
             // -- end typedq scenarios --
