@@ -13,12 +13,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use azure_core::auth::{AccessToken, Secret, TokenCredential};
+use azure_core::hmac::hmac_sha256;
 use base64::Engine as _;
-use unified_tables::backend::azure::azure_core::auth::{AccessToken, Secret, TokenCredential};
-use unified_tables::backend::azure::azure_core::hmac::hmac_sha256;
-use unified_tables::backend::azure::{
-    azure_core, AzureConnection, ConnectionString, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY,
-};
+use unified_tables::backend::azure::{AzureConnection, ConnectionString, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY};
 use unified_tables::backend::Backend as _;
 
 use crate::{azure_env_over, required, Env, CONNECTION_VAR};

@@ -40,9 +40,6 @@ mod connect_tests;
 #[cfg(test)]
 mod tests;
 
-/// The `azure_core` these backends are built on: its `auth::TokenCredential`
-/// is the trait a custom token credential implements.
-pub use azure_core;
 /// The Entra ID credentials of the same `azure_core` generation (managed
 /// identity, workload identity, client secret, Azure CLI, the default chain).
 #[cfg(feature = "identity")]
