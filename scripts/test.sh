@@ -7,7 +7,12 @@
 #    lockfile changed since the last install.
 # 2. Starts Azurite (blob, queue, table) on free 127.0.0.1 ports with its data
 #    and log in a temporary directory, removed on exit (also on failure or ^C).
-# 3. Exports UNIFIED_TABLES_TEST_CONNECTION (a connection string for it) and
+#    Beside it starts a second Azurite over HTTPS that accepts Entra ID bearer
+#    tokens (`--oauth basic`), with a throwaway certificate authority and
+#    server certificate made by openssl in the same directory.
+# 3. Exports UNIFIED_TABLES_TEST_CONNECTION (a connection string for the
+#    first), UNIFIED_TABLES_TEST_OAUTH_TABLE / _BLOB (the HTTPS endpoints of
+#    the second), UNIFIED_TABLES_TEST_CA (the authority's PEM file) and
 #    UNIFIED_TABLES_REQUIRE_AZURE=1, then runs
 #    `cargo test --workspace --all-targets --no-fail-fast "$@"` and
 #    `cargo test --workspace --doc --no-fail-fast`.
@@ -31,12 +36,12 @@ fi
 
 # --- 2. Free ports, start, wait -------------------------------------------------
 free_ports() {
-    # Three distinct free ports, held open together so they differ.
+    # Six distinct free ports, held open together so they differ.
     if python3 -c 'pass' 2>/dev/null; then
         python3 - <<'EOF'
 import socket
 socks = []
-for _ in range(3):
+for _ in range(6):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind(("127.0.0.1", 0))
     socks.append(s)
@@ -46,7 +51,7 @@ for s in socks:
 EOF
     else
         local ports=() p
-        while ((${#ports[@]} < 3)); do
+        while ((${#ports[@]} < 6)); do
             p=$((20000 + RANDOM % 40000))
             [[ " ${ports[*]} " == *" $p "* ]] && continue
             if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
@@ -58,18 +63,24 @@ EOF
 }
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/unified-tables-azurite.XXXXXX")"
-azurite_pid=""
-cleanup() {
-    local status=$?
-    if [[ -n "$azurite_pid" ]] && kill -0 "$azurite_pid" 2>/dev/null; then
-        kill "$azurite_pid" 2>/dev/null || true
+azurite_pids=()
+stop() {
+    local pid=$1
+    if kill -0 "$pid" 2>/dev/null; then
+        kill "$pid" 2>/dev/null || true
         for _ in $(seq 50); do
-            kill -0 "$azurite_pid" 2>/dev/null || break
+            kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
         done
-        kill -9 "$azurite_pid" 2>/dev/null || true
-        wait "$azurite_pid" 2>/dev/null || true
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
     fi
+}
+cleanup() {
+    local status=$?
+    for pid in "${azurite_pids[@]}"; do
+        stop "$pid"
+    done
     rm -rf "$tmp"
     exit "$status"
 }
@@ -77,35 +88,75 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-read -r blob_port table_port queue_port < <(free_ports)
-log "starting Azurite: blob $blob_port, table $table_port, queue $queue_port (data in $tmp)"
-node_modules/.bin/azurite \
-    --blobHost 127.0.0.1 --blobPort "$blob_port" \
-    --tableHost 127.0.0.1 --tablePort "$table_port" \
-    --queueHost 127.0.0.1 --queuePort "$queue_port" \
-    --loose --skipApiVersionCheck --disableTelemetry \
-    -l "$tmp/data" >"$tmp/azurite.log" 2>&1 &
-azurite_pid=$!
+# A throwaway certificate authority and a server certificate for 127.0.0.1
+# signed by it (a self-signed certificate cannot be its own authority for
+# rustls), for the HTTPS Azurite.
+make_certificates() {
+    if ! command -v openssl >/dev/null; then
+        log "openssl is needed to make the HTTPS Azurite's certificate (apt-get install openssl)"
+        exit 1
+    fi
+    local dir="$tmp/tls"
+    mkdir -p "$dir"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=unified-tables test CA" \
+        -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+        -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+        > "$dir/server.ext"
+    openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+        -days 2 -extfile "$dir/server.ext" -out "$dir/server.pem" 2>/dev/null
+}
 
-deadline=$((SECONDS + 30))
-until (exec 3<>"/dev/tcp/127.0.0.1/$table_port") 2>/dev/null; do
-    if ! kill -0 "$azurite_pid" 2>/dev/null; then
-        log "Azurite exited before it was ready; its log:"
-        cat "$tmp/azurite.log" >&2
-        exit 1
-    fi
-    if ((SECONDS >= deadline)); then
-        log "Azurite's table port $table_port did not answer within 30 s; its log:"
-        cat "$tmp/azurite.log" >&2
-        exit 1
-    fi
-    sleep 0.2
-done
+# start_azurite NAME BLOB_PORT TABLE_PORT QUEUE_PORT [extra Azurite options]
+start_azurite() {
+    local name=$1 blob=$2 table=$3 queue=$4
+    shift 4
+    node_modules/.bin/azurite \
+        --blobHost 127.0.0.1 --blobPort "$blob" \
+        --tableHost 127.0.0.1 --tablePort "$table" \
+        --queueHost 127.0.0.1 --queuePort "$queue" \
+        --loose --skipApiVersionCheck --disableTelemetry \
+        -l "$tmp/$name" "$@" >"$tmp/$name.log" 2>&1 &
+    azurite_pids+=("$!")
+}
+
+# wait_ready NAME PORT PID
+wait_ready() {
+    local name=$1 port=$2 pid=$3
+    local deadline=$((SECONDS + 30))
+    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            log "Azurite ($name) exited before it was ready; its log:"
+            cat "$tmp/$name.log" >&2
+            exit 1
+        fi
+        if ((SECONDS >= deadline)); then
+            log "Azurite's ($name) table port $port did not answer within 30 s; its log:"
+            cat "$tmp/$name.log" >&2
+            exit 1
+        fi
+        sleep 0.2
+    done
+}
+
+make_certificates
+read -r blob_port table_port queue_port oauth_blob_port oauth_table_port oauth_queue_port < <(free_ports)
+log "starting Azurite: blob $blob_port, table $table_port, queue $queue_port (data in $tmp)"
+start_azurite data "$blob_port" "$table_port" "$queue_port"
+log "starting Azurite over HTTPS with OAuth: blob $oauth_blob_port, table $oauth_table_port"
+start_azurite oauth "$oauth_blob_port" "$oauth_table_port" "$oauth_queue_port" \
+    --oauth basic --cert "$tmp/tls/server.pem" --key "$tmp/tls/server.key"
+wait_ready data "$table_port" "${azurite_pids[0]}"
+wait_ready oauth "$oauth_table_port" "${azurite_pids[1]}"
 log "Azurite is ready"
 
 # --- 3. Tests ---------------------------------------------------------------------
 key="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 export UNIFIED_TABLES_TEST_CONNECTION="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=$key;TableEndpoint=http://127.0.0.1:$table_port/devstoreaccount1;BlobEndpoint=http://127.0.0.1:$blob_port/devstoreaccount1;"
+export UNIFIED_TABLES_TEST_OAUTH_TABLE="https://127.0.0.1:$oauth_table_port/devstoreaccount1"
+export UNIFIED_TABLES_TEST_OAUTH_BLOB="https://127.0.0.1:$oauth_blob_port/devstoreaccount1"
+export UNIFIED_TABLES_TEST_CA="$tmp/tls/ca.pem"
 export UNIFIED_TABLES_REQUIRE_AZURE=1
 
 set +e

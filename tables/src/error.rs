@@ -186,7 +186,10 @@ pub enum Error {
         source: Box<Error>,
     },
     /// The service refused a request for a reason not covered above.
-    #[error("the service answered {status} {code}: {message}")]
+    ///
+    /// Displayed with the service's request id, when the answer carried one,
+    /// so the request can be found in the service's logs.
+    #[error("the service answered {status} {code}: {message}{}", request_id_note(request_id.as_deref()))]
     Service {
         /// HTTP status.
         status: u16,
@@ -194,6 +197,10 @@ pub enum Error {
         code: String,
         /// The service's message.
         message: String,
+        /// The service's id of the request (`x-ms-request-id`), to find it in
+        /// the service's logs; `None` from the in-memory backend, or when the
+        /// answer carried none.
+        request_id: Option<String>,
     },
     /// The service answered with something this crate cannot read (JSON
     /// that does not parse, a transaction answer that does not match its
@@ -274,6 +281,16 @@ pub enum Error {
         /// What happened.
         reason: String,
     },
+    /// The token credential could not give a token (nothing was sent to the
+    /// storage service): a managed identity that is not assigned, an expired
+    /// client secret, an Azure CLI that is not logged in, ...
+    #[error("cannot get a token from the credential: {0}")]
+    Credential(String),
+}
+
+/// ` (request id ..)` after a service error's message, or nothing.
+fn request_id_note(request_id: Option<&str>) -> String {
+    request_id.map(|id| format!(" (request id {id})")).unwrap_or_default()
 }
 
 /// What kind of failure an [`Error`] is, whatever carried it: the same kind
@@ -384,12 +401,66 @@ impl Error {
         }
     }
 
-    /// A service error with the given status, code and message.
+    /// A service error with the given status, code and message (and no request id).
     pub fn service(status: u16, code: impl Into<String>, message: impl Into<String>) -> Error {
         Error::Service {
             status,
             code: code.into(),
             message: message.into(),
+            request_id: None,
+        }
+    }
+
+    /// The service's id of the request that failed (`x-ms-request-id`), for
+    /// an [`Error::Service`] and the errors that wrap one
+    /// ([`Error::Transaction`], [`Error::BatchFailed`], [`Error::OutcomeUnknown`]).
+    /// Give it to whoever reads the storage account's logs.
+    ///
+    /// ```
+    /// use unified_tables::Error;
+    /// let e = Error::Service {
+    ///     status: 500,
+    ///     code: "InternalError".into(),
+    ///     message: "The server encountered an internal error.".into(),
+    ///     request_id: Some("0f8fad5b-d9cb-469f-a165-70867728950e".into()),
+    /// };
+    /// assert_eq!(e.request_id(), Some("0f8fad5b-d9cb-469f-a165-70867728950e"));
+    /// assert!(e.to_string().ends_with("(request id 0f8fad5b-d9cb-469f-a165-70867728950e)"));
+    /// ```
+    pub fn request_id(&self) -> Option<&str> {
+        match self {
+            Error::Service { request_id, .. } => request_id.as_deref(),
+            Error::Transaction { source, .. }
+            | Error::BatchFailed { source, .. }
+            | Error::OutcomeUnknown { source, .. } => source.request_id(),
+            _ => None,
+        }
+    }
+
+    /// Fills in the request id of a service error that has none (the answer
+    /// of one part of a transaction carries the id of the whole request).
+    #[cfg_attr(not(feature = "azure"), allow(dead_code))]
+    pub(crate) fn with_request_id(self, id: Option<&str>) -> Error {
+        match (self, id) {
+            (
+                Error::Service {
+                    status,
+                    code,
+                    message,
+                    request_id: None,
+                },
+                Some(id),
+            ) => Error::Service {
+                status,
+                code,
+                message,
+                request_id: Some(id.to_owned()),
+            },
+            (Error::Transaction { index, source }, id) => Error::Transaction {
+                index,
+                source: Box::new(source.with_request_id(id)),
+            },
+            (other, _) => other,
         }
     }
 

@@ -42,6 +42,8 @@
 pub mod backend;
 mod blob_container;
 pub mod codec;
+#[cfg(feature = "azure")]
+mod connect;
 mod entity;
 mod error;
 pub mod keys;
@@ -81,6 +83,7 @@ pub(crate) mod fuzz {
     }
 }
 
+pub use backend::retry::{RetryPolicy, RetryPolicyBuilder};
 pub use blob_container::{BlobContainer, Revalidated, StoredBlob};
 pub use codec::{EncodeOptions, OversizedCellPolicy, TableValue};
 pub use entity::{

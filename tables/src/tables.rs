@@ -190,14 +190,6 @@ impl Tables {
     /// # Ok::<(), unified_tables::Error>(())
     /// ```
     pub fn connect(connection_string: &str) -> crate::Result<Tables> {
-        use crate::backend::azure::{AzureBackend, AzureBlobBackend, ConnectionString};
-        let parsed = ConnectionString::parse(connection_string)?;
-        let tables =
-            Tables::with_backend(AzureBackend::from_parsed(parsed.clone())?).with_scope(&parsed.table_endpoint);
-        // Large values and files go to the account's blob endpoint when it has one.
-        Ok(match AzureBlobBackend::from_parsed(parsed) {
-            Ok(blobs) => tables.with_blobs(blobs, crate::BlobOptions::default()),
-            Err(_) => tables,
-        })
+        Tables::connect_with(crate::backend::azure::AzureConnection::parse(connection_string)?)
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod blob_lease_scenarios;
 pub mod blob_scenarios;
+pub mod connect;
 pub mod differential;
 pub mod gate;
 pub mod model;
@@ -179,6 +180,12 @@ pub fn blob_options() -> BlobOptions {
     BlobOptions::new()
         .with_container(format!("values-{run:08x}"))
         .expect("a valid container name")
+}
+
+/// An environment on Azure / Azurite over the given backends (connected
+/// some other way than [`CONNECTION_VAR`]).
+pub fn azure_env_over(backend: Arc<dyn Backend>, blobs: Option<Arc<dyn BlobBackend>>, hint: &str) -> Env {
+    env_over(Kind::Azure, backend, blobs, hint)
 }
 
 /// An environment on a fresh in-memory backend.

@@ -12,6 +12,7 @@ pub mod counting;
 pub mod faulty;
 pub mod memory;
 pub(crate) mod pack;
+pub mod retry;
 
 #[cfg(feature = "azure")]
 pub mod azure;

@@ -37,6 +37,7 @@ pub mod soft_delete;
 pub mod dotnet_rows;
 // -- end interop modules --
 // -- connect modules --
+pub mod connect;
 // -- end connect modules --
 // -- typedq modules --
 pub mod projections;
@@ -215,6 +216,7 @@ macro_rules! for_each_scenario {
             dotnet_rows::rows_of_this_crate_have_the_formats_the_readme_states,
             // -- end interop scenarios --
             // -- connect scenarios --
+            connect::the_request_id_survives_the_errors_that_wrap_a_service_answer,
             // -- end connect scenarios --
             // -- typedq scenarios --
             projections::typed_projections_read_only_the_chosen_fields,

@@ -231,7 +231,9 @@ mod tests {
             Err(Error::Transaction { index, source }) => {
                 assert_eq!(index, 1);
                 match *source {
-                    Error::Service { status, code, message } => {
+                    Error::Service {
+                        status, code, message, ..
+                    } => {
                         assert_eq!(status, 409);
                         assert_eq!(code, "EntityAlreadyExists");
                         assert!(message.starts_with("The specified entity already exists."), "{message}");

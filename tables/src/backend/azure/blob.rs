@@ -3,9 +3,10 @@
 //! What this backend adds to the crate:
 //!
 //! - **The same HTTP policy as the table backend**: the reqwest client with
-//!   a 2.5 s connect timeout and no transparent gzip (Content-Encoding is
-//!   stored and echoed, never applied), bounded retries of transient failures,
-//!   and every error answer as [`Error::Service`] with the `x-ms-error-code`.
+//!   the [`RetryPolicy`](crate::RetryPolicy)'s timeouts and no transparent gzip
+//!   (Content-Encoding is stored and echoed, never applied), retries of
+//!   transient failures as the policy says, and every error answer as
+//!   [`Error::Service`] with the `x-ms-error-code` and the `x-ms-request-id`.
 //! - **Empty blobs.** The crate's `get` always sends a `Range` header, and
 //!   the service answers 416 `InvalidRange` to any range on an empty blob, so
 //!   the crate cannot download one. Whole-blob reads here are a plain `GET`
@@ -48,7 +49,7 @@
 //!
 //! Get Blob, Get Blob Properties, the metadata write of `touch` and Get
 //! Account Information are sent as plain requests through the crate family's
-//! pipeline (Shared Key, our retries and error capture): the crate's Get Blob
+//! pipeline (the connection's authorisation, our retries and error capture): the crate's Get Blob
 //! always sends a range, its `Blob::from_headers` requires
 //! `x-ms-creation-time` and `x-ms-server-encrypted` and puts
 //! `application/octet-stream` where no Content-Type came, and its Set Blob
@@ -59,12 +60,11 @@ use std::fmt;
 use std::num::NonZeroU32;
 
 use async_trait::async_trait;
-use azure_core::auth::Secret;
 use azure_core::headers::{self as h, HeaderName, Headers};
 use azure_core::prelude::{Delimiter, MaxResults, NextMarker, Prefix};
 use azure_core::{Context, Method, Pipeline, Url};
 use azure_storage::clients::ServiceType;
-use azure_storage::{CloudLocation, StorageCredentials};
+use azure_storage::CloudLocation;
 use azure_storage_blobs::container::operations::BlobItem as CrateBlobItem;
 use azure_storage_blobs::prelude::{
     BlobClient, BlobContentEncoding, BlobContentType, BlobServiceClient, ClientBuilder,
@@ -75,8 +75,9 @@ use super::blob_headers::{
     if_match, is_blob_missing, lease_answer, lease_headers, lease_id, parse_http_date, properties_from_headers, quoted,
     read_condition_headers, unreadable,
 };
-use super::connection::{self, ConnectionString, Credentials};
-use super::http::{client_options, http_client, map_error, RetrySettings};
+use super::connect::AzureConnection;
+use super::connection::{self, ConnectionString};
+use super::http::{client_options, map_error};
 use crate::backend::blob::{
     BlobBackend, BlobItem, BlobListing, BlobProperties, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer, PutOptions,
 };
@@ -135,28 +136,23 @@ impl AzureBlobBackend {
         })
     }
 
-    /// Connects with an already parsed connection string.
+    /// Connects with an already parsed connection string, with the default
+    /// [`RetryPolicy`](crate::RetryPolicy) (see [`AzureConnection`] for another).
     pub fn from_parsed(connection: ConnectionString) -> Result<AzureBlobBackend> {
-        AzureBlobBackend::build(connection, RetrySettings::default())
+        AzureConnection::from_parsed(connection).blob_backend()
     }
 
-    pub(crate) fn build(connection: ConnectionString, retry: RetrySettings) -> Result<AzureBlobBackend> {
-        if connection.blob_endpoint.is_empty() {
+    pub(crate) fn build(connection: &AzureConnection, client: reqwest::Client) -> Result<AzureBlobBackend> {
+        if connection.blob_endpoint().is_empty() {
             return Err(Error::Config(
                 "connection string: no blob endpoint (give BlobEndpoint=, or AccountName= to derive it)".into(),
             ));
         }
-        let credentials = match &connection.credentials {
-            Credentials::AccountKey(key) => {
-                StorageCredentials::access_key(connection.account_name.clone(), Secret::new(key.clone()))
-            }
-            Credentials::SharedAccessSignature(sas) => StorageCredentials::sas_token(sas)
-                .map_err(|e| Error::Config(format!("connection string: SharedAccessSignature: {e}")))?,
-        };
-        let options = client_options(http_client()?, retry);
+        let credentials = connection.auth().storage_credentials(connection.account_name())?;
+        let options = client_options(client, *connection.retry());
         let location = CloudLocation::Custom {
-            account: connection.account_name.clone(),
-            uri: connection.blob_endpoint.clone(),
+            account: connection.account_name().to_owned(),
+            uri: connection.blob_endpoint().to_owned(),
         };
         let service = ClientBuilder::with_location(location, credentials.clone())
             .client_options(options.clone())
@@ -165,8 +161,8 @@ impl AzureBlobBackend {
         Ok(AzureBlobBackend {
             service,
             pipeline,
-            account_name: connection.account_name,
-            blob_endpoint: connection.blob_endpoint,
+            account_name: connection.account_name().to_owned(),
+            blob_endpoint: connection.blob_endpoint().to_owned(),
         })
     }
 
@@ -191,7 +187,7 @@ impl AzureBlobBackend {
     }
 
     /// Sends a request built here through the crate family's pipeline
-    /// (Shared Key, our retries and error capture).
+    /// (the connection's authorisation, our retries and error capture).
     async fn send(&self, method: Method, url: Url, headers: Headers) -> Result<(Headers, Vec<u8>)> {
         let mut request = azure_storage::clients::finalize_request(url, method, headers, None).map_err(map_error)?;
         let mut ctx = Context::new();

@@ -229,7 +229,9 @@ async fn retries_are_bounded_and_refusals_are_not_retried() {
     };
     let result = backend_at(&endpoint).put("c1c", "k", b"v".to_vec(), options).await;
     match result {
-        Err(Error::Service { status, code, message }) => {
+        Err(Error::Service {
+            status, code, message, ..
+        }) => {
             assert_eq!((status, code.as_str()), (412, "ConditionNotMet"));
             assert_eq!(
                 message,

@@ -116,140 +116,181 @@ impl ConnectionString {
 
     /// Parses a connection string. Errors are [`Error::Config`] naming the bad part.
     pub fn parse(text: &str) -> Result<ConnectionString> {
-        let mut dev = false;
-        let mut protocol: Option<String> = None;
-        let mut account: Option<String> = None;
-        let mut key: Option<String> = None;
-        let mut sas: Option<String> = None;
-        let mut suffix: Option<String> = None;
-        let mut table: Option<String> = None;
-        let mut blob: Option<String> = None;
-        let mut seen = Vec::new();
-
-        for segment in text.split(';').map(str::trim).filter(|s| !s.is_empty()) {
-            let Some((name, value)) = segment.split_once('=') else {
-                let shown: String = segment.chars().take(40).collect();
-                return Err(config(format!(
-                    "connection string: `{shown}` is not a `Name=value` pair"
-                )));
-            };
-            let name = name.trim();
-            let value = value.trim();
-            let lower = name.to_ascii_lowercase();
-            if seen.contains(&lower) {
-                return Err(config(format!("connection string: {name} is given twice")));
-            }
-            seen.push(lower.clone());
-            let slot = match lower.as_str() {
-                "usedevelopmentstorage" => {
-                    dev = match value.to_ascii_lowercase().as_str() {
-                        "true" => true,
-                        "false" => false,
-                        _ => {
-                            return Err(config(format!(
-                                "connection string: UseDevelopmentStorage must be true or false, not `{value}`"
-                            )))
-                        }
-                    };
-                    continue;
-                }
-                // Accepted for compatibility; the endpoints below decide where requests go.
-                "developmentstorageproxyuri" | "queueendpoint" | "fileendpoint" => continue,
-                "defaultendpointsprotocol" => &mut protocol,
-                "accountname" => &mut account,
-                "accountkey" => &mut key,
-                "sharedaccesssignature" => &mut sas,
-                "endpointsuffix" => &mut suffix,
-                "tableendpoint" => &mut table,
-                "blobendpoint" => &mut blob,
-                _ => return Err(config(format!("connection string: unknown setting `{name}`"))),
-            };
-            if value.is_empty() {
-                return Err(config(format!("connection string: {name} is empty")));
-            }
-            *slot = Some(value.to_owned());
-        }
-
-        if dev {
-            let mut cs = ConnectionString::development();
-            if let Some(t) = table {
-                cs.table_endpoint = normalize_endpoint("TableEndpoint", &t)?;
-            }
-            if let Some(b) = blob {
-                cs.blob_endpoint = normalize_endpoint("BlobEndpoint", &b)?;
-            }
-            if account.is_some() || key.is_some() || sas.is_some() {
-                return Err(config(
-                    "connection string: UseDevelopmentStorage=true cannot be combined with AccountName, AccountKey or SharedAccessSignature",
-                ));
-            }
-            return Ok(cs);
-        }
-
-        let credentials = match (key, sas) {
-            (Some(_), Some(_)) => {
-                return Err(config(
-                    "connection string: give either AccountKey or SharedAccessSignature, not both",
-                ))
-            }
-            (Some(k), None) => {
-                check_account_key(&k)?;
-                Credentials::AccountKey(k)
-            }
-            (None, Some(s)) => Credentials::SharedAccessSignature(s.trim_start_matches('?').to_owned()),
-            (None, None) => {
-                return Err(config(
-                    "connection string: AccountKey is missing (or use UseDevelopmentStorage=true for Azurite)",
-                ))
-            }
-        };
-
-        let protocol = match protocol.as_deref().map(str::to_ascii_lowercase).as_deref() {
-            None | Some("https") => "https",
-            Some("http") => "http",
-            Some(other) => {
-                return Err(config(format!(
-                    "connection string: DefaultEndpointsProtocol must be http or https, not `{other}`"
-                )))
-            }
-        };
-        let suffix = suffix.unwrap_or_else(|| "core.windows.net".to_owned());
-        let suffix = suffix.trim_matches('.');
-
-        let table_endpoint = match (&table, &account) {
-            (Some(t), _) => normalize_endpoint("TableEndpoint", t)?,
-            (None, Some(a)) => normalize_endpoint("EndpointSuffix", &format!("{protocol}://{a}.table.{suffix}"))?,
-            (None, None) => return Err(config("connection string: AccountName (or TableEndpoint) is missing")),
-        };
-        let blob_endpoint = match (&blob, &account) {
-            (Some(b), _) => normalize_endpoint("BlobEndpoint", b)?,
-            (None, Some(a)) => normalize_endpoint("EndpointSuffix", &format!("{protocol}://{a}.blob.{suffix}"))?,
-            (None, None) => String::new(),
-        };
-
-        let account_name = match account {
-            Some(a) => a,
-            None => account_from_endpoint(&table_endpoint).ok_or_else(|| {
-                config("connection string: AccountName is missing and cannot be read from TableEndpoint")
-            })?,
-        };
-        if account_name.is_empty()
-            || !account_name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        {
-            return Err(config(format!(
-                "connection string: AccountName `{account_name}` must be lower-case letters and digits"
-            )));
-        }
-
+        let (credentials, endpoints) = parse_parts(text)?;
+        let credentials = credentials.ok_or_else(|| {
+            config("connection string: AccountKey is missing (or use UseDevelopmentStorage=true for Azurite)")
+        })?;
         Ok(ConnectionString {
-            account_name,
+            account_name: endpoints.account_name,
             credentials,
-            table_endpoint,
-            blob_endpoint,
+            table_endpoint: endpoints.table_endpoint,
+            blob_endpoint: endpoints.blob_endpoint,
         })
     }
+}
+
+/// Where an account's services are, without how to authorise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Endpoints {
+    pub(crate) account_name: String,
+    pub(crate) table_endpoint: String,
+    pub(crate) blob_endpoint: String,
+}
+
+/// Parses the endpoints of a connection string that carries no credentials
+/// (`AccountName=..`, optionally `EndpointSuffix=..`, or `TableEndpoint=..;BlobEndpoint=..`),
+/// for a credential given another way.
+#[cfg(any(feature = "identity", test))]
+pub(crate) fn parse_endpoints(text: &str) -> Result<Endpoints> {
+    match parse_parts(text)? {
+        (None, endpoints) => Ok(endpoints),
+        (Some(_), _) => Err(config(
+            "endpoints: give AccountName (with EndpointSuffix) or TableEndpoint and BlobEndpoint, without AccountKey, SharedAccessSignature or UseDevelopmentStorage: the credential authorises",
+        )),
+    }
+}
+
+/// The credentials (if any) and endpoints of a connection string.
+fn parse_parts(text: &str) -> Result<(Option<Credentials>, Endpoints)> {
+    let mut dev = false;
+    let mut protocol: Option<String> = None;
+    let mut account: Option<String> = None;
+    let mut key: Option<String> = None;
+    let mut sas: Option<String> = None;
+    let mut suffix: Option<String> = None;
+    let mut table: Option<String> = None;
+    let mut blob: Option<String> = None;
+    let mut seen = Vec::new();
+
+    for segment in text.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((name, value)) = segment.split_once('=') else {
+            let shown: String = segment.chars().take(40).collect();
+            return Err(config(format!(
+                "connection string: `{shown}` is not a `Name=value` pair"
+            )));
+        };
+        let name = name.trim();
+        let value = value.trim();
+        let lower = name.to_ascii_lowercase();
+        if seen.contains(&lower) {
+            return Err(config(format!("connection string: {name} is given twice")));
+        }
+        seen.push(lower.clone());
+        let slot = match lower.as_str() {
+            "usedevelopmentstorage" => {
+                dev = match value.to_ascii_lowercase().as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(config(format!(
+                            "connection string: UseDevelopmentStorage must be true or false, not `{value}`"
+                        )))
+                    }
+                };
+                continue;
+            }
+            // Accepted for compatibility; the endpoints below decide where requests go.
+            "developmentstorageproxyuri" | "queueendpoint" | "fileendpoint" => continue,
+            "defaultendpointsprotocol" => &mut protocol,
+            "accountname" => &mut account,
+            "accountkey" => &mut key,
+            "sharedaccesssignature" => &mut sas,
+            "endpointsuffix" => &mut suffix,
+            "tableendpoint" => &mut table,
+            "blobendpoint" => &mut blob,
+            _ => return Err(config(format!("connection string: unknown setting `{name}`"))),
+        };
+        if value.is_empty() {
+            return Err(config(format!("connection string: {name} is empty")));
+        }
+        *slot = Some(value.to_owned());
+    }
+
+    if dev {
+        let mut cs = ConnectionString::development();
+        if let Some(t) = table {
+            cs.table_endpoint = normalize_endpoint("TableEndpoint", &t)?;
+        }
+        if let Some(b) = blob {
+            cs.blob_endpoint = normalize_endpoint("BlobEndpoint", &b)?;
+        }
+        if account.is_some() || key.is_some() || sas.is_some() {
+            return Err(config(
+                    "connection string: UseDevelopmentStorage=true cannot be combined with AccountName, AccountKey or SharedAccessSignature",
+                ));
+        }
+        let endpoints = Endpoints {
+            account_name: cs.account_name,
+            table_endpoint: cs.table_endpoint,
+            blob_endpoint: cs.blob_endpoint,
+        };
+        return Ok((Some(cs.credentials), endpoints));
+    }
+
+    let credentials = match (key, sas) {
+        (Some(_), Some(_)) => {
+            return Err(config(
+                "connection string: give either AccountKey or SharedAccessSignature, not both",
+            ))
+        }
+        (Some(k), None) => {
+            check_account_key(&k)?;
+            Some(Credentials::AccountKey(k))
+        }
+        (None, Some(s)) => {
+            let sas = s.trim_start_matches('?').to_owned();
+            super::credential::check_sas(&sas)?;
+            Some(Credentials::SharedAccessSignature(sas))
+        }
+        (None, None) => None,
+    };
+
+    let protocol = match protocol.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None | Some("https") => "https",
+        Some("http") => "http",
+        Some(other) => {
+            return Err(config(format!(
+                "connection string: DefaultEndpointsProtocol must be http or https, not `{other}`"
+            )))
+        }
+    };
+    let suffix = suffix.unwrap_or_else(|| "core.windows.net".to_owned());
+    let suffix = suffix.trim_matches('.');
+
+    let table_endpoint = match (&table, &account) {
+        (Some(t), _) => normalize_endpoint("TableEndpoint", t)?,
+        (None, Some(a)) => normalize_endpoint("EndpointSuffix", &format!("{protocol}://{a}.table.{suffix}"))?,
+        (None, None) => return Err(config("connection string: AccountName (or TableEndpoint) is missing")),
+    };
+    let blob_endpoint = match (&blob, &account) {
+        (Some(b), _) => normalize_endpoint("BlobEndpoint", b)?,
+        (None, Some(a)) => normalize_endpoint("EndpointSuffix", &format!("{protocol}://{a}.blob.{suffix}"))?,
+        (None, None) => String::new(),
+    };
+
+    let account_name = match account {
+        Some(a) => a,
+        None => account_from_endpoint(&table_endpoint)
+            .ok_or_else(|| config("connection string: AccountName is missing and cannot be read from TableEndpoint"))?,
+    };
+    if account_name.is_empty()
+        || !account_name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    {
+        return Err(config(format!(
+            "connection string: AccountName `{account_name}` must be lower-case letters and digits"
+        )));
+    }
+
+    Ok((
+        credentials,
+        Endpoints {
+            account_name,
+            table_endpoint,
+            blob_endpoint,
+        },
+    ))
 }
 
 /// The account named by an endpoint: the first path segment of a path-style

@@ -7,56 +7,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use azure_core::error::ErrorKind;
-use azure_core::headers::{Headers, ERROR_CODE};
-use azure_core::{ClientOptions, Context, Policy, PolicyResult, Request, RetryOptions, StatusCode, TransportOptions};
-use rand::Rng as _;
+use azure_core::headers::{HeaderName, Headers, ERROR_CODE};
+use azure_core::{
+    ClientOptions, Context, Method, Policy, PolicyResult, Request, RetryOptions, StatusCode, TransportOptions,
+};
+use azure_storage::clients::ServiceType;
 
+use crate::backend::retry::RetryPolicy;
 use crate::error::Error;
 
-/// How long a TCP connect may take before the attempt counts as failed.
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_millis(2500);
-/// How long one request may take in all (the service gives up on its side at 30 s).
-pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(35);
 /// Idle pooled connections are dropped before Azurite's 5 s keep-alive closes them.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// The bounded retry policy for transient failures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RetrySettings {
-    /// Retries after the first attempt.
-    pub(crate) max_retries: u32,
-    /// The delay before the first retry; doubled for each further one.
-    pub(crate) base_delay: Duration,
-    /// The most one delay may be.
-    pub(crate) max_delay: Duration,
-    /// No retry starts once this much time has passed since the first attempt.
-    pub(crate) budget: Duration,
-}
-
-impl Default for RetrySettings {
-    fn default() -> Self {
-        RetrySettings {
-            max_retries: 3,
-            base_delay: Duration::from_millis(100),
-            max_delay: Duration::from_secs(1),
-            budget: Duration::from_secs(4),
-        }
-    }
-}
-
-impl RetrySettings {
-    /// The delay before retry number `retry` (1-based): exponential with "equal jitter",
-    /// i.e. uniformly between half and all of `base * 2^(retry-1)`, capped.
-    pub(crate) fn delay(&self, retry: u32) -> Duration {
-        let exp = self
-            .base_delay
-            .saturating_mul(1u32 << (retry.saturating_sub(1)).min(16))
-            .min(self.max_delay);
-        let half = exp / 2;
-        let jitter = rand::thread_rng().gen_range(0..=half.as_millis() as u64);
-        half + Duration::from_millis(jitter)
-    }
-}
+/// The header carrying the service's id of a request, for its logs.
+pub(crate) const REQUEST_ID: &str = "x-ms-request-id";
 
 /// A non-success answer of the service, carried through `azure_core` as the
 /// inner error of an [`azure_core::Error`].
@@ -65,11 +28,17 @@ pub(crate) struct ServiceFailure {
     pub(crate) status: u16,
     pub(crate) code: String,
     pub(crate) message: String,
+    /// The service's `x-ms-request-id`, when the answer carried one.
+    pub(crate) request_id: Option<String>,
 }
 
 impl fmt::Display for ServiceFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}: {}", self.status, self.code, self.message)
+        write!(f, "{} {}: {}", self.status, self.code, self.message)?;
+        if let Some(id) = &self.request_id {
+            write!(f, " (request id {id})")?;
+        }
+        Ok(())
     }
 }
 
@@ -90,12 +59,31 @@ impl ServiceFailure {
                 .map(|s| s.canonical_reason().to_owned())
                 .unwrap_or_else(|_| format!("HTTP {status}"))
         });
-        ServiceFailure { status, code, message }
+        let request_id = headers
+            .and_then(|h| h.get_optional_string(&HeaderName::from_static(REQUEST_ID)))
+            .filter(|id| !id.is_empty());
+        ServiceFailure {
+            status,
+            code,
+            message,
+            request_id,
+        }
     }
 
     /// Whether a retry may help: 408, 500, 502, 503 and 504.
     fn is_transient(&self) -> bool {
         matches!(self.status, 408 | 500 | 502 | 503 | 504)
+    }
+
+    /// Whether this refusal of a retried write is what the service would
+    /// answer had an earlier attempt been applied.
+    fn echoes_a_write(&self, is_delete: bool) -> bool {
+        match self.status {
+            409 => self.code.ends_with("AlreadyExists"),
+            412 => true,
+            404 => is_delete && self.code != "TableNotFound",
+            _ => false,
+        }
     }
 }
 
@@ -105,6 +93,7 @@ impl From<ServiceFailure> for Error {
             status: f.status,
             code: f.code,
             message: f.message,
+            request_id: f.request_id,
         }
     }
 }
@@ -176,57 +165,120 @@ impl Policy for CaptureServiceErrors {
 }
 
 /// The first policy of the pipeline: retries transient failures (408, 5xx,
-/// transport errors including time-outs) a bounded number of times.
+/// transport errors including time-outs) as the [`RetryPolicy`] says, and
+/// holds the request and its retries to the policy's deadline.
+///
+/// A table write whose earlier attempt may have been applied (its answer was
+/// lost, or was a 5xx other than `ServerBusy`) and whose retry is refused as
+/// if it had been (409 `…AlreadyExists`, 412, or 404 to a delete) reports the
+/// earlier failure instead: the refusal may be the echo of our own write, so
+/// the outcome is unknown, not a conflict.
 #[derive(Debug)]
 struct BoundedRetry {
-    settings: RetrySettings,
+    policy: RetryPolicy,
 }
 
 #[async_trait::async_trait]
 impl Policy for BoundedRetry {
     async fn send(&self, ctx: &Context, request: &mut Request, next: &[Arc<dyn Policy>]) -> PolicyResult {
         let start = Instant::now();
-        let mut retry = 0;
+        let table_write = matches!(ctx.get::<ServiceType>(), Some(ServiceType::Table))
+            && !matches!(request.method(), Method::Get | Method::Head);
+        let is_delete = matches!(request.method(), Method::Delete);
+        let mut maybe_applied: Option<azure_core::Error> = None;
+        let mut attempts = 0;
         loop {
-            let result = next[0].send(ctx, request, &next[1..]).await;
+            attempts += 1;
+            let attempt = next[0].send(ctx, request, &next[1..]);
+            let result = match self.policy.deadline() {
+                None => attempt.await,
+                Some(deadline) => match tokio::time::timeout(deadline.saturating_sub(start.elapsed()), attempt).await {
+                    Ok(result) => result,
+                    Err(_) => return Err(deadline_passed(deadline, attempts)),
+                },
+            };
             let error = match result {
                 Ok(response) => return Ok(response),
                 Err(error) => error,
             };
+            if let Some(earlier) = maybe_applied.take() {
+                if service_failure(&error).is_some_and(|f| f.echoes_a_write(is_delete)) {
+                    tracing::debug!(%error, %earlier, "a retried write was refused as if an earlier attempt had been applied");
+                    return Err(earlier);
+                }
+            }
             let transient = match service_failure(&error) {
                 Some(failure) => failure.is_transient(),
                 None => matches!(error.kind(), ErrorKind::Io),
             };
-            if !transient || retry >= self.settings.max_retries || start.elapsed() >= self.settings.budget {
-                return Err(error);
+            let delay = match transient {
+                true => self.policy.next_delay(attempts, start.elapsed()),
+                false => None,
+            };
+            let Some(delay) = delay else { return Err(error) };
+            tracing::debug!(attempt = attempts, ?delay, %error, "retrying a transient storage failure");
+            if table_write && may_have_been_applied(&error) {
+                maybe_applied = Some(error);
             }
-            retry += 1;
-            let delay = self.settings.delay(retry);
-            tracing::debug!(retry, ?delay, %error, "retrying a transient storage failure");
             tokio::time::sleep(delay).await;
         }
     }
 }
 
-/// The reqwest client: short connect timeout, no transparent decompression.
-pub(crate) fn http_client() -> Result<reqwest::Client, Error> {
-    reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .timeout(REQUEST_TIMEOUT)
+/// Whether the attempt that failed with `error` may have been applied: the
+/// service answered with a failure that does not say "not processed", or no
+/// answer came after the connection was made.
+fn may_have_been_applied(error: &azure_core::Error) -> bool {
+    if let Some(failure) = service_failure(error) {
+        return !matches!((failure.status, failure.code.as_str()), (503, "ServerBusy") | (429, _));
+    }
+    let mut current: Option<&(dyn std::error::Error + 'static)> = error.get_ref().map(|e| e as _);
+    while let Some(e) = current {
+        if e.downcast_ref::<reqwest::Error>()
+            .is_some_and(reqwest::Error::is_connect)
+        {
+            return false;
+        }
+        current = match e.downcast_ref::<azure_core::Error>() {
+            Some(inner) => inner.get_ref().map(|e| e as _),
+            None => e.source(),
+        };
+    }
+    true
+}
+
+/// The error of a request cut short by the policy's deadline.
+fn deadline_passed(deadline: Duration, attempts: u32) -> azure_core::Error {
+    azure_core::Error::message(
+        ErrorKind::Io,
+        format!(
+            "the request did not complete within the retry policy's deadline of {deadline:?} ({attempts} attempts)"
+        ),
+    )
+}
+
+/// The reqwest client: the policy's timeouts, no transparent decompression,
+/// and `roots` trusted beside the usual certificate authorities.
+pub(crate) fn http_client(policy: &RetryPolicy, roots: &[reqwest::Certificate]) -> Result<reqwest::Client, Error> {
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(policy.connect_timeout())
+        .timeout(policy.request_timeout())
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
         .no_gzip()
-        .tcp_nodelay(true)
+        .tcp_nodelay(true);
+    for root in roots {
+        builder = builder.add_root_certificate(root.clone());
+    }
+    builder
         .build()
         .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))
 }
 
 /// Client options: our transport, our retry policy, the crate's retry disabled,
 /// and our error capture right before the transport.
-pub(crate) fn client_options(client: reqwest::Client, retry: RetrySettings) -> ClientOptions {
+pub(crate) fn client_options(client: reqwest::Client, policy: RetryPolicy) -> ClientOptions {
     let mut options = ClientOptions::new(TransportOptions::new(Arc::new(client))).retry(RetryOptions::none());
-    options
-        .per_call_policies_mut()
-        .push(Arc::new(BoundedRetry { settings: retry }));
+    options.per_call_policies_mut().push(Arc::new(BoundedRetry { policy }));
     options.per_retry_policies_mut().push(Arc::new(CaptureServiceErrors));
     options
 }
@@ -250,8 +302,9 @@ pub(crate) fn service_failure(error: &azure_core::Error) -> Option<&ServiceFailu
 }
 
 /// Maps an `azure_core` error to ours: a service answer to [`Error::Service`],
-/// an answer that cannot be read to [`Error::MalformedResponse`], anything
-/// else (connection, time-out) to [`Error::Transport`].
+/// an answer that cannot be read to [`Error::MalformedResponse`], a token
+/// credential's failure to [`Error::Credential`], anything else (connection,
+/// time-out) to [`Error::Transport`].
 pub(crate) fn map_error(error: azure_core::Error) -> Error {
     if let Some(f) = service_failure(&error) {
         return f.clone().into();
@@ -261,9 +314,10 @@ pub(crate) fn map_error(error: azure_core::Error) -> Error {
             status: u16::from(*status),
             code: error_code.clone().unwrap_or_default(),
             message: error.to_string(),
+            request_id: None,
         };
     }
-    let malformed = matches!(error.kind(), ErrorKind::DataConversion);
+    let kind = error.kind().clone();
     let mut text = error.to_string();
     let mut source = std::error::Error::source(&error);
     while let Some(s) = source {
@@ -274,8 +328,9 @@ pub(crate) fn map_error(error: azure_core::Error) -> Error {
         }
         source = s.source();
     }
-    match malformed {
-        true => Error::MalformedResponse(text),
-        false => Error::Transport(text),
+    match kind {
+        ErrorKind::DataConversion => Error::MalformedResponse(text),
+        ErrorKind::Credential => Error::Credential(text),
+        _ => Error::Transport(text),
     }
 }

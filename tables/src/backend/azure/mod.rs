@@ -3,22 +3,26 @@
 //!
 //! What this backend adds to the crates:
 //!
-//! - **Retries under our control.** The crates' default policy retries for
-//!   over a minute. Here the connect timeout is 2.5 s and transient failures
-//!   (408, 500, 502, 503, 504, transport errors and time-outs) are retried at
-//!   most 3 times with exponential backoff and jitter, and no retry starts
-//!   after 4 s. Transparent gzip is off.
+//! - **Retries under the user's control.** The crates' default policy
+//!   retries for over a minute. Here every request follows the
+//!   [`RetryPolicy`](crate::RetryPolicy) of its [`AzureConnection`]: by default
+//!   a 2.5 s connect timeout, 35 s per attempt, and transient failures (408,
+//!   500, 502, 503, 504, transport errors and time-outs) retried at most 3
+//!   times with exponential backoff and jitter, no retry started after 4 s;
+//!   an optional deadline bounds a request and its retries. Transparent gzip is off.
+//! - **Credentials.** Shared Key, a shared access signature, or (feature
+//!   `identity`) bearer tokens from a token credential, for tables and blobs alike.
 //! - **Service errors with their codes.** Every non-success answer becomes
 //!   [`Error::Service`] with the status, the `x-ms-error-code` (or the
-//!   `odata.error` code) and the message.
+//!   `odata.error` code), the message and the `x-ms-request-id`.
 //! - **Keys with `'`.** The crate writes `(PartitionKey='..',RowKey='..')`
 //!   without doubling quotes, so a key holding `'` would address another row;
 //!   keys are escaped here.
 //! - **Transactions.** The crate reports a failed entity-group transaction as
 //!   `Ok`; here it is [`Error::Transaction`] with the failing operation's
-//!   0-based index, status, code and message. Transactions are written and
-//!   read by this module and sent through the crate family's pipeline with
-//!   Shared Key authorisation.
+//!   0-based index, status, code, message and the request's id. Transactions
+//!   are written and read by this module and sent through the crate family's
+//!   pipeline with the connection's authorisation.
 //! - **Typed cells.** Rows are sent as [`wire::row_to_json`] (Int64, Double,
 //!   DateTime, Guid and Binary annotated) and read with full metadata through
 //!   [`wire::row_from_json`], so Int64 stays Int64 and Double stays Double.
@@ -26,25 +30,33 @@
 mod batch;
 mod blob;
 mod blob_headers;
+mod connect;
 mod connection;
+mod credential;
 mod http;
 
 #[cfg(test)]
+mod connect_tests;
+#[cfg(test)]
 mod tests;
 
+/// The Entra ID credentials of the same `azure_core` generation (managed
+/// identity, workload identity, client secret, Azure CLI, the default chain).
+#[cfg(feature = "identity")]
+pub use azure_identity;
 pub use blob::AzureBlobBackend;
+pub use connect::AzureConnection;
 pub use connection::{ConnectionString, Credentials, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY};
 
 use std::fmt;
 
 use async_trait::async_trait;
-use azure_core::auth::Secret;
 use azure_core::headers::Headers;
 use azure_core::{Context, Continuable as _, Etag, Method, Pipeline, Url};
 use azure_data_tables::clients::TableServiceClientBuilder;
 use azure_data_tables::prelude::{Filter as CrateFilter, IfMatchCondition, Select, TableServiceClient, Top};
 use azure_storage::clients::ServiceType;
-use azure_storage::{CloudLocation, StorageCredentials};
+use azure_storage::CloudLocation;
 use futures::StreamExt as _;
 use serde_json::{Map, Value as Json};
 
@@ -52,7 +64,7 @@ use crate::backend::{Backend, IfMatch, Page, PageToken, QueryRequest, UpdateMode
 use crate::error::{Error, Result};
 use crate::value::{wire, DateTime, ETag, Row};
 
-use self::http::{client_options, http_client, map_error, RetrySettings};
+use self::http::{client_options, map_error, REQUEST_ID};
 
 /// Row-level access to Azure Table Storage or Azurite.
 ///
@@ -102,23 +114,18 @@ impl AzureBackend {
         })
     }
 
-    /// Connects with an already parsed connection string.
+    /// Connects with an already parsed connection string, with the default
+    /// [`RetryPolicy`](crate::RetryPolicy) (see [`AzureConnection`] for another).
     pub fn from_parsed(connection: ConnectionString) -> Result<AzureBackend> {
-        AzureBackend::build(connection, RetrySettings::default())
+        AzureConnection::from_parsed(connection).table_backend()
     }
 
-    pub(crate) fn build(connection: ConnectionString, retry: RetrySettings) -> Result<AzureBackend> {
-        let credentials = match &connection.credentials {
-            Credentials::AccountKey(key) => {
-                StorageCredentials::access_key(connection.account_name.clone(), Secret::new(key.clone()))
-            }
-            Credentials::SharedAccessSignature(sas) => StorageCredentials::sas_token(sas)
-                .map_err(|e| Error::Config(format!("connection string: SharedAccessSignature: {e}")))?,
-        };
-        let options = client_options(http_client()?, retry);
+    pub(crate) fn build(connection: &AzureConnection, client: reqwest::Client) -> Result<AzureBackend> {
+        let credentials = connection.auth().storage_credentials(connection.account_name())?;
+        let options = client_options(client, *connection.retry());
         let location = CloudLocation::Custom {
-            account: connection.account_name.clone(),
-            uri: connection.table_endpoint.clone(),
+            account: connection.account_name().to_owned(),
+            uri: connection.table_endpoint().to_owned(),
         };
         let service = TableServiceClientBuilder::with_location(location, credentials.clone())
             .client_options(options.clone())
@@ -127,9 +134,9 @@ impl AzureBackend {
         Ok(AzureBackend {
             service,
             pipeline,
-            account_name: connection.account_name,
-            table_endpoint: connection.table_endpoint,
-            blob_endpoint: connection.blob_endpoint,
+            account_name: connection.account_name().to_owned(),
+            table_endpoint: connection.table_endpoint().to_owned(),
+            blob_endpoint: connection.blob_endpoint().to_owned(),
         })
     }
 
@@ -158,7 +165,7 @@ impl AzureBackend {
     }
 
     /// Sends a request built here through the crate family's pipeline
-    /// (Shared Key, our retries and error capture).
+    /// (the connection's authorisation, our retries and error capture).
     async fn send_raw(&self, method: Method, url: Url, headers: Headers, body: String) -> Result<(Headers, Vec<u8>)> {
         let mut request =
             azure_storage::clients::finalize_request(url, method, headers, Some(body.into())).map_err(map_error)?;
@@ -338,10 +345,12 @@ impl Backend for AzureBackend {
             azure_core::headers::HeaderName::from_static("maxdataserviceversion"),
             "3.0;NetFx",
         );
-        let (_, body) = self.send_raw(Method::Post, url, headers, body).await?;
+        let (headers, body) = self.send_raw(Method::Post, url, headers, body).await?;
         let text = String::from_utf8_lossy(&body);
         let parts = batch::parse_parts(&text);
-        batch::interpret(&ops, &parts)
+        // A failing part's answer is inside the one answer: it carries that answer's request id.
+        let request_id = headers.get_optional_str(&azure_core::headers::HeaderName::from_static(REQUEST_ID));
+        batch::interpret(&ops, &parts).map_err(|e| e.with_request_id(request_id))
     }
 
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {

@@ -1,0 +1,216 @@
+//! [`AzureConnection`]: where an account is, how requests are authorised,
+//! the retry policy and the certificates to trust; it builds both backends.
+
+use std::fmt;
+#[cfg(feature = "identity")]
+use std::sync::Arc;
+
+#[cfg(feature = "identity")]
+use azure_core::auth::TokenCredential;
+
+#[cfg(feature = "identity")]
+use super::connection;
+use super::connection::ConnectionString;
+use super::credential::Auth;
+use super::http::http_client;
+use super::{AzureBackend, AzureBlobBackend};
+use crate::backend::retry::RetryPolicy;
+use crate::error::{Error, Result};
+
+/// How to reach one storage account: its endpoints, the credential, the
+/// [`RetryPolicy`] and any extra certificate authority to trust. Builds the
+/// table backend and the blob backend; [`Tables::connect_with`](crate::Tables::connect_with)
+/// takes it whole.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use unified_tables::backend::azure::AzureConnection;
+/// use unified_tables::{RetryPolicy, Tables};
+///
+/// let connection = AzureConnection::parse(
+///     "DefaultEndpointsProtocol=https;AccountName=myaccount;AccountKey=bXlrZXk=;EndpointSuffix=core.windows.net",
+/// )?
+/// .with_retry(RetryPolicy::builder().attempts(6).deadline(Duration::from_secs(20)).build()?);
+/// let db = Tables::connect_with(connection)?;
+/// # let _ = db;
+/// # Ok::<(), unified_tables::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct AzureConnection {
+    account_name: String,
+    table_endpoint: String,
+    blob_endpoint: String,
+    auth: Auth,
+    retry: RetryPolicy,
+    roots: Vec<reqwest::Certificate>,
+}
+
+impl fmt::Debug for AzureConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AzureConnection")
+            .field("account_name", &self.account_name)
+            .field("table_endpoint", &self.table_endpoint)
+            .field("blob_endpoint", &self.blob_endpoint)
+            .field("auth", &self.auth)
+            .field("retry", &self.retry)
+            .field("extra_roots", &self.roots.len())
+            .finish()
+    }
+}
+
+impl AzureConnection {
+    /// From a storage connection string: the account key, a shared access
+    /// signature (`SharedAccessSignature=..` with `TableEndpoint=` / `BlobEndpoint=`),
+    /// or `UseDevelopmentStorage=true` (see [`ConnectionString`] for every form).
+    /// A malformed string is [`Error::Config`] naming the bad part.
+    pub fn parse(connection_string: &str) -> Result<AzureConnection> {
+        Ok(AzureConnection::from_parsed(ConnectionString::parse(
+            connection_string,
+        )?))
+    }
+
+    /// From an already parsed connection string.
+    pub fn from_parsed(connection: ConnectionString) -> AzureConnection {
+        AzureConnection {
+            account_name: connection.account_name,
+            table_endpoint: connection.table_endpoint,
+            blob_endpoint: connection.blob_endpoint,
+            auth: Auth::Parsed(connection.credentials),
+            retry: RetryPolicy::default(),
+            roots: Vec::new(),
+        }
+    }
+
+    /// Requests authorised with Entra ID bearer tokens from `credential`
+    /// (asked for the scope `https://storage.azure.com/.default`), for an
+    /// account that disables shared-key access. `endpoints` names the
+    /// account without credentials: `AccountName=myaccount` (the public
+    /// cloud), `AccountName=myaccount;EndpointSuffix=core.usgovcloudapi.net`,
+    /// or `TableEndpoint=https://..;BlobEndpoint=https://..`. Bearer tokens
+    /// travel over HTTPS only, so an `http://` endpoint is refused.
+    ///
+    /// The principal needs a data role on the account: "Storage Table Data
+    /// Contributor" for tables and "Storage Blob Data Contributor" for the
+    /// blobs of large values.
+    ///
+    /// ```no_run
+    /// use unified_tables::backend::azure::{azure_identity, AzureConnection};
+    /// use unified_tables::Tables;
+    ///
+    /// // The system-assigned managed identity of a virtual machine:
+    /// let credential = azure_identity::VirtualMachineManagedIdentityCredential::new(
+    ///     azure_identity::TokenCredentialOptions::default(),
+    /// );
+    /// let connection = AzureConnection::with_token_credential("AccountName=myaccount", std::sync::Arc::new(credential))?;
+    /// let db = Tables::connect_with(connection)?;
+    /// # let _ = db;
+    /// # Ok::<(), unified_tables::Error>(())
+    /// ```
+    #[cfg(feature = "identity")]
+    pub fn with_token_credential(endpoints: &str, credential: Arc<dyn TokenCredential>) -> Result<AzureConnection> {
+        let endpoints = connection::parse_endpoints(endpoints)?;
+        for (name, url) in [
+            ("TableEndpoint", &endpoints.table_endpoint),
+            ("BlobEndpoint", &endpoints.blob_endpoint),
+        ] {
+            if url.starts_with("http://") {
+                return Err(Error::Config(format!(
+                    "endpoints: {name} `{url}` is http://, but a token credential sends bearer tokens, which travel over https:// only"
+                )));
+            }
+        }
+        Ok(AzureConnection {
+            account_name: endpoints.account_name,
+            table_endpoint: endpoints.table_endpoint,
+            blob_endpoint: endpoints.blob_endpoint,
+            auth: Auth::Token(credential),
+            retry: RetryPolicy::default(),
+            roots: Vec::new(),
+        })
+    }
+
+    /// [`with_token_credential`](Self::with_token_credential) with the credential
+    /// chosen from the environment as `azure_identity` chooses it: the kind
+    /// named by `AZURE_CREDENTIAL_KIND` (`environment`, `workloadidentity`,
+    /// `virtualmachine`, `appservice`, `azurecli`, `clientsecret`), else the
+    /// first of the default chain that gives a token: the environment
+    /// (workload identity when `AZURE_FEDERATED_TOKEN_FILE` is set, else the
+    /// client secret in `AZURE_TENANT_ID` / `AZURE_CLIENT_ID` /
+    /// `AZURE_CLIENT_SECRET`), App Service managed identity, virtual machine
+    /// managed identity, then the Azure CLI's login. Making the credential
+    /// sends nothing; the first operation asks it for a token.
+    ///
+    /// ```no_run
+    /// use unified_tables::backend::azure::AzureConnection;
+    /// use unified_tables::Tables;
+    /// let db = Tables::connect_with(AzureConnection::with_default_credential("AccountName=myaccount")?)?;
+    /// # let _ = db;
+    /// # Ok::<(), unified_tables::Error>(())
+    /// ```
+    #[cfg(feature = "identity")]
+    pub fn with_default_credential(endpoints: &str) -> Result<AzureConnection> {
+        let credential = azure_identity::create_credential()
+            .map_err(|e| Error::Config(format!("cannot create the default Azure credential: {e}")))?;
+        AzureConnection::with_token_credential(endpoints, credential)
+    }
+
+    /// Retries and timeouts of every request (default: [`RetryPolicy::default`]).
+    pub fn with_retry(mut self, policy: RetryPolicy) -> AzureConnection {
+        self.retry = policy;
+        self
+    }
+
+    /// Also trusts the certificate authorities in `pem` (one or more PEM
+    /// certificates), beside the usual public ones: for an emulator or a
+    /// proxy with a certificate of its own. Text that holds no certificate
+    /// is [`Error::Config`].
+    pub fn with_trusted_certificates_pem(mut self, pem: &[u8]) -> Result<AzureConnection> {
+        let certificates = reqwest::Certificate::from_pem_bundle(pem)
+            .map_err(|e| Error::Config(format!("trusted certificates: not PEM certificates: {e}")))?;
+        if certificates.is_empty() {
+            return Err(Error::Config(
+                "trusted certificates: the PEM text holds no `BEGIN CERTIFICATE` block".into(),
+            ));
+        }
+        self.roots.extend(certificates);
+        Ok(self)
+    }
+
+    /// The storage account name.
+    pub fn account_name(&self) -> &str {
+        &self.account_name
+    }
+
+    /// The table service endpoint, without a trailing `/`.
+    pub fn table_endpoint(&self) -> &str {
+        &self.table_endpoint
+    }
+
+    /// The blob service endpoint, without a trailing `/` (empty when none is known).
+    pub fn blob_endpoint(&self) -> &str {
+        &self.blob_endpoint
+    }
+
+    /// The retry policy.
+    pub fn retry(&self) -> &RetryPolicy {
+        &self.retry
+    }
+
+    /// The table backend. Nothing is sent until its first operation.
+    pub fn table_backend(&self) -> Result<AzureBackend> {
+        AzureBackend::build(self, self.client()?)
+    }
+
+    /// The blob backend, or [`Error::Config`] when no blob endpoint is known.
+    pub fn blob_backend(&self) -> Result<AzureBlobBackend> {
+        AzureBlobBackend::build(self, self.client()?)
+    }
+
+    pub(crate) fn auth(&self) -> &Auth {
+        &self.auth
+    }
+
+    fn client(&self) -> Result<reqwest::Client> {
+        http_client(&self.retry, &self.roots)
+    }
+}
