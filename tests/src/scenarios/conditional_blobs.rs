@@ -116,7 +116,7 @@ pub async fn writes_to_a_leased_blob_and_to_the_values_container_are_refused(env
     assert_eq!(locks.get(&name).await.unwrap().unwrap(), held, "nothing changed");
     guard.release().await.unwrap();
 
-    let values = env.tables.blobs(&blob_options().container());
+    let values = env.tables.blobs(blob_options().container());
     env.reset_counts();
     let refused = values.put("x", b"x".to_vec()).await.unwrap_err();
     assert!(matches!(refused, Error::Config(_)), "{refused}");
