@@ -6,16 +6,18 @@
 //! become one JSON cell `{Col}__Json` (gzip-compressed into `{Col}__GZip`
 //! when it would not fit a cell).
 
+mod binary;
 mod dates;
 mod ids;
 mod json;
 mod json_value;
 mod scalar;
 
+pub use binary::{decode_binary, decode_optional_binary, encode_binary};
 pub use json::{decode_json, encode_json};
 pub(crate) use json::{gunzip_bounded, GunzipError};
 pub use json_value::JsonValue;
-pub use scalar::{decode_binary, decode_optional_binary, encode_binary, take_scalar_value};
+pub use scalar::take_scalar_value;
 
 use crate::error::{Error, Result};
 use crate::value::{EdmType, Row, Value};
