@@ -17,34 +17,18 @@ pub mod protect;
 pub mod query;
 pub mod transactions;
 pub mod values;
-// -- cache modules --
 pub mod cache;
 pub mod cache_checker;
-// -- end cache modules --
-// -- union modules --
 pub mod union;
 pub mod union_rows;
-// -- end union modules --
-// -- locks modules --
 pub mod conditional_blobs;
 pub mod locks;
-// -- end locks modules --
-// -- softdel modules --
 pub mod ordering;
 pub mod soft_delete;
-// -- end softdel modules --
-// -- interop modules --
 pub mod dotnet_rows;
-// -- end interop modules --
-// -- connect modules --
 pub mod connect;
-// -- end connect modules --
-// -- typedq modules --
 pub mod projections;
-// -- end typedq modules --
-// -- typedd modules --
 pub mod unconditional;
-// -- end typedd modules --
 
 /// Every scenario's name, for the runner macro.
 #[macro_export]
@@ -156,7 +140,6 @@ macro_rules! for_each_scenario {
             hostile_rows::a_utf16_value_with_an_odd_length_is_integrity,
             hostile_rows::a_gzip_value_that_unpacks_without_bound_is_integrity,
             hostile_rows::a_file_reference_that_is_not_text_is_a_decode_error,
-            // -- cache scenarios --
             cache::cached_reads_make_no_requests_and_each_write_leaves_what_it_says,
             cache::whole_partition_lists_are_cached_and_every_write_in_the_partition_drops_them,
             cache::a_read_in_flight_while_a_write_completes_keeps_nothing,
@@ -169,8 +152,6 @@ macro_rules! for_each_scenario {
             cache::large_values_are_cached_assembled_and_a_gone_file_drops_the_entry,
             cache::a_type_that_is_not_clone_is_never_cached,
             cache_checker::concurrent_readers_never_see_a_version_older_than_a_returned_write,
-            // -- end cache scenarios --
-            // -- union scenarios --
             union::union_every_variant_round_trips,
             union::union_marker_rows_commit_with_their_items_or_not_at_all,
             union::union_merge_columns_with_and_without_an_etag,
@@ -180,8 +161,6 @@ macro_rules! for_each_scenario {
             union_rows::union_pages_through_a_mixed_partition,
             union_rows::union_rows_are_readable_by_the_payload_type,
             union_rows::union_reads_the_rows_dotnet_writes,
-            // -- end union scenarios --
-            // -- locks scenarios --
             locks::contending_holders_never_overlap,
             locks::a_held_lock_is_renewed_past_its_ttl,
             locks::a_holder_that_stops_renewing_loses_the_lock_after_the_ttl,
@@ -192,8 +171,6 @@ macro_rules! for_each_scenario {
             conditional_blobs::conditional_blob_writes_refuse_exactly_what_the_service_refuses,
             conditional_blobs::conditional_blob_reads_revalidate_a_cached_copy,
             conditional_blobs::writes_to_a_leased_blob_and_to_the_values_container_are_refused,
-            // -- end locks scenarios --
-            // -- softdel scenarios --
             ordering::out_of_order_and_repeated_deliveries_keep_the_newest,
             ordering::missing_entities_and_empty_tokens,
             ordering::an_older_change_that_loses_the_race_is_dropped_on_the_re_read,
@@ -206,28 +183,19 @@ macro_rules! for_each_scenario {
             soft_delete::the_exclusion_holds_where_the_service_never_matches_a_missing_property,
             soft_delete::a_write_that_read_before_a_soft_delete_does_not_bring_the_row_back,
             soft_delete::the_exclusion_counts_against_the_filter_budget,
-            // -- end softdel scenarios --
-            // -- interop scenarios --
             dotnet_rows::append_logs_of_both_key_formats_read_in_time_order,
             dotnet_rows::an_id_keyed_log_reads_dotnet_appends,
             dotnet_rows::json_cells_read_members_in_any_letter_case,
             dotnet_rows::a_dotnet_entity_row_reads_cell_for_cell,
             dotnet_rows::every_cell_form_reads_or_fails_naming_the_cell,
             dotnet_rows::rows_of_this_crate_have_the_formats_the_readme_states,
-            // -- end interop scenarios --
-            // -- connect scenarios --
             connect::the_request_id_survives_the_errors_that_wrap_a_service_answer,
-            // -- end connect scenarios --
-            // -- typedq scenarios --
             projections::typed_projections_read_only_the_chosen_fields,
             projections::typed_projections_of_large_values_and_files_read_rows_whole,
             projections::a_stream_polled_in_place_filters_and_projects,
             projections::a_scope_chosen_at_run_time_reads_what_it_names,
-            // -- end typedq scenarios --
-            // -- typedd scenarios --
             unconditional::replace_overwrites_an_entity_without_an_etag_field,
             unconditional::compare_and_swap_verbs_work_without_an_etag_field,
-            // -- end typedd scenarios --
         }
     };
 }
