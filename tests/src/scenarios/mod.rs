@@ -1,8 +1,13 @@
 //! The scenarios, by area. Each is `pub async fn(&Env)` and panics on failure.
 
 pub mod batch;
+pub mod cache;
+pub mod cache_checker;
 pub mod concurrency;
+pub mod conditional_blobs;
+pub mod connect;
 pub mod crud;
+pub mod dotnet_rows;
 pub mod filters;
 pub mod hostile_rows;
 pub mod keys;
@@ -11,24 +16,19 @@ pub mod large_aliases;
 pub mod large_blobs;
 pub mod large_edges;
 pub mod limits;
+pub mod locks;
 pub mod logs;
+pub mod ordering;
 pub mod patch;
+pub mod projections;
 pub mod protect;
 pub mod query;
+pub mod soft_delete;
 pub mod transactions;
-pub mod values;
-pub mod cache;
-pub mod cache_checker;
+pub mod unconditional;
 pub mod union;
 pub mod union_rows;
-pub mod conditional_blobs;
-pub mod locks;
-pub mod ordering;
-pub mod soft_delete;
-pub mod dotnet_rows;
-pub mod connect;
-pub mod projections;
-pub mod unconditional;
+pub mod values;
 
 /// Every scenario's name, for the runner macro.
 #[macro_export]
