@@ -351,10 +351,8 @@ impl Writing {
             s.epoch = self.cache.tick();
             ended.push((stripe, s.epoch, alone));
         }
-        // Anything a racing read kept while the write was in flight goes too.
-        for hash in &self.hashes {
-            self.cache.inner.entries.invalidate(hash);
-        }
+        // Nothing can have been kept here while the write ran (`keep` needs
+        // no write in flight), so what `begin_write` evicted stays evicted.
         ended
     }
 
