@@ -64,6 +64,8 @@ mod union;
 mod tables_blob_api;
 pub mod update;
 mod value;
+#[cfg(any(feature = "tower-sessions", feature = "axum-login"))]
+pub mod web;
 
 /// Shared by the crate's generated-input tests.
 #[cfg(test)]

@@ -29,6 +29,12 @@ pub mod unconditional;
 pub mod union;
 pub mod union_rows;
 pub mod values;
+// -- sessions modules --
+// -- end sessions modules --
+// -- identity modules --
+// -- end identity modules --
+// -- perf modules --
+// -- end perf modules --
 
 /// Every scenario's name, for the runner macro.
 #[macro_export]
@@ -196,6 +202,12 @@ macro_rules! for_each_scenario {
             projections::a_scope_chosen_at_run_time_reads_what_it_names,
             unconditional::replace_overwrites_an_entity_without_an_etag_field,
             unconditional::compare_and_swap_verbs_work_without_an_etag_field,
+            // -- sessions scenarios --
+            // -- end sessions scenarios --
+            // -- identity scenarios --
+            // -- end identity scenarios --
+            // -- perf scenarios --
+            // -- end perf scenarios --
         }
     };
 }

@@ -1,0 +1,1 @@
+//! A tower-sessions `SessionStore` over a table.
