@@ -69,6 +69,7 @@ pub struct AnyPartition;
 )]
 pub trait PrefixNeedsAPartition {}
 
+#[diagnostic::do_not_recommend]
 impl PrefixNeedsAPartition for OnePartition {}
 
 /// A projected field: a typed column, or a name given to [`QueryOptions::select_raw`].
