@@ -181,7 +181,7 @@ pub trait Filterable: TableValue {}
 pub trait Ordered: Filterable {}
 
 macro_rules! filterable {
-    (ordered: $($t:ty),*) => {$( impl Filterable for $t {} impl Ordered for $t {} )*};
+    (ordered: $($t:ty),*) => {$( impl Filterable for $t {} #[diagnostic::do_not_recommend] impl Ordered for $t {} )*};
     (unordered: $($t:ty),*) => {$( impl Filterable for $t {} )*};
 }
 
