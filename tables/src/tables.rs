@@ -144,6 +144,7 @@ impl Tables {
 
     /// Keys cache entries of this handle under `scope` (the account
     /// endpoint) instead of a name unique to its backend.
+    #[cfg(feature = "azure")]
     pub(crate) fn with_scope(mut self, scope: &str) -> Tables {
         self.scope = scope.into();
         self

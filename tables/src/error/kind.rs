@@ -1,6 +1,6 @@
 //! The kinds of failure, whatever carried them.
 
-/// What kind of failure an [`Error`] is, whatever carried it: the same kind
+/// What kind of failure an [`Error`](crate::Error) is, whatever carried it: the same kind
 /// for a refusal the service sent and for one this crate detected itself.
 ///
 /// ```
@@ -18,7 +18,7 @@ pub enum ErrorKind {
     /// What a create would make exists already (409 `…AlreadyExists`).
     AlreadyExists,
     /// The stored version is not the one the write was conditional on (412,
-    /// or [`Error::Conflict`]).
+    /// or [`Error::Conflict`](crate::Error::Conflict)).
     PreconditionFailed,
     /// The resource is busy with another operation (other 409 answers).
     Busy,
@@ -26,9 +26,9 @@ pub enum ErrorKind {
     Throttled,
     /// The service did not answer, or failed (408, 5xx, transport errors).
     Unavailable,
-    /// A write was sent and its outcome is not known ([`Error::OutcomeUnknown`]).
+    /// A write was sent and its outcome is not known ([`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown)).
     OutcomeUnknown,
-    /// The service's answer could not be read ([`Error::MalformedResponse`]).
+    /// The service's answer could not be read ([`Error::MalformedResponse`](crate::Error::MalformedResponse)).
     MalformedResponse,
     /// The request was refused as malformed or over a limit, by the service
     /// (400, 413) or before sending.

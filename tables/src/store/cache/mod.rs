@@ -2,7 +2,7 @@
 //! coherent with every write made through the stores that share it.
 //!
 //! Coherence rests on stripes: every address (an entity's keys, or a
-//! partition for its lists) hashes to one of [`STRIPES`] stripes, each with an
+//! partition for its lists) hashes to one of `STRIPES` stripes, each with an
 //! epoch and a count of writes in flight. A write raises the epochs of its
 //! stripes when it starts and when it ends and evicts its addresses; a read
 //! keeps what it fetched only if its stripe's epoch did not move since the
