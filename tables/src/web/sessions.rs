@@ -114,6 +114,40 @@ use record::{id_text, is_expired, SessionRow};
 
 pub use sweep::ExpiredSweep;
 
+/// What a refusal for want of a blob store adds to its message.
+const NO_BLOBS: &str = "; without a blob store a session's data is kept in the table, up to one \
+    transaction (4 MiB of gzip-compressed JSON): give the Tables handle blobs (Tables::with_blobs), \
+    or keep less in the session";
+
+/// The operation an error message names.
+#[derive(Debug, Clone, Copy)]
+enum Action {
+    Create,
+    Save,
+    Load,
+    Delete,
+    ListExpired,
+    DeleteExpired,
+}
+
+impl Action {
+    fn said(self) -> &'static str {
+        match self {
+            Action::Create => "creating a session",
+            Action::Save => "saving a session",
+            Action::Load => "loading a session",
+            Action::Delete => "deleting a session",
+            Action::ListExpired => "listing expired sessions",
+            Action::DeleteExpired => "deleting an expired session",
+        }
+    }
+
+    /// Whether the operation stores a record (a refusal is then the record's fault).
+    fn writes(self) -> bool {
+        matches!(self, Action::Create | Action::Save)
+    }
+}
+
 /// How many ids `create` tries before it gives up (each collision draws a
 /// new random 128-bit id, so a second attempt is already a near miracle).
 pub const CREATE_ATTEMPTS: usize = 8;
@@ -186,7 +220,10 @@ impl TableSessionStore {
     /// ```
     pub fn with_default_table(tables: &Tables) -> TableSessionStore {
         TableSessionStore {
-            store: tables.clone().without_cache().store_in::<SessionRow>(Self::DEFAULT_TABLE),
+            store: tables
+                .clone()
+                .without_cache()
+                .store_in::<SessionRow>(Self::DEFAULT_TABLE),
         }
     }
 
@@ -196,16 +233,21 @@ impl TableSessionStore {
     }
 
     /// A [`session_store::Error`] saying that `action` failed, and why, with
-    /// every occurrence of the session id taken out.
-    fn failed(&self, action: &str, id: Option<&str>, error: Error) -> session_store::Error {
+    /// every occurrence of the session id taken out: `Encode` for a record a
+    /// write refused before sending, `Decode` for a stored record that cannot
+    /// be read back, `Backend` for the rest.
+    fn failed(&self, action: Action, id: Option<&str>, error: Error) -> session_store::Error {
         let mut why = error.to_string();
         if let Some(id) = id {
             why = why.replace(id, "<session id>");
         }
-        let message = format!("{action} in table `{}` failed: {why}", self.table());
+        if matches!(error, Error::BlobOffloadNotConfigured { .. }) && action.writes() {
+            why.push_str(NO_BLOBS);
+        }
+        let message = format!("{} in table `{}` failed: {why}", action.said(), self.table());
         match error.kind() {
             ErrorKind::Damaged => session_store::Error::Decode(message),
-            _ if error.is_refusal() => session_store::Error::Encode(message),
+            _ if error.is_refusal() && action.writes() => session_store::Error::Encode(message),
             _ => session_store::Error::Backend(message),
         }
     }
@@ -223,7 +265,7 @@ impl SessionStore for TableSessionStore {
                     tracing::debug!(table = %self.table(), "session id collision; drawing a new id");
                     record.id = Id::default();
                 }
-                Err(e) => return Err(self.failed("creating a session", Some(&row.id), e)),
+                Err(e) => return Err(self.failed(Action::Create, Some(&row.id), e)),
             }
         }
         Err(session_store::Error::Backend(format!(
@@ -241,7 +283,7 @@ impl SessionStore for TableSessionStore {
                 tracing::debug!(table = %self.table(), "session deleted meanwhile; not recreated");
                 Ok(())
             }
-            Err(e) => Err(self.failed("saving a session", Some(&row.id), e)),
+            Err(e) => Err(self.failed(Action::Save, Some(&row.id), e)),
         }
     }
 
@@ -251,7 +293,7 @@ impl SessionStore for TableSessionStore {
             .store
             .get((id.as_str(), SESSION_ROW_KEY))
             .await
-            .map_err(|e| self.failed("loading a session", Some(&id), e))?;
+            .map_err(|e| self.failed(Action::Load, Some(&id), e))?;
         Ok(row
             .filter(|row| !is_expired(row.expires_at, DateTime::now()))
             .map(|row| row.into_record(*session_id)))
@@ -263,6 +305,6 @@ impl SessionStore for TableSessionStore {
             .delete((id.as_str(), SESSION_ROW_KEY))
             .await
             .map(|_| ())
-            .map_err(|e| self.failed("deleting a session", Some(&id), e))
+            .map_err(|e| self.failed(Action::Delete, Some(&id), e))
     }
 }

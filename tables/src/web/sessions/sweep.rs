@@ -6,7 +6,7 @@ use futures::stream::{self, StreamExt};
 use tower_sessions_core::session_store::{self, ExpiredDeletion};
 
 use super::record::SessionRow;
-use super::TableSessionStore;
+use super::{Action, TableSessionStore};
 use crate::error::ErrorKind;
 use crate::store::QueryOptions;
 use crate::value::DateTime;
@@ -75,7 +75,7 @@ impl TableSessionStore {
             for row in chunk {
                 match row {
                     Ok(row) => rows.push(row),
-                    Err(e) => failures.push(self.failed("listing expired sessions", None, e).to_string()),
+                    Err(e) => failures.push(self.failed(Action::ListExpired, None, e).to_string()),
                 }
             }
             let outcomes: Vec<_> = stream::iter(rows)
@@ -109,7 +109,7 @@ impl TableSessionStore {
             Ok(()) => Ok(Swept::Deleted),
             // Saved again since the query (its expiry may have moved), or gone already.
             Err(e) if matches!(e.kind(), ErrorKind::PreconditionFailed | ErrorKind::NotFound) => Ok(Swept::Spared),
-            Err(e) => Err(self.failed("deleting an expired session", Some(&row.id), e)),
+            Err(e) => Err(self.failed(Action::DeleteExpired, Some(&row.id), e)),
         }
     }
 }
