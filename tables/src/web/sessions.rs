@@ -73,19 +73,18 @@
 //! refuses in a key), RowKey [`SESSION_ROW_KEY`](crate::layout::SESSION_ROW_KEY),
 //! `ExpiresAt` an `Edm.DateTime`, and `Data` the session's data as one JSON
 //! value in the crate's large-value layout. The expiry is kept at the
-//! service's precision (100 ns, truncated; an expiry past 9999 is stored as
-//! the last instant of 9999).
+//! service's precision (100 ns, truncated) and clamped to its range (years
+//! 1601 to 9999).
 //!
 //! # How big a session may be
 //!
-//! Data of any size is stored. Up to one cell (64 KiB of gzip-compressed
-//! JSON) it is one cell of the row; beyond, split cells and continuation rows
-//! written in one transaction (up to 4 MiB); beyond that, or over
-//! [`BlobOptions`](crate::BlobOptions)' threshold, a blob, when the handle has
-//! a blob store (`Tables::memory()` and `Tables::connect(..)` do). Without
-//! one, a record that needs a blob is refused with
-//! `session_store::Error::Encode` naming the `Data` column, its size and the
-//! limit, and nothing is stored. Because the data may span rows, `save` and
+//! Data of any size is stored. While it fits one cell it is one cell of the
+//! row; beyond, split cells and continuation rows written in one transaction
+//! (up to 4 MiB); beyond that, or over [`BlobOptions`](crate::BlobOptions)'
+//! threshold, a blob, when the handle has a blob store (`Tables::memory()`
+//! and `Tables::connect(..)` do). Without one, a record that does not fit one
+//! transaction is refused with `session_store::Error::Encode` naming the
+//! `Data` column, its size and the limit, and nothing is stored. Because the data may span rows, `save` and
 //! `delete` read the main row first (two requests); `create` and `load` take one.
 //!
 //! # Errors
@@ -113,11 +112,6 @@ use crate::value::DateTime;
 use record::{id_text, is_expired, SessionRow};
 
 pub use sweep::ExpiredSweep;
-
-/// What a refusal for want of a blob store adds to its message.
-const NO_BLOBS: &str = "; without a blob store a session's data is kept in the table, up to one \
-    transaction (4 MiB of gzip-compressed JSON): give the Tables handle blobs (Tables::with_blobs), \
-    or keep less in the session";
 
 /// The operation an error message names.
 #[derive(Debug, Clone, Copy)]
@@ -240,9 +234,6 @@ impl TableSessionStore {
         let mut why = error.to_string();
         if let Some(id) = id {
             why = why.replace(id, "<session id>");
-        }
-        if matches!(error, Error::BlobOffloadNotConfigured { .. }) && action.writes() {
-            why.push_str(NO_BLOBS);
         }
         let message = format!("{} in table `{}` failed: {why}", action.said(), self.table());
         match error.kind() {

@@ -12,7 +12,9 @@ use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{Error as StoreError, ExpiredDeletion, SessionStore};
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming, FaultyBackend};
 use unified_tables::backend::{Backend, QueryRequest};
-use unified_tables::layout::{blob_cell, SESSION_DATA_COLUMN, SESSION_EXPIRY_COLUMN, SESSION_ROW_KEY, SPLIT_PARTS};
+use unified_tables::layout::{
+    blob_cell, json_cell, SESSION_DATA_COLUMN, SESSION_EXPIRY_COLUMN, SESSION_ROW_KEY, SPLIT_PARTS,
+};
 use unified_tables::web::sessions::{ExpiredSweep, TableSessionStore};
 use unified_tables::{ReadCache, Row, Tables, Value};
 
@@ -66,6 +68,13 @@ async fn raw_rows(env: &Env) -> Vec<Row> {
             Some(next) => token = Some(next),
             None => return rows,
         }
+    }
+}
+
+/// Asserts that an error message says each of `parts`.
+fn assert_says(message: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(message.contains(part), "the message should say `{part}`: {message}");
     }
 }
 
@@ -311,67 +320,67 @@ pub async fn the_session_sweep_deletes_expired_records_and_nothing_else(env: &En
     task.abort();
 }
 
+/// Runs a sweep of `sweeper` held at `point` (the next request to reach it),
+/// runs `meanwhile` while it is held, then lets it finish and returns what it did.
+async fn sweep_held_at<B: Backend>(
+    gate: &GateBackend<B>,
+    sweeper: &TableSessionStore,
+    point: Point,
+    meanwhile: impl std::future::Future<Output = ()>,
+) -> ExpiredSweep {
+    let hold = gate.arm(point);
+    let sweep = {
+        let sweeper = sweeper.clone();
+        tokio::spawn(async move { sweeper.sweep_expired().await })
+    };
+    hold.reached.await.expect("the sweep reached the point");
+    meanwhile.await;
+    drop(hold.release);
+    sweep.await.unwrap().unwrap()
+}
+
 pub async fn the_session_sweep_spares_a_record_refreshed_while_it_runs(env: &Env) {
     let store = sessions(env);
     let gate = GateBackend::new(env.backend().clone());
     let sweeper = TableSessionStore::new(&Tables::with_backend(gate.clone()), &env.table).unwrap();
-
-    // Refreshed after the sweep's query listed it, before its delete read the row.
-    let mut listed = record(json!({"v": 1}), in_minutes(-1));
-    store.create(&mut listed).await.unwrap();
-    let hold = gate.arm(Point::AfterQuery);
-    let sweep = {
-        let sweeper = sweeper.clone();
-        tokio::spawn(async move { sweeper.sweep_expired().await })
-    };
-    hold.reached.await.expect("the sweep has listed the expired record");
-    listed.data.insert("v".into(), json!(2));
-    listed.expiry_date = in_minutes(30);
-    store.save(&listed).await.unwrap();
-    drop(hold.release);
-    assert_eq!(
-        sweep_counts(sweep.await.unwrap().unwrap()),
-        (0, 1),
-        "spared, not deleted"
-    );
-    assert_eq!(store.load(&listed.id).await.unwrap(), Some(listed.clone()));
-
-    // Refreshed at the last moment: after the delete checked the row, before it was sent.
-    let mut checked = record(json!({"v": 1}), in_minutes(-1));
-    store.create(&mut checked).await.unwrap();
-    let hold = gate.arm(Point::BeforeWrite);
-    let sweep = {
-        let sweeper = sweeper.clone();
-        tokio::spawn(async move { sweeper.sweep_expired().await })
-    };
-    hold.reached.await.expect("the sweep's delete is about to be sent");
-    checked.data.insert("v".into(), json!(2));
-    checked.expiry_date = in_minutes(30);
-    store.save(&checked).await.unwrap();
-    drop(hold.release);
-    assert_eq!(
-        sweep_counts(sweep.await.unwrap().unwrap()),
-        (0, 1),
-        "the delete is conditional on the ETag the sweep read"
-    );
-    assert_eq!(store.load(&checked.id).await.unwrap(), Some(checked.clone()));
+    // Refreshed after the sweep's query listed it, before its delete read the row;
+    // and at the last moment, after the delete checked the row, before it was sent.
+    let points = [
+        (Point::AfterQuery, "spared, not deleted"),
+        (
+            Point::BeforeWrite,
+            "the delete is conditional on the ETag the sweep read",
+        ),
+    ];
+    for (point, why) in points {
+        let mut rec = record(json!({"v": 1}), in_minutes(-1));
+        store.create(&mut rec).await.unwrap();
+        rec.data.insert("v".into(), json!(2));
+        rec.expiry_date = in_minutes(30);
+        let swept = sweep_held_at(&gate, &sweeper, point, async {
+            store.save(&rec).await.unwrap();
+        })
+        .await;
+        assert_eq!(sweep_counts(swept), (0, 1), "{point:?}: {why}");
+        assert_eq!(store.load(&rec.id).await.unwrap(), Some(rec.clone()), "{point:?}");
+    }
 
     // Deleted by someone else meanwhile: spared too, not a failure.
     let mut raced = record(json!({}), in_minutes(-1));
     store.create(&mut raced).await.unwrap();
-    let hold = gate.arm(Point::AfterQuery);
-    let sweep = {
-        let sweeper = sweeper.clone();
-        tokio::spawn(async move { sweeper.sweep_expired().await })
-    };
-    hold.reached.await.expect("listed");
-    store.delete(&raced.id).await.unwrap();
-    drop(hold.release);
-    assert_eq!(sweep_counts(sweep.await.unwrap().unwrap()), (0, 1));
+    let swept = sweep_held_at(&gate, &sweeper, Point::AfterQuery, async {
+        store.delete(&raced.id).await.unwrap();
+    })
+    .await;
+    assert_eq!(sweep_counts(swept), (0, 1));
 
-    // Not refreshed: the next sweep deletes what has expired, and only that.
-    assert_eq!(sweep_counts(store.sweep_expired().await.unwrap()), (0, 0));
-    assert_eq!(raw_rows(env).await.len(), 2);
+    // Not refreshed while a sweep was held: deleted, and the refreshed ones kept.
+    let mut plain = record(json!({}), in_minutes(-1));
+    store.create(&mut plain).await.unwrap();
+    let swept = sweep_held_at(&gate, &sweeper, Point::AfterQuery, async {}).await;
+    assert_eq!(sweep_counts(swept), (1, 0));
+    assert!(raw_row(env, &plain.id).await.is_none());
+    assert_eq!(raw_rows(env).await.len(), 2, "the two refreshed records");
 }
 
 pub async fn a_deleted_session_stays_deleted_when_a_later_save_comes(env: &Env) {
@@ -460,7 +469,7 @@ pub async fn large_session_data_is_stored_at_any_size_or_refused_by_name(env: &E
     assert!(
         matches!(row.get(SPLIT_PARTS), Some(Value::Int32(n)) if *n > 0),
         "continuation rows: {:?}",
-        row.properties.iter().map(|(k, _)| k).collect::<Vec<_>>()
+        row.properties.keys().collect::<Vec<_>>()
     );
 
     // Over one transaction: a blob.
@@ -481,6 +490,19 @@ pub async fn large_session_data_is_stored_at_any_size_or_refused_by_name(env: &E
         .unwrap()
         .get(&blob_cell(SESSION_DATA_COLUMN))
         .is_none());
+    // The blob it no longer references is young: left for the orphan sweep, which deletes it.
+    let young = store
+        .sweep_orphan_blobs(std::time::Duration::from_secs(3600))
+        .await
+        .unwrap();
+    assert_eq!((young.examined, young.deleted), (1, 0), "the save left the young blob");
+    env.pass_blob_service_time(std::time::Duration::from_secs(2)).await;
+    let report = store
+        .sweep_orphan_blobs(std::time::Duration::from_secs(1))
+        .await
+        .unwrap();
+    assert_eq!(report.deleted, 1, "the released blob is swept");
+    assert_eq!(store.load(&large.id).await.unwrap().as_ref(), Some(&large));
 
     // Without a blob store, data over one transaction is refused by name, and nothing is stored.
     let no_blobs = TableSessionStore::new(&env.tables.clone().without_blobs(), &env.table).unwrap();
@@ -489,13 +511,15 @@ pub async fn large_session_data_is_stored_at_any_size_or_refused_by_name(env: &E
     let StoreError::Encode(message) = &err else {
         panic!("an encode error: {err:?}")
     };
-    assert!(
-        message.contains("creating a session") && message.contains(&env.table),
-        "{message}"
-    );
-    assert!(
-        message.contains(SESSION_DATA_COLUMN) && message.contains("blob"),
-        "{message}"
+    assert_says(
+        message,
+        &[
+            "creating a session",
+            &env.table,
+            SESSION_DATA_COLUMN,
+            "over the limit",
+            "blob",
+        ],
     );
     assert!(
         !message.contains(&refused.id.to_string()),
@@ -525,16 +549,13 @@ pub async fn session_errors_say_what_failed_and_never_hold_the_id(env: &Env) {
         SESSION_EXPIRY_COLUMN,
         Value::DateTime(unified_tables::DateTime::from(in_minutes(30))),
     );
-    row.insert("Data__Json", Value::String("{not json".into()));
+    row.insert(json_cell(SESSION_DATA_COLUMN), Value::String("{not json".into()));
     env.put_raw(row).await;
     let err = store.load(&rec.id).await.unwrap_err();
     let StoreError::Decode(message) = &err else {
         panic!("a decode error: {err:?}")
     };
-    assert!(
-        message.contains("loading a session") && message.contains(&env.table) && message.contains("Data"),
-        "{message}"
-    );
+    assert_says(message, &["loading a session", &env.table, SESSION_DATA_COLUMN]);
     assert!(!message.contains(&id), "no session id in messages: {message}");
 
     // The service failing: a backend error naming the operation, the table and the service's answer.
@@ -549,10 +570,7 @@ pub async fn session_errors_say_what_failed_and_never_hold_the_id(env: &Env) {
     let StoreError::Backend(message) = &err else {
         panic!("a backend error: {err:?}")
     };
-    assert!(
-        message.contains("loading a session") && message.contains(&env.table) && message.contains("503 ServerBusy"),
-        "{message}"
-    );
+    assert_says(message, &["loading a session", &env.table, "503 ServerBusy"]);
     faulty.fail_next(FaultTarget::Write, FaultTiming::Before, || {
         unified_tables::Error::service(503, "ServerBusy", "The server is busy.")
     });

@@ -1,6 +1,8 @@
 //! The sweep: expired records found by one query, each deleted on
 //! condition of the ETag that query returned.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use futures::stream::{self, StreamExt};
 use tower_sessions_core::session_store::{self, ExpiredDeletion};
@@ -8,7 +10,7 @@ use tower_sessions_core::session_store::{self, ExpiredDeletion};
 use super::record::SessionRow;
 use super::{Action, TableSessionStore};
 use crate::error::ErrorKind;
-use crate::store::QueryOptions;
+use crate::store::{QueryOptions, SweepReport};
 use crate::value::DateTime;
 use crate::TableEntity;
 
@@ -102,6 +104,18 @@ impl TableSessionStore {
             failures.len(),
             failures.join("; ")
         )))
+    }
+
+    /// Deletes the blobs of session data that no record references any more
+    /// and that were last modified more than `older_than` ago (on the blob
+    /// service's clock). A save or delete of a record whose data was in a
+    /// blob deletes that blob only once it is older than
+    /// [`BlobOptions`](crate::BlobOptions)' cleanup grace (so that a read in
+    /// flight can still fetch it); the younger ones are left for this sweep.
+    /// Only sessions over the blob threshold (3 MiB by default) have blobs.
+    /// See [`Store::sweep_orphan_blobs`](crate::Store::sweep_orphan_blobs).
+    pub async fn sweep_orphan_blobs(&self, older_than: Duration) -> crate::Result<SweepReport> {
+        self.store.sweep_all_orphan_blobs(older_than).await
     }
 
     async fn sweep_one(&self, row: SessionRow) -> session_store::Result<Swept> {
