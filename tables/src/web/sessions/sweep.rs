@@ -114,6 +114,19 @@ impl TableSessionStore {
     /// flight can still fetch it); the younger ones are left for this sweep.
     /// Only sessions over the blob threshold (3 MiB by default) have blobs.
     /// See [`Store::sweep_orphan_blobs`](crate::Store::sweep_orphan_blobs).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use unified_tables::{web::sessions::TableSessionStore, Tables};
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = TableSessionStore::new(&Tables::memory(), "Sessions")?;
+    /// // Hourly, on the host's runtime: blobs unreferenced for an hour go.
+    /// let report = store.sweep_orphan_blobs(Duration::from_secs(3600)).await?;
+    /// assert_eq!(report.deleted, 0);
+    /// # Ok::<(), unified_tables::Error>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn sweep_orphan_blobs(&self, older_than: Duration) -> crate::Result<SweepReport> {
         self.store.sweep_all_orphan_blobs(older_than).await
     }
