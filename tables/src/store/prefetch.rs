@@ -122,7 +122,8 @@ mod tests {
         let mut sizes = Vec::new();
         while let Some(page) = pages.next(|_| true).await.unwrap() {
             sizes.push(page.rows.len());
-            // The successor was asked for before this page is decoded.
+            // The successor is asked for before this page is decoded (its task runs at the first yield).
+            tokio::task::yield_now().await;
             let asked = backend.counts().queries as usize;
             assert_eq!(asked, sizes.len() + usize::from(page.next.is_some()), "{sizes:?}");
             keys.extend(page.rows.into_iter().map(|r| r.row_key));

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::tests::{scripted_server, SCRIPTED_REQUEST_ID};
 use super::*;
+use crate::backend::{IfMatch, UpdateMode};
 use crate::backend::blob::BlobBackend as _;
 use crate::backend::retry::RetryPolicy;
 use crate::ErrorKind;

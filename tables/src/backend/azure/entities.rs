@@ -42,7 +42,7 @@ impl AzureBackend {
     }
 
     /// The URL of one entity: `Table(PartitionKey='..',RowKey='..')`, `'` doubled.
-    fn entity_url(&self, table: &str, pk: &str, rk: &str) -> Result<Url> {
+    pub(super) fn entity_url(&self, table: &str, pk: &str, rk: &str) -> Result<Url> {
         self.url_of(&format!(
             "{table}(PartitionKey='{}',RowKey='{}')",
             quote_key(pk),
