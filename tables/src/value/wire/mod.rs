@@ -226,7 +226,9 @@ pub(super) fn short_text(text: &str) -> String {
 /// the body's bytes without building the object.
 pub fn row_from_json(obj: &Map<String, Json>) -> Result<Row, String> {
     use serde::de::DeserializeSeed as _;
-    read::RowSeed.deserialize(obj).map_err(|e| e.to_string())
+    read::RowSeed::new(&mut read::Scratch::default())
+        .deserialize(obj)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

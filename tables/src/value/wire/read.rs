@@ -32,7 +32,9 @@ use crate::value::{DateTime, ETag, EdmType, Row};
 /// ```
 pub fn row_from_slice(body: &[u8]) -> Result<Row, String> {
     let mut de = serde_json::Deserializer::from_slice(body);
-    let row = RowSeed.deserialize(&mut de).map_err(|e| e.to_string())?;
+    let row = RowSeed::new(&mut Scratch::default())
+        .deserialize(&mut de)
+        .map_err(|e| e.to_string())?;
     de.end().map_err(|e| e.to_string())?;
     Ok(row)
 }
@@ -52,14 +54,32 @@ pub fn page_from_slice(body: &[u8]) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
-/// Reads one entity from any serde deserializer (the body, or a JSON value).
-pub(super) struct RowSeed;
+/// The cells and annotations of the entity being read, kept between the
+/// rows of a page so that their buffers are allocated once per page.
+#[derive(Default)]
+pub(super) struct Scratch<'de> {
+    cells: Vec<(Cow<'de, str>, Raw<'de>)>,
+    annotations: Vec<(Cow<'de, str>, Annotation<'de>)>,
+}
 
-impl<'de> DeserializeSeed<'de> for RowSeed {
+/// Reads one entity from any serde deserializer (the body, or a JSON value).
+pub(super) struct RowSeed<'s, 'de> {
+    scratch: &'s mut Scratch<'de>,
+}
+
+impl<'s, 'de> RowSeed<'s, 'de> {
+    pub(super) fn new(scratch: &'s mut Scratch<'de>) -> Self {
+        scratch.cells.clear();
+        scratch.annotations.clear();
+        RowSeed { scratch }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for RowSeed<'_, 'de> {
     type Value = Row;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Row, D::Error> {
-        deserializer.deserialize_map(RowVisitor)
+        deserializer.deserialize_map(self)
     }
 }
 
@@ -104,7 +124,8 @@ impl<'de> Visitor<'de> for RowsSeed {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Row>, A::Error> {
         let mut rows = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1000));
-        while let Some(row) = seq.next_element_seed(RowSeed)? {
+        let mut scratch = Scratch::default();
+        while let Some(row) = seq.next_element_seed(RowSeed::new(&mut scratch))? {
             rows.push(row);
         }
         Ok(rows)
@@ -202,8 +223,6 @@ enum Annotation<'de> {
     Unknown(Cow<'de, str>),
 }
 
-struct RowVisitor;
-
 /// A key, ETag or Timestamp member's text, or an error naming it.
 fn member_text<'de, A: MapAccess<'de>>(map: &mut A, name: &str) -> Result<Cow<'de, str>, A::Error> {
     match map.next_value_seed(RawSeed)? {
@@ -215,7 +234,7 @@ fn member_text<'de, A: MapAccess<'de>>(map: &mut A, name: &str) -> Result<Cow<'d
     }
 }
 
-impl<'de> Visitor<'de> for RowVisitor {
+impl<'de> Visitor<'de> for RowSeed<'_, 'de> {
     type Value = Row;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -224,8 +243,7 @@ impl<'de> Visitor<'de> for RowVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Row, A::Error> {
         let mut row = Row::default();
-        let mut cells: Vec<(Cow<'de, str>, Raw<'de>)> = Vec::new();
-        let mut annotations: Vec<(Cow<'de, str>, Annotation<'de>)> = Vec::new();
+        let Scratch { cells, annotations } = self.scratch;
         while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
             match &*name {
                 "PartitionKey" => row.partition_key = member_text(&mut map, &name)?.into_owned(),
@@ -267,7 +285,7 @@ impl<'de> Visitor<'de> for RowVisitor {
                 }
             }
         }
-        for (name, raw) in cells {
+        for (name, raw) in cells.drain(..) {
             // The last annotation of a name wins, as the last member of a JSON object does.
             let annotation = annotations.iter().rev().find(|(base, _)| *base == name).map(|(_, a)| a);
             let typed = match annotation {
