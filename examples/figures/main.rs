@@ -90,7 +90,13 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
             let parsed = ConnectionString::parse(c)?;
             let db = Tables::connect(c)?.without_cache();
             let pooled = common::pooled_crate_client(&parsed)?;
-            (db, Some(common::crate_client(&parsed)?), Some(pooled), POINT_OPS.1, CACHE_OPS.1)
+            (
+                db,
+                Some(common::crate_client(&parsed)?),
+                Some(pooled),
+                POINT_OPS.1,
+                CACHE_OPS.1,
+            )
         }
         None => (Tables::memory().without_cache(), None, None, POINT_OPS.0, CACHE_OPS.0),
     };

@@ -173,8 +173,12 @@ pub async fn figures(db: &Tables, service: Option<&TableServiceClient>, n: usize
             figures.push(if raw_times.is_empty() {
                 Figure::alone(name, rate(lib_times).0)
             } else {
-                Figure::compared(format!("{name} vs raw crate (pooled)"), rate(lib_times), rate(raw_times))
-                    .target(Target::AtLeast(0.95))
+                Figure::compared(
+                    format!("{name} vs raw crate (pooled)"),
+                    rate(lib_times),
+                    rate(raw_times),
+                )
+                .target(Target::AtLeast(0.95))
             });
         }
     }

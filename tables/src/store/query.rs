@@ -335,7 +335,11 @@ impl Pages {
         &mut self,
         wants_next: impl FnOnce(&[crate::value::Row]) -> bool,
     ) -> Result<Option<Vec<crate::value::Row>>> {
-        Ok(self.fetcher.next(|page| wants_next(&page.rows)).await?.map(|page| page.rows))
+        Ok(self
+            .fetcher
+            .next(|page| wants_next(&page.rows))
+            .await?
+            .map(|page| page.rows))
     }
 }
 
@@ -376,7 +380,9 @@ impl<T: TableEntity> Store<T> {
         while out.len() < limit {
             // Each row gives at most one entity: fewer than the limit left means the next page is read.
             let seen = out.len();
-            let Some(rows) = pages.next(|rows| seen.saturating_add(rows.len()) < limit).await? else { break };
+            let Some(rows) = pages.next(|rows| seen.saturating_add(rows.len()) < limit).await? else {
+                break;
+            };
             for row in rows {
                 if out.len() >= limit {
                     break;
@@ -406,7 +412,9 @@ impl<T: TableEntity> Store<T> {
         let mut pages = self.pages(request).await?;
         let mut n = 0u64;
         while n < limit {
-            let Some(rows) = pages.next(|rows| n.saturating_add(rows.len() as u64) < limit).await? else { break };
+            let Some(rows) = pages.next(|rows| n.saturating_add(rows.len() as u64) < limit).await? else {
+                break;
+            };
             n += rows.iter().filter(|r| r.get(crate::layout::SPLIT_OF).is_none()).count() as u64;
         }
         Ok(n.min(limit))

@@ -7,8 +7,8 @@ use std::task::{Context, Poll};
 
 use futures::stream::{self, Stream};
 
-use super::{QueryOptions, Store};
 use super::prefetch::PageFetcher;
+use super::{QueryOptions, Store};
 use crate::backend::QueryRequest;
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
@@ -82,7 +82,11 @@ impl<T: TableEntity> State<T> {
             }
             let (store, request) = (&self.store, &mut self.request);
             let pages = self.pages.get_or_insert_with(|| {
-                PageFetcher::new(store.tables.backend.clone(), &store.table, request.take().unwrap_or_default())
+                PageFetcher::new(
+                    store.tables.backend.clone(),
+                    &store.table,
+                    request.take().unwrap_or_default(),
+                )
             });
             // The next page is wanted unless this one holds every entity still to come.
             let left = self.left;

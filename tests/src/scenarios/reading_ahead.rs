@@ -46,7 +46,11 @@ pub async fn bounded_reads_fetch_no_page_their_limit_makes_needless(env: &Env) {
         let items = store.query(QueryOptions::partition("p").take(take)).await.unwrap();
         assert_eq!(items.len(), take);
         // A page read ahead would be asked for at once: a short wait shows there is none.
-        assert_eq!(until_queries(env, pages + 1, Duration::from_millis(300)).await, pages, "take({take})");
+        assert_eq!(
+            until_queries(env, pages + 1, Duration::from_millis(300)).await,
+            pages,
+            "take({take})"
+        );
     }
     env.reset_counts();
     let five: Vec<Item> = store

@@ -33,8 +33,7 @@ impl AzureBackend {
     /// `{endpoint}/{segment}`, the segment percent-encoded as a path segment
     /// (as the crate builds its URLs).
     fn url_of(&self, segment: &str) -> Result<Url> {
-        let mut url =
-            Url::parse(&self.table_endpoint).map_err(|e| Error::Config(format!("table endpoint: {e}")))?;
+        let mut url = Url::parse(&self.table_endpoint).map_err(|e| Error::Config(format!("table endpoint: {e}")))?;
         url.path_segments_mut()
             .map_err(|()| Error::Config(format!("table endpoint `{}` cannot hold a path", self.table_endpoint)))?
             .push(segment);
@@ -52,7 +51,13 @@ impl AzureBackend {
 
     /// Sends a request built here through the crate family's pipeline
     /// (the connection's authorisation, our retries and error capture).
-    pub(super) async fn send(&self, method: Method, url: Url, headers: Headers, body: Option<Vec<u8>>) -> Result<Answer> {
+    pub(super) async fn send(
+        &self,
+        method: Method,
+        url: Url,
+        headers: Headers,
+        body: Option<Vec<u8>>,
+    ) -> Result<Answer> {
         let mut request =
             azure_storage::clients::finalize_request(url, method, headers, body.map(Into::into)).map_err(map_error)?;
         let mut ctx = Context::new();
@@ -70,7 +75,10 @@ impl AzureBackend {
     pub(super) async fn get_entity(&self, table: &str, pk: &str, rk: &str) -> Result<Option<Row>> {
         let mut headers = Headers::new();
         headers.insert(headers::ACCEPT, FULL_METADATA);
-        let answer = match self.send(Method::Get, self.entity_url(table, pk, rk)?, headers, None).await {
+        let answer = match self
+            .send(Method::Get, self.entity_url(table, pk, rk)?, headers, None)
+            .await
+        {
             Ok(answer) => answer,
             Err(Error::Service { status: 404, code, .. }) if code != "TableNotFound" => return Ok(None),
             Err(other) => return Err(other),
@@ -93,9 +101,15 @@ impl AzureBackend {
             }
             WriteOp::Update { row, mode, condition } => {
                 headers.insert(headers::IF_MATCH, if_match(condition));
-                (method_of(*mode), self.entity_url(table, &row.partition_key, &row.row_key)?)
+                (
+                    method_of(*mode),
+                    self.entity_url(table, &row.partition_key, &row.row_key)?,
+                )
             }
-            WriteOp::Upsert { row, mode } => (method_of(*mode), self.entity_url(table, &row.partition_key, &row.row_key)?),
+            WriteOp::Upsert { row, mode } => (
+                method_of(*mode),
+                self.entity_url(table, &row.partition_key, &row.row_key)?,
+            ),
             WriteOp::Delete {
                 partition_key,
                 row_key,
@@ -125,7 +139,12 @@ impl AzureBackend {
     }
 
     /// Query Entities: one page, starting at `token`.
-    pub(super) async fn query_page(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
+    pub(super) async fn query_page(
+        &self,
+        table: &str,
+        request: &QueryRequest,
+        token: Option<&PageToken>,
+    ) -> Result<Page> {
         let mut url = self.url_of(&format!("{table}()"))?;
         {
             let mut query = url.query_pairs_mut();
@@ -160,7 +179,9 @@ impl AzureBackend {
             .get_optional_string(&HeaderName::from_static(NEXT_PARTITION_KEY))
             .map(|pk| PageToken {
                 next_partition_key: pk,
-                next_row_key: answer.headers.get_optional_string(&HeaderName::from_static(NEXT_ROW_KEY)),
+                next_row_key: answer
+                    .headers
+                    .get_optional_string(&HeaderName::from_static(NEXT_ROW_KEY)),
             });
         Ok(Page { rows, next })
     }

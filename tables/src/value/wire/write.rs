@@ -209,7 +209,14 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
                 from = i + 3;
                 continue;
             }
-            b'u' => out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xF)]]),
+            b'u' => out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0xF)],
+            ]),
             letter => out.extend_from_slice(&[b'\\', letter]),
         }
         from = i + 1;
@@ -247,7 +254,10 @@ mod tests {
     #[test]
     fn the_body_is_the_map_routes_text_and_its_length_the_wire_size() {
         let row = Row::new("p'\"", "ü\u{2028}")
-            .with("S", Value::String("a\"b\\c\u{1}\u{8}\u{c}\n\r\t\u{1f}\u{7f}é😀\u{2029}x\u{2027}".into()))
+            .with(
+                "S",
+                Value::String("a\"b\\c\u{1}\u{8}\u{c}\n\r\t\u{1f}\u{7f}é😀\u{2029}x\u{2027}".into()),
+            )
             .with("B", Value::Bool(false))
             .with("T1", Value::Bool(true))
             .with("I", Value::Int32(i32::MIN))
@@ -276,7 +286,15 @@ mod tests {
 
     #[test]
     fn string_sizes_count_every_escape() {
-        for s in ["", "plain", "\"\\", "\u{0}\u{1f}", "\u{2028}\u{2029}", "\u{e2}", "a\u{2027}b"] {
+        for s in [
+            "",
+            "plain",
+            "\"\\",
+            "\u{0}\u{1f}",
+            "\u{2028}\u{2029}",
+            "\u{e2}",
+            "a\u{2027}b",
+        ] {
             let mut out = Vec::new();
             write_str(&mut out, s);
             assert_eq!(out.len(), str_size(s), "{s:?}");
