@@ -4,6 +4,8 @@
 //! 1. codec: `to_row` + `from_row` of one 14-column entity, derive against
 //!    hand-written code and against the generic serde route (the routes of
 //!    the `codec` bench);
+//! 1b. row layouts: what building and draining a row's cells costs in the
+//!    layouts `Row` could use, against its `BTreeMap`;
 //! 2. batches: 10,000 rows with `create_batch` against raw
 //!    `azure_data_tables` transactions (on Azure) and a loop of `create`;
 //! 3. point operations (get, upsert, create) with 1 and 16 requests in
@@ -28,6 +30,8 @@
 
 #[path = "../../tables/benches/support/codec_routes.rs"]
 mod codec_routes;
+#[path = "../../tables/benches/support/row_layouts.rs"]
+mod row_layouts;
 
 mod alloc;
 mod batch;
@@ -81,6 +85,19 @@ fn codec_figures() -> Vec<Figure> {
     ]
 }
 
+/// The row layouts `Row` could use, each against the `BTreeMap` it uses, on
+/// the derive's pattern (build 14 cells in field order, take each back).
+fn layout_figures() -> Vec<Figure> {
+    let ns = row_layouts::time_layouts();
+    let cell = |v: f64| (format!("{v:.0} ns"), v);
+    row_layouts::LAYOUTS
+        .iter()
+        .zip(ns)
+        .skip(1)
+        .map(|(name, t)| Figure::compared(format!("row layout: {name} vs BTreeMap"), cell(t), cell(ns[0])))
+        .collect()
+}
+
 /// Batches, point operations and large values, on a multi-threaded runtime.
 async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<String>), Failure> {
     let mut notes = Vec::new();
@@ -122,6 +139,8 @@ fn main() -> Result<(), Failure> {
     };
     eprintln!("figures on {on}: codec ..");
     let mut figures = codec_figures();
+    figures.extend(layout_figures());
+    figures.extend(query::cpu_figures()?);
 
     eprintln!("figures: batches, point operations, large values ..");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

@@ -170,16 +170,8 @@ pub async fn figures(db: &Tables, service: Option<&TableServiceClient>, n: usize
         for (f, in_flight) in IN_FLIGHT.iter().enumerate() {
             let (lib_times, raw_times) = &times[o][f];
             let name = format!("{}, {in_flight} in flight", op.name());
-            figures.push(if raw_times.is_empty() {
-                Figure::alone(name, rate(lib_times).0)
-            } else {
-                Figure::compared(
-                    format!("{name} vs raw crate (pooled)"),
-                    rate(lib_times),
-                    rate(raw_times),
-                )
-                .target(Target::AtLeast(0.95))
-            });
+            let raw = (!raw_times.is_empty()).then(|| rate(raw_times));
+            figures.push(Figure::beside_raw(name, rate(lib_times), raw, Target::AtLeast(0.95)));
         }
     }
     Ok(figures)

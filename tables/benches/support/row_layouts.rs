@@ -72,18 +72,18 @@ pub fn sorted_vec() -> usize {
         .count()
 }
 
-/// Builds and drains a `Vec` in insertion order.
-pub fn insertion_vec() -> usize {
-    let mut v: Vec<(String, Value)> = Vec::new();
+/// Builds and drains a `Vec` in insertion order, its names made by `name`.
+fn linear_vec<K: AsRef<str>>(name: fn(&'static str) -> K) -> usize {
+    let mut v: Vec<(K, Value)> = Vec::new();
     for (i, n) in NAMES.iter().enumerate() {
-        match v.iter().position(|(k, _)| k == n) {
+        match v.iter().position(|(k, _)| k.as_ref() == *n) {
             Some(at) => v[at].1 = cell(i),
-            None => v.push(((*n).to_owned(), cell(i))),
+            None => v.push((name(n), cell(i))),
         }
     }
     NAMES
         .iter()
-        .filter(|n| match v.iter().position(|(k, _)| k == *n) {
+        .filter(|n| match v.iter().position(|(k, _)| k.as_ref() == **n) {
             Some(at) => {
                 v.remove(at);
                 true
@@ -93,25 +93,14 @@ pub fn insertion_vec() -> usize {
         .count()
 }
 
+/// Builds and drains a `Vec` in insertion order.
+pub fn insertion_vec() -> usize {
+    linear_vec(str::to_owned)
+}
+
 /// Builds and drains a `Vec` of interned names.
 pub fn interned_vec() -> usize {
-    let mut v: Vec<(&'static str, Value)> = Vec::new();
-    for (i, n) in NAMES.iter().enumerate() {
-        match v.iter().position(|(k, _)| k == n) {
-            Some(at) => v[at].1 = cell(i),
-            None => v.push((n, cell(i))),
-        }
-    }
-    NAMES
-        .iter()
-        .filter(|n| match v.iter().position(|(k, _)| k == *n) {
-            Some(at) => {
-                v.remove(at);
-                true
-            }
-            None => false,
-        })
-        .count()
+    linear_vec(|n| n)
 }
 
 /// Nanoseconds per build-and-drain of each layout: best of 5 rounds of 200,000.

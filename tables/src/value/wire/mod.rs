@@ -206,7 +206,7 @@ pub(super) fn decode_typed<'de>(raw: Raw<'de>, typed: Option<EdmType>) -> Result
 }
 
 /// Text for an error message, cut to a readable length.
-pub(super) fn short_text(text: &str) -> String {
+pub(crate) fn short_text(text: &str) -> String {
     let mut text = text.to_owned();
     if text.len() > 80 {
         let mut end = 80;

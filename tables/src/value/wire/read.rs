@@ -259,6 +259,10 @@ impl<'de> Visitor<'de> for RowSeed<'_, 'de> {
                     })?;
                     row.timestamp = Some(t);
                 }
+                // The system columns' own annotations say nothing their names do not.
+                "Timestamp@odata.type" | "PartitionKey@odata.type" | "RowKey@odata.type" => {
+                    map.next_value::<IgnoredAny>()?;
+                }
                 n if n.ends_with(ANNOTATION) && !n.starts_with("odata.") => {
                     let annotation = match map.next_value_seed(RawSeed)? {
                         Raw::Text(t) => match EdmType::from_name(&t) {
