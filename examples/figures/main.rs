@@ -3,16 +3,15 @@
 //!
 //! 1. codec: `to_row` + `from_row` of one 14-column entity, derive against
 //!    hand-written code and against the generic serde route (the routes of
-//!    the `codec` bench);
-//! 1b. row layouts: what building and draining a row's cells costs in the
-//!    layouts `Row` could use, against its `BTreeMap`;
+//!    the `codec` bench), and what building and draining a row's cells
+//!    costs in the layouts `Row` could use, against its `BTreeMap`;
 //! 2. batches: 10,000 rows with `create_batch` against raw
 //!    `azure_data_tables` transactions (on Azure) and a loop of `create`;
 //! 3. point operations (get, upsert, create) with 1 and 16 requests in
-//!    flight, against the raw crate on a pooled client on Azure;
-//! 3b. queries and bodies: a 2,000-row partition query against the raw
-//!    crate on a pooled client (on Azure), the client CPU per row of a page
-//!    and the request body encoding per row against the crate's serde;
+//!    flight, against the raw crate on a pooled client on Azure; queries
+//!    and bodies: a 2,000-row partition query against the raw crate on a
+//!    pooled client (on Azure), the client CPU per row of a page and the
+//!    request body encoding per row against the crate's serde;
 //! 4. 8 MiB large values (text, gzip, file) written and read, against the
 //!    raw requests of the same stored layout on Azure;
 //! 5. streaming memory: peak heap growth streaming rows against collecting them;
