@@ -25,10 +25,10 @@
 //!   pipeline with the connection's authorisation.
 //! - **Typed cells, no detour.** Entity requests are written and read here
 //!   and sent through the same pipeline: a row is written straight into its
-//!   request body by [`wire::write_row`] (Int64, Double, DateTime, Guid and
+//!   request body by [`wire::write_row`](crate::wire::write_row) (Int64, Double, DateTime, Guid and
 //!   Binary annotated), and answers, read with full metadata, are parsed
-//!   straight into rows by [`wire::row_from_slice`] and
-//!   [`wire::page_from_slice`], so Int64 stays Int64 and Double stays Double.
+//!   straight into rows by [`wire::row_from_slice`](crate::wire::row_from_slice) and
+//!   [`wire::page_from_slice`](crate::wire::page_from_slice), so Int64 stays Int64 and Double stays Double.
 
 mod batch;
 mod blob;

@@ -330,3 +330,91 @@ impl Raw<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+
+    #[test]
+    fn a_page_reads_its_rows_and_skips_what_no_reader_needs() {
+        let body = br#"{"odata.metadata":"http://x/$metadata#T","value":[
+            {"odata.type":"a.T","odata.id":"http://x/T(PartitionKey='p',RowKey='a')","odata.etag":"W/\"datetime'2024-05-01T10%3A00%3A00Z'\"",
+             "odata.editLink":"T(PartitionKey='p',RowKey='a')","PartitionKey":"p","RowKey":"a",
+             "Timestamp@odata.type":"Edm.DateTime","Timestamp":"2024-05-01T10:00:00Z",
+             "N@odata.type":"Edm.Int64","N":"7","S":"t\u00e9\"x","D":10.0,"I":3,"Late":"5","Late@odata.type":"Edm.Int64","Gone":null},
+            {"PartitionKey":"p","RowKey":"b","Timestamp":"2024-05-01T10:00:01Z"}]}"#;
+        let rows = page_from_slice(body).unwrap();
+        assert_eq!(rows.len(), 2);
+        let a = &rows[0];
+        assert_eq!((a.partition_key.as_str(), a.row_key.as_str()), ("p", "a"));
+        assert_eq!(
+            a.etag.as_ref().unwrap().as_str(),
+            "W/\"datetime'2024-05-01T10%3A00%3A00Z'\""
+        );
+        assert_eq!(a.timestamp, DateTime::try_parse("2024-05-01T10:00:00Z"));
+        assert_eq!(a.get("N"), Some(&Value::Int64(7)));
+        assert_eq!(a.get("S"), Some(&Value::String("té\"x".into())));
+        assert_eq!(a.get("D"), Some(&Value::Double(10.0)));
+        assert_eq!(a.get("I"), Some(&Value::Int32(3)));
+        assert_eq!(
+            a.get("Late"),
+            Some(&Value::Int64(5)),
+            "an annotation after its value still types it"
+        );
+        assert_eq!(
+            a.properties.len(),
+            5,
+            "no odata member, annotation or null is a property: {a:?}"
+        );
+        // Without odata.etag, the ETag comes from the Timestamp.
+        assert!(rows[1]
+            .etag
+            .as_ref()
+            .unwrap()
+            .as_str()
+            .contains("2024-05-01T10%3A00%3A01"));
+        assert!(page_from_slice(br#"{"odata.metadata":"m"}"#).unwrap().is_empty());
+    }
+
+    #[test]
+    fn hostile_bodies_are_errors_naming_what_is_wrong() {
+        for (body, says) in [
+            (&br#"{"value":[{"PartitionKey":"p""#[..], "EOF"),
+            (
+                br#"{"value":[{"PartitionKey":"p","RowKey":"r","N":1e400}]}"#,
+                "number out of range",
+            ),
+            (
+                br#"{"value":[{"PartitionKey":"p","RowKey":"r","N@odata.type":"Edm.Int32","N":99999999999}]}"#,
+                "`N`",
+            ),
+            (
+                br#"{"value":[{"PartitionKey":"p","RowKey":"r","N@odata.type":"Edm.Int64","N":"1e3"}]}"#,
+                "`N`",
+            ),
+            (
+                br#"{"value":[{"PartitionKey":"p","RowKey":"r","N@odata.type":"Edm.Nope","N":null}]}"#,
+                "`N`",
+            ),
+            (
+                br#"{"value":[{"PartitionKey":"p","RowKey":"r","N":[1,{"a":2}]}]}"#,
+                "`N`",
+            ),
+            (br#"{"value":[{"PartitionKey":7,"RowKey":"r"}]}"#, "`PartitionKey`"),
+            (
+                br#"{"value":[{"PartitionKey":"p","RowKey":"r","Timestamp":"soon"}]}"#,
+                "`Timestamp`",
+            ),
+            (br#"{"value":{"PartitionKey":"p"}}"#, "array"),
+            (br#"[1,2]"#, "object"),
+            (br#"{"value":[]} trailing"#, "trailing"),
+        ] {
+            let err = page_from_slice(body).expect_err(&String::from_utf8_lossy(body));
+            assert!(err.contains(says), "{err} (for {})", String::from_utf8_lossy(body));
+        }
+        let err =
+            row_from_slice(br#"{"PartitionKey":"p","RowKey":"r","B@odata.type":"Edm.Binary","B":"***"}"#).unwrap_err();
+        assert!(err.contains("`B`"), "{err}");
+    }
+}
