@@ -1,7 +1,10 @@
 //! The small entity several figures write, its shape for the raw
 //! `azure_data_tables` crate, and the crate's client for the same account.
 
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use azure_core::{ClientOptions, TransportOptions};
 
 use azure_data_tables::clients::TableServiceClientBuilder;
 use azure_data_tables::prelude::TableServiceClient;
@@ -93,8 +96,21 @@ pub fn fresh_table(tag: &str) -> String {
     format!("Fig{tag}{stamp}")
 }
 
+/// The `azure_data_tables` service client for the same account and endpoint,
+/// on a pooled HTTP client (the crate's default opens a connection per request).
+pub fn pooled_crate_client(connection: &ConnectionString) -> Result<TableServiceClient, Failure> {
+    let http = reqwest::Client::builder().tcp_nodelay(true).build()?;
+    let options = ClientOptions::new(TransportOptions::new(Arc::new(http)));
+    Ok(crate_builder(connection)?.client_options(options).build())
+}
+
 /// The `azure_data_tables` service client for the same account and endpoint.
 pub fn crate_client(connection: &ConnectionString) -> Result<TableServiceClient, Failure> {
+    Ok(crate_builder(connection)?.build())
+}
+
+/// The crate's client builder for the account and endpoint.
+fn crate_builder(connection: &ConnectionString) -> Result<TableServiceClientBuilder, Failure> {
     let credentials = match &connection.credentials {
         Credentials::AccountKey(key) => StorageCredentials::access_key(connection.account_name.clone(), key.clone()),
         Credentials::SharedAccessSignature(sas) => StorageCredentials::sas_token(sas.as_str())?,
@@ -103,5 +119,5 @@ pub fn crate_client(connection: &ConnectionString) -> Result<TableServiceClient,
         account: connection.account_name.clone(),
         uri: connection.table_endpoint.clone(),
     };
-    Ok(TableServiceClientBuilder::with_location(location, credentials).build())
+    Ok(TableServiceClientBuilder::with_location(location, credentials))
 }

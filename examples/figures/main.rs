@@ -3,11 +3,15 @@
 //!
 //! 1. codec: `to_row` + `from_row` of one 14-column entity, derive against
 //!    hand-written code and against the generic serde route (the routes of
-//!    the `codec` bench);
+//!    the `codec` bench), and what building and draining a row's cells
+//!    costs in the layouts `Row` could use, against its `BTreeMap`;
 //! 2. batches: 10,000 rows with `create_batch` against raw
 //!    `azure_data_tables` transactions (on Azure) and a loop of `create`;
 //! 3. point operations (get, upsert, create) with 1 and 16 requests in
-//!    flight, against the raw crate on Azure;
+//!    flight, against the raw crate on a pooled client on Azure; queries
+//!    and bodies: a 2,000-row partition query against the raw crate on a
+//!    pooled client (on Azure), the client CPU per row of a page and the
+//!    request body encoding per row against the crate's serde;
 //! 4. 8 MiB large values (text, gzip, file) written and read, against the
 //!    raw requests of the same stored layout on Azure;
 //! 5. streaming memory: peak heap growth streaming rows against collecting them;
@@ -25,6 +29,8 @@
 
 #[path = "../../tables/benches/support/codec_routes.rs"]
 mod codec_routes;
+#[path = "../../tables/benches/support/row_layouts.rs"]
+mod row_layouts;
 
 mod alloc;
 mod batch;
@@ -32,6 +38,7 @@ mod cache;
 mod common;
 mod large;
 mod point;
+mod query;
 mod report;
 mod stream;
 
@@ -67,7 +74,7 @@ fn codec_figures() -> Vec<Figure> {
             ns(t.derive()),
             ns(t.hand_written()),
         )
-        .target(Target::AtMost(1.2)),
+        .target(Target::AtMost(1.05)),
         Figure::compared(
             format!("codec round trip: {} vs {}", ROUTES[0], ROUTES[2]),
             ns(t.derive()),
@@ -77,17 +84,37 @@ fn codec_figures() -> Vec<Figure> {
     ]
 }
 
+/// The row layouts `Row` could use, each against the `BTreeMap` it uses, on
+/// the derive's pattern (build 14 cells in field order, take each back).
+fn layout_figures() -> Vec<Figure> {
+    let ns = row_layouts::time_layouts();
+    let cell = |v: f64| (format!("{v:.0} ns"), v);
+    row_layouts::LAYOUTS
+        .iter()
+        .zip(ns)
+        .skip(1)
+        .map(|(name, t)| Figure::compared(format!("row layout: {name} vs BTreeMap"), cell(t), cell(ns[0])))
+        .collect()
+}
+
 /// Batches, point operations and large values, on a multi-threaded runtime.
 async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<String>), Failure> {
     let mut notes = Vec::new();
     // Every figure but the cache's reads the table each time, as the raw crate does.
-    let (db, service, point_ops, cache_ops) = match connection {
+    let (db, service, pooled, point_ops, cache_ops) = match connection {
         Some(c) => {
             let parsed = ConnectionString::parse(c)?;
             let db = Tables::connect(c)?.without_cache();
-            (db, Some(common::crate_client(&parsed)?), POINT_OPS.1, CACHE_OPS.1)
+            let pooled = common::pooled_crate_client(&parsed)?;
+            (
+                db,
+                Some(common::crate_client(&parsed)?),
+                Some(pooled),
+                POINT_OPS.1,
+                CACHE_OPS.1,
+            )
         }
-        None => (Tables::memory().without_cache(), None, POINT_OPS.0, CACHE_OPS.0),
+        None => (Tables::memory().without_cache(), None, None, POINT_OPS.0, CACHE_OPS.0),
     };
     let (mut figures, refused) = batch::figures(&db, service.clone()).await?;
     if let Some(reason) = refused {
@@ -95,7 +122,8 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
             "the azure_data_tables transaction was refused ({reason}); the batch reference went through Backend::transaction"
         ));
     }
-    figures.extend(point::figures(&db, service.as_ref(), point_ops).await?);
+    figures.extend(point::figures(&db, pooled.as_ref(), point_ops).await?);
+    figures.extend(query::figures(&db, pooled.as_ref()).await?);
     figures.extend(large::figures(&db, connection).await?);
     figures.extend(cache::figures(&db, cache_ops, 1_000).await?);
     Ok((figures, notes))
@@ -110,6 +138,8 @@ fn main() -> Result<(), Failure> {
     };
     eprintln!("figures on {on}: codec ..");
     let mut figures = codec_figures();
+    figures.extend(layout_figures());
+    figures.extend(query::cpu_figures()?);
 
     eprintln!("figures: batches, point operations, large values ..");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

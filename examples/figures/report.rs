@@ -64,6 +64,15 @@ impl Figure {
         }
     }
 
+    /// The library's figure beside the raw crate's on a pooled client, with
+    /// `target`, or alone where the crate was not measured (in memory).
+    pub fn beside_raw(name: String, library: (String, f64), raw: Option<(String, f64)>, target: Target) -> Figure {
+        match raw {
+            None => Figure::alone(name, library.0),
+            Some(raw) => Figure::compared(format!("{name} vs raw crate (pooled)"), library, raw).target(target),
+        }
+    }
+
     /// Sets the target of the ratio.
     pub fn target(mut self, target: Target) -> Figure {
         self.target = Some(target);

@@ -1,6 +1,7 @@
-//! `Store::stream` holds at most one page: the peak heap growth while
-//! streaming `n` rows is the same as while streaming a tenth of them, and far
-//! below a `Store::query` that collects them all.
+//! `Store::stream` holds at most two pages (the one it decodes and the next,
+//! fetched meanwhile): the peak heap growth while streaming `n` rows is the
+//! same as while streaming a tenth of them, and far below a `Store::query`
+//! that collects them all.
 //!
 //! Run on a single-threaded runtime, so that no other worker allocates beside
 //! the measured code. In memory the rows live in the backend for the whole

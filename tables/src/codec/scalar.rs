@@ -174,15 +174,7 @@ pub(super) fn take_scalar(row: &mut Row, column: &str) -> Result<Option<ScalarCe
         serde_json::Value::String(s) => Value::String(s),
         serde_json::Value::Bool(b) => Value::Bool(b),
         other => {
-            let mut found = other.to_string();
-            if found.len() > 80 {
-                let mut end = 80;
-                while !found.is_char_boundary(end) {
-                    end -= 1;
-                }
-                found.truncate(end);
-                found.push('…');
-            }
+            let found = crate::value::wire::short_text(&other.to_string());
             return Err(Error::Decode {
                 column: name,
                 expected: "JSON holding one number, string or boolean".into(),

@@ -110,7 +110,7 @@ impl<T: TableEntity> Store<T> {
             top: Some(MAX_PAGE_SIZE),
         };
         let mut pages = self.pages(request).await?;
-        while let Some(rows) = pages.next().await? {
+        while let Some(rows) = pages.next(|_| true).await? {
             let ops: Vec<WriteOp> = rows
                 .into_iter()
                 .filter(|r| continuation_owner(r) == Some(key.row_key.as_str()))
@@ -147,7 +147,7 @@ impl<T: TableEntity> Store<T> {
         };
         let mut pages = self.pages(request).await?;
         let mut deleted = 0;
-        while let Some(rows) = pages.next().await? {
+        while let Some(rows) = pages.next(|_| true).await? {
             // Every listed row leaves the read cache, also if a transaction below fails.
             for row in &rows {
                 self.evict(partition_key, &row.row_key);

@@ -146,7 +146,8 @@ impl<T: TableEntity> Store<T> {
         let options = QueryOptions::partition(partition).filter(range).take(page);
         let mut pages = self.pages(self.request_for(&options)?).await?;
         let (mut out, mut dotnet, mut ours) = (Vec::new(), 0, 0);
-        while let Some(page) = pages.next().await? {
+        // The scan may stop within a page: no page is read ahead.
+        while let Some(page) = pages.next(|_| false).await? {
             for row in page {
                 let Some(key) = parse_append_key(&row.row_key).filter(|k| k.sub_stream == sub) else {
                     continue;

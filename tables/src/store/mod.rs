@@ -11,6 +11,7 @@ mod logs;
 mod ordering;
 mod paging;
 mod patch;
+mod prefetch;
 mod projection;
 pub(crate) mod protect;
 mod query;

@@ -243,7 +243,8 @@ impl<T: TableEntity> Store<T> {
         request.select = Some(vec!["RowKey".to_owned(), crate::layout::SPLIT_OF.to_owned()]);
         request.top = Some(1);
         let mut pages = self.pages(request).await?;
-        while let Some(rows) = pages.next().await? {
+        // One row answers: no page is read ahead.
+        while let Some(rows) = pages.next(|_| false).await? {
             if rows.iter().any(|r| r.get(crate::layout::SPLIT_OF).is_none()) {
                 return Ok(true);
             }

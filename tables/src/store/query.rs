@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 
 use super::Store;
-use crate::backend::{PageToken, QueryRequest};
+use crate::backend::QueryRequest;
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
 use crate::query::{CmpOp, Filter, IntoFilter, Selected};
@@ -321,28 +321,25 @@ pub fn next_prefix(prefix: &str) -> Option<String> {
 }
 
 /// Walks the pages of one query, following page tokens (an empty page
-/// with a token is not the end).
-pub(crate) struct Pages<'s> {
-    backend: &'s dyn crate::backend::Backend,
-    table: &'s str,
-    request: QueryRequest,
-    token: Option<PageToken>,
-    done: bool,
+/// with a token is not the end), with the next page fetched while the
+/// current one is decoded when the reader says it will read it.
+pub(crate) struct Pages {
+    fetcher: super::prefetch::PageFetcher,
 }
 
-impl Pages<'_> {
-    /// The next page's rows, or `None` after the last page.
-    pub(crate) async fn next(&mut self) -> Result<Option<Vec<crate::value::Row>>> {
-        if self.done {
-            return Ok(None);
-        }
-        let page = self
-            .backend
-            .query(self.table, &self.request, self.token.as_ref())
-            .await?;
-        self.token = page.next;
-        self.done = self.token.is_none();
-        Ok(Some(page.rows))
+impl Pages {
+    /// The next page's rows, or `None` after the last. `wants_next(rows)`:
+    /// whether the reader will read the page after these rows (then it is
+    /// fetched ahead).
+    pub(crate) async fn next(
+        &mut self,
+        wants_next: impl FnOnce(&[crate::value::Row]) -> bool,
+    ) -> Result<Option<Vec<crate::value::Row>>> {
+        Ok(self
+            .fetcher
+            .next(|page| wants_next(&page.rows))
+            .await?
+            .map(|page| page.rows))
     }
 }
 
@@ -357,14 +354,10 @@ impl<T: TableEntity> Store<T> {
     }
 
     /// The pages of a request (the table is created first if needed).
-    pub(crate) async fn pages(&self, request: QueryRequest) -> Result<Pages<'_>> {
+    pub(crate) async fn pages(&self, request: QueryRequest) -> Result<Pages> {
         self.ensure_created().await?;
         Ok(Pages {
-            backend: &*self.tables.backend,
-            table: &self.table,
-            request,
-            token: None,
-            done: false,
+            fetcher: super::prefetch::PageFetcher::new(self.tables.backend.clone(), &self.table, request),
         })
     }
 
@@ -385,7 +378,11 @@ impl<T: TableEntity> Store<T> {
         let mut out = Vec::new();
         let mut bytes = 0;
         while out.len() < limit {
-            let Some(rows) = pages.next().await? else { break };
+            // Each row gives at most one entity: fewer than the limit left means the next page is read.
+            let seen = out.len();
+            let Some(rows) = pages.next(|rows| seen.saturating_add(rows.len()) < limit).await? else {
+                break;
+            };
             for row in rows {
                 if out.len() >= limit {
                     break;
@@ -415,7 +412,9 @@ impl<T: TableEntity> Store<T> {
         let mut pages = self.pages(request).await?;
         let mut n = 0u64;
         while n < limit {
-            let Some(rows) = pages.next().await? else { break };
+            let Some(rows) = pages.next(|rows| n.saturating_add(rows.len() as u64) < limit).await? else {
+                break;
+            };
             n += rows.iter().filter(|r| r.get(crate::layout::SPLIT_OF).is_none()).count() as u64;
         }
         Ok(n.min(limit))

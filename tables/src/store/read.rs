@@ -147,7 +147,7 @@ impl<T: TableEntity> Store<T> {
         };
         let mut pages = self.pages(request).await?;
         let mut rows = Vec::new();
-        while let Some(page) = pages.next().await? {
+        while let Some(page) = pages.next(|_| true).await? {
             rows.extend(page);
         }
         Ok(rows)

@@ -229,7 +229,7 @@ impl<T: TableEntity> Store<T> {
         request.top = Some(MAX_PAGE_SIZE);
         let mut unmarked = Vec::new();
         let mut pages = self.pages(request).await?;
-        while let Some(rows) = pages.next().await? {
+        while let Some(rows) = pages.next(|_| true).await? {
             unmarked.extend(
                 rows.into_iter()
                     .filter(|r| r.get(column).is_none() && r.get(SPLIT_OF).is_none()),

@@ -7,14 +7,16 @@ use std::task::{Context, Poll};
 
 use futures::stream::{self, Stream};
 
+use super::prefetch::PageFetcher;
 use super::{QueryOptions, Store};
-use crate::backend::{PageToken, QueryRequest};
+use crate::backend::QueryRequest;
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
 use crate::value::Row;
 
-/// The entities of a query, fetched page by page and holding at most one
-/// page in memory. Returned by [`Store::stream`].
+/// The entities of a query, fetched page by page: the next page is fetched
+/// while the current one is decoded, so at most two pages are held in
+/// memory. Returned by [`Store::stream`].
 ///
 /// It is `Unpin`: poll it in place with its own [`next`](Self::next) or
 /// [`try_next`](Self::try_next), or use it as a [`futures::Stream`] with any
@@ -51,14 +53,13 @@ impl<T> EntityStream<T> {
     }
 }
 
-/// Where a stream is: the request, the token of the next page, the rows of
-/// the current page not yet decoded.
+/// Where a stream is: its pages (the next one possibly on its way), the
+/// rows of the current page not yet decoded.
 struct State<T> {
     store: Store<T>,
-    request: QueryRequest,
-    token: Option<PageToken>,
+    pages: Option<PageFetcher>,
+    request: Option<QueryRequest>,
     buffer: VecDeque<Row>,
-    started: bool,
     left: Option<usize>,
 }
 
@@ -76,28 +77,30 @@ impl<T: TableEntity> State<T> {
                 }
                 continue;
             }
-            if self.started && self.token.is_none() {
-                return Ok(None);
-            }
-            if !self.started {
+            if self.pages.is_none() {
                 self.store.ensure_created().await?;
             }
-            let page = self
-                .store
-                .tables
-                .backend
-                .query(&self.store.table, &self.request, self.token.as_ref())
-                .await?;
-            self.started = true;
-            self.token = page.next;
+            let (store, request) = (&self.store, &mut self.request);
+            let pages = self.pages.get_or_insert_with(|| {
+                PageFetcher::new(
+                    store.tables.backend.clone(),
+                    &store.table,
+                    request.take().unwrap_or_default(),
+                )
+            });
+            // The next page is wanted unless this one holds every entity still to come.
+            let left = self.left;
+            let Some(page) = pages.next(|page| left.is_none_or(|n| page.rows.len() < n)).await? else {
+                return Ok(None);
+            };
             self.buffer.extend(page.rows);
         }
     }
 }
 
 impl<T: TableEntity> Store<T> {
-    /// Streams the entities the options select, fetching page by page and
-    /// holding at most one page in memory.
+    /// Streams the entities the options select, page by page: while one page
+    /// is decoded the next is fetched, so at most two pages are held in memory.
     ///
     /// ```
     /// # use unified_tables::{TableEntity, Tables, QueryOptions};
@@ -124,10 +127,9 @@ impl<T: TableEntity> Store<T> {
         };
         let state = State {
             store: self.clone(),
-            request,
-            token: None,
+            pages: None,
+            request: Some(request),
             buffer: VecDeque::new(),
-            started: false,
             left: options.take,
         };
         let inner = stream::try_unfold(state, |mut state| async move {

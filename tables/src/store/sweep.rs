@@ -70,7 +70,7 @@ impl<T: TableEntity> Store<T> {
         };
         let mut referenced = BTreeSet::new();
         let mut pages = self.pages(request).await?;
-        while let Some(rows) = pages.next().await? {
+        while let Some(rows) = pages.next(|_| true).await? {
             for row in rows {
                 referenced.extend(blob_paths(&row));
             }

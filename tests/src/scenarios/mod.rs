@@ -35,6 +35,7 @@ pub mod sessions;
 // -- identity modules --
 // -- end identity modules --
 // -- perf modules --
+pub mod reading_ahead;
 // -- end perf modules --
 
 /// Every scenario's name, for the runner macro.
@@ -219,6 +220,8 @@ macro_rules! for_each_scenario {
             // -- identity scenarios --
             // -- end identity scenarios --
             // -- perf scenarios --
+            reading_ahead::a_stream_asks_for_the_next_page_before_it_yields_the_first_entity,
+            reading_ahead::bounded_reads_fetch_no_page_their_limit_makes_needless,
             // -- end perf scenarios --
         }
     };

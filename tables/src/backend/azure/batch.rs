@@ -61,9 +61,8 @@ pub(crate) fn build_body(
         }
         match body {
             Some(row) => {
-                let json = serde_json::to_string(&wire::row_to_json(row))
+                let json = String::from_utf8(wire::row_body(row))
                     .map_err(|e| Error::Transport(format!("cannot serialise a row: {e}")))?;
-                let json = wire::escape_line_separators(json);
                 if matches!(op, WriteOp::Insert(_)) {
                     s.push_str(&format!("Prefer: return-no-content{crlf}"));
                 }

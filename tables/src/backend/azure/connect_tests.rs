@@ -12,6 +12,7 @@ use super::tests::{scripted_server, SCRIPTED_REQUEST_ID};
 use super::*;
 use crate::backend::blob::BlobBackend as _;
 use crate::backend::retry::RetryPolicy;
+use crate::backend::{IfMatch, UpdateMode};
 use crate::ErrorKind;
 
 const BUSY: (u16, &str, &str) = (

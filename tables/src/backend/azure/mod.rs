@@ -23,9 +23,12 @@
 //!   0-based index, status, code, message and the request's id. Transactions
 //!   are written and read by this module and sent through the crate family's
 //!   pipeline with the connection's authorisation.
-//! - **Typed cells.** Rows are sent as [`wire::row_to_json`] (Int64, Double,
-//!   DateTime, Guid and Binary annotated) and read with full metadata through
-//!   [`wire::row_from_json`], so Int64 stays Int64 and Double stays Double.
+//! - **Typed cells, no detour.** Entity requests are written and read here
+//!   and sent through the same pipeline: a row is written straight into its
+//!   request body by [`wire::write_row`](crate::wire::write_row) (Int64, Double, DateTime, Guid and
+//!   Binary annotated), and answers, read with full metadata, are parsed
+//!   straight into rows by [`wire::row_from_slice`](crate::wire::row_from_slice) and
+//!   [`wire::page_from_slice`](crate::wire::page_from_slice), so Int64 stays Int64 and Double stays Double.
 
 mod batch;
 mod blob;
@@ -33,6 +36,7 @@ mod blob_headers;
 mod connect;
 mod connection;
 mod credential;
+mod entities;
 mod http;
 
 #[cfg(test)]
@@ -52,17 +56,14 @@ use std::fmt;
 
 use async_trait::async_trait;
 use azure_core::headers::Headers;
-use azure_core::{Context, Continuable as _, Etag, Method, Pipeline, Url};
+use azure_core::{Method, Pipeline, Url};
 use azure_data_tables::clients::TableServiceClientBuilder;
-use azure_data_tables::prelude::{Filter as CrateFilter, IfMatchCondition, Select, TableServiceClient, Top};
-use azure_storage::clients::ServiceType;
+use azure_data_tables::prelude::TableServiceClient;
 use azure_storage::CloudLocation;
-use futures::StreamExt as _;
-use serde_json::{Map, Value as Json};
 
-use crate::backend::{Backend, IfMatch, Page, PageToken, QueryRequest, UpdateMode, WriteOp, WriteOutcome};
+use crate::backend::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
-use crate::value::{wire, DateTime, ETag, Row};
+use crate::value::{DateTime, ETag, Row};
 
 use self::http::{client_options, map_error, REQUEST_ID};
 
@@ -155,27 +156,6 @@ impl AzureBackend {
     pub fn blob_endpoint(&self) -> &str {
         &self.blob_endpoint
     }
-
-    fn entity_client(&self, table: &str, pk: &str, rk: &str) -> azure_data_tables::prelude::EntityClient {
-        // The crate percent-encodes the path segment but does not double `'`.
-        self.service
-            .table_client(table)
-            .partition_key_client(quote_key(pk))
-            .entity_client(quote_key(rk))
-    }
-
-    /// Sends a request built here through the crate family's pipeline
-    /// (the connection's authorisation, our retries and error capture).
-    async fn send_raw(&self, method: Method, url: Url, headers: Headers, body: String) -> Result<(Headers, Vec<u8>)> {
-        let mut request =
-            azure_storage::clients::finalize_request(url, method, headers, Some(body.into())).map_err(map_error)?;
-        let mut ctx = Context::new();
-        ctx.insert(ServiceType::Table);
-        let response = self.pipeline.send(&ctx, &mut request).await.map_err(map_error)?;
-        let (_, headers, body) = response.deconstruct();
-        let bytes = body.collect().await.map_err(map_error)?;
-        Ok((headers, bytes.to_vec()))
-    }
 }
 
 /// Doubles `'` so that the key can stand inside `'..'` in an entity address.
@@ -209,29 +189,6 @@ pub(crate) fn timestamp_from_etag(etag: &ETag) -> Option<DateTime> {
     DateTime::try_parse(&text[start..end].replace("%3A", ":").replace("%3a", ":"))
 }
 
-fn outcome(etag: &Etag) -> WriteOutcome {
-    let etag = ETag::new(etag.to_string());
-    WriteOutcome {
-        timestamp: timestamp_from_etag(&etag),
-        etag: Some(etag),
-    }
-}
-
-fn if_match(condition: &IfMatch) -> IfMatchCondition {
-    match condition {
-        IfMatch::Any => IfMatchCondition::Any,
-        IfMatch::ETag(e) => IfMatchCondition::Etag(Etag::from(e.as_str())),
-    }
-}
-
-fn decode_row(obj: &Map<String, Json>) -> Result<Row> {
-    wire::row_from_json(obj).map_err(|e| Error::MalformedResponse(format!("an entity that cannot be read: {e}")))
-}
-
-fn body_of(row: &Row) -> Json {
-    Json::Object(wire::row_to_json(row))
-}
-
 #[async_trait]
 impl Backend for AzureBackend {
     async fn create_table(&self, table: &str) -> Result<()> {
@@ -254,72 +211,11 @@ impl Backend for AzureBackend {
     }
 
     async fn get(&self, table: &str, partition_key: &str, row_key: &str) -> Result<Option<Row>> {
-        let response = self
-            .entity_client(table, partition_key, row_key)
-            .get::<Map<String, Json>>()
-            .await;
-        match response {
-            Ok(response) => {
-                let mut row = decode_row(&response.entity)?;
-                row.etag = Some(ETag::new(response.etag.to_string()));
-                Ok(Some(row))
-            }
-            Err(e) => match map_error(e) {
-                Error::Service { status: 404, code, .. } if code != "TableNotFound" => Ok(None),
-                other => Err(other),
-            },
-        }
+        self.get_entity(table, partition_key, row_key).await
     }
 
     async fn execute(&self, table: &str, op: WriteOp) -> Result<WriteOutcome> {
-        match &op {
-            WriteOp::Insert(row) => {
-                let response = self
-                    .service
-                    .table_client(table)
-                    .insert::<_, Map<String, Json>>(body_of(row))
-                    .map_err(map_error)?
-                    .return_entity(false)
-                    .await
-                    .map_err(map_error)?;
-                Ok(outcome(&response.etag))
-            }
-            WriteOp::Update { row, mode, condition } => {
-                let client = self.entity_client(table, &row.partition_key, &row.row_key);
-                let builder = match mode {
-                    UpdateMode::Replace => client.update(body_of(row), if_match(condition)),
-                    UpdateMode::Merge => client.merge(body_of(row), if_match(condition)),
-                }
-                .map_err(map_error)?;
-                let response = builder.await.map_err(map_error)?;
-                Ok(outcome(&response.etag))
-            }
-            WriteOp::Upsert { row, mode } => {
-                let client = self.entity_client(table, &row.partition_key, &row.row_key);
-                let builder = match mode {
-                    UpdateMode::Replace => client.insert_or_replace(body_of(row)),
-                    UpdateMode::Merge => client.insert_or_merge(body_of(row)),
-                }
-                .map_err(map_error)?;
-                let response = builder.await.map_err(map_error)?;
-                Ok(outcome(&response.etag))
-            }
-            WriteOp::Delete {
-                partition_key,
-                row_key,
-                condition,
-            } => {
-                self.entity_client(table, partition_key, row_key)
-                    .delete()
-                    .if_match(if_match(condition))
-                    .await
-                    .map_err(map_error)?;
-                Ok(WriteOutcome {
-                    etag: None,
-                    timestamp: None,
-                })
-            }
-        }
+        self.write_entity(table, &op).await
     }
 
     async fn transaction(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
@@ -345,7 +241,8 @@ impl Backend for AzureBackend {
             azure_core::headers::HeaderName::from_static("maxdataserviceversion"),
             "3.0;NetFx",
         );
-        let (headers, body) = self.send_raw(Method::Post, url, headers, body).await?;
+        let answer = self.send(Method::Post, url, headers, Some(body.into_bytes())).await?;
+        let (headers, body) = (answer.headers, answer.body);
         let text = String::from_utf8_lossy(&body);
         let parts = batch::parse_parts(&text);
         // A failing part's answer is inside the one answer: it carries that answer's request id.
@@ -354,40 +251,7 @@ impl Backend for AzureBackend {
     }
 
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
-        let mut builder = self.service.table_client(table).query();
-        if let Some(filter) = &request.filter {
-            builder = builder.filter(CrateFilter::new(filter.to_odata()));
-        }
-        if let Some(select) = &request.select {
-            let mut columns: Vec<&str> = vec!["PartitionKey", "RowKey", "Timestamp"];
-            for c in select {
-                if !columns.contains(&c.as_str()) {
-                    columns.push(c);
-                }
-            }
-            builder = builder.select(Select::new(columns.join(",")));
-        }
-        if let Some(top) = request.top {
-            builder = builder.top(Top::new(top));
-        }
-        if let Some(c) = token {
-            builder = builder.initial_partition_key(c.next_partition_key.clone());
-            if let Some(rk) = &c.next_row_key {
-                builder = builder.initial_row_key(rk.clone());
-            }
-        }
-        let mut stream = builder.into_stream::<Map<String, Json>>();
-        let page = stream
-            .next()
-            .await
-            .ok_or_else(|| Error::Transport("the query returned no page".into()))?
-            .map_err(map_error)?;
-        let rows = page.entities.iter().map(decode_row).collect::<Result<Vec<_>>>()?;
-        let next = page.continuation().map(|(pk, rk)| PageToken {
-            next_partition_key: pk,
-            next_row_key: rk,
-        });
-        Ok(Page { rows, next })
+        self.query_page(table, request, token).await
     }
 }
 

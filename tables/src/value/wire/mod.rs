@@ -1,14 +1,22 @@
-//! The service's JSON representation of rows (minimal metadata).
+//! The service's JSON representation of rows.
 //!
 //! Int64, Double, DateTime, Guid and Binary are annotated with
 //! `{name}@odata.type` on write. On read, an annotation decides the type;
 //! without one, a number is typed from its token (a `.` or exponent means
 //! Double, otherwise Int32, or Int64 when it does not fit).
 
+mod read;
+mod write;
+
+pub use read::{page_from_slice, row_from_slice};
+pub use write::{row_body, write_row};
+
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use serde_json::{Map, Number, Value as Json};
 
-use super::{DateTime, ETag, EdmType, Guid, Row, Value};
+use super::{DateTime, EdmType, Guid, Row, Value};
 
 const ANNOTATION: &str = "@odata.type";
 
@@ -105,51 +113,12 @@ pub fn wire_size(row: &Row) -> usize {
     size
 }
 
-/// Counts bytes written through it.
-struct Counter(usize);
-
-impl std::io::Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Bytes of a JSON string literal, escaping included (U+2028 and U+2029
-/// escaped as in [`escape_line_separators`]).
-pub(crate) fn string_size(s: &str) -> usize {
-    let mut c = Counter(0);
-    let _ = serde_json::to_writer(&mut c, s);
-    c.0 + 3 * line_separators(s)
-}
-
-/// How many U+2028 and U+2029 a text holds.
-fn line_separators(s: &str) -> usize {
-    // Both are E2 80 A8 / E2 80 A9 in UTF-8.
-    let b = s.as_bytes();
-    let mut n = 0;
-    let mut i = 0;
-    while let Some(at) = b[i..].iter().position(|&x| x == 0xE2) {
-        let j = i + at;
-        if b.len() > j + 2 && b[j + 1] == 0x80 && (b[j + 2] == 0xA8 || b[j + 2] == 0xA9) {
-            n += 1;
-        }
-        i = j + 1;
-    }
-    n
-}
-
-/// JSON text with U+2028 and U+2029 written as `\u2028` and `\u2029`. JSON
+/// Bytes of a JSON string literal as [`write_row`] writes it, escaping
+/// included. U+2028 and U+2029 are written `\u2028` and `\u2029`: JSON
 /// allows them raw, but the storage emulator refuses a batch body holding
 /// them; escaped, they mean the same string everywhere.
-pub(crate) fn escape_line_separators(json: String) -> String {
-    if line_separators(&json) == 0 {
-        return json;
-    }
-    json.replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029")
+pub(crate) fn string_size(s: &str) -> usize {
+    write::str_size(s)
 }
 
 /// Bytes of `,"{name}@odata.type":"Edm.X"`.
@@ -157,81 +126,88 @@ fn annotation_size(name: &str, t: EdmType) -> usize {
     1 + string_size(name) + ANNOTATION.len() + 1 + 2 + t.name().len()
 }
 
-/// Decodes one JSON property. `annotation` is the `@odata.type` beside it, if any.
-pub(crate) fn decode_value(json: &Json, annotation: Option<&str>) -> Result<Option<Value>, String> {
-    let typed = annotation.and_then(EdmType::from_name);
-    if let Some(a) = annotation {
-        if typed.is_none() {
-            return Err(format!("unknown type annotation `{a}`"));
-        }
-    }
-    let text = |j: &Json| {
-        j.as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| format!("expected a string, found {}", short_json(j)))
+/// One property's JSON value as its token says, before an annotation types it.
+pub(super) enum Raw<'de> {
+    Null,
+    Bool(bool),
+    /// An integer token that fits `i64`.
+    Int(i64),
+    /// An integer token above `i64::MAX`.
+    BigInt(u64),
+    /// A token with a fraction or an exponent.
+    Float(f64),
+    Text(Cow<'de, str>),
+    /// An array or object, which no cell holds.
+    Nested(&'static str),
+}
+
+/// Decodes one property's token with the type its annotation names
+/// (`None`: typed from the token: a `.` or exponent means Double, otherwise
+/// Int32, or Int64 when it does not fit).
+pub(super) fn decode_typed<'de>(raw: Raw<'de>, typed: Option<EdmType>) -> Result<Option<Value>, String> {
+    let text = |raw: Raw<'de>| match raw {
+        Raw::Text(s) => Ok(s),
+        other => Err(format!("expected a string, found {}", other.describe())),
     };
-    Ok(Some(match (typed, json) {
-        (_, Json::Null) => return Ok(None),
-        (None | Some(EdmType::String), Json::String(s)) => Value::String(s.clone()),
-        (None | Some(EdmType::Boolean), Json::Bool(b)) => Value::Bool(*b),
-        (None, Json::Number(n)) => {
-            if n.is_f64() {
-                Value::Double(n.as_f64().unwrap_or(f64::NAN))
-            } else if let Some(v) = n.as_i64() {
-                match i32::try_from(v) {
-                    Ok(small) => Value::Int32(small),
-                    Err(_) => Value::Int64(v),
-                }
-            } else {
-                Value::Double(n.as_f64().unwrap_or(f64::NAN))
-            }
+    Ok(Some(match (typed, raw) {
+        (_, Raw::Null) => return Ok(None),
+        (None | Some(EdmType::String), Raw::Text(s)) => Value::String(s.into_owned()),
+        (None | Some(EdmType::Boolean), Raw::Bool(b)) => Value::Bool(b),
+        (None, Raw::Int(v)) => match i32::try_from(v) {
+            Ok(small) => Value::Int32(small),
+            Err(_) => Value::Int64(v),
+        },
+        (None, Raw::BigInt(v)) => Value::Double(v as f64),
+        (None, Raw::Float(v)) => Value::Double(v),
+        (Some(EdmType::Int32), Raw::Int(v)) => {
+            Value::Int32(i32::try_from(v).map_err(|_| format!("`{v}` is not an Int32"))?)
         }
-        (Some(EdmType::Int32), Json::Number(n)) => Value::Int32(
-            n.as_i64()
-                .and_then(|v| i32::try_from(v).ok())
-                .ok_or_else(|| format!("`{n}` is not an Int32"))?,
-        ),
-        (Some(EdmType::Int64), j) => {
-            let v = match j {
-                Json::Number(n) => n.as_i64(),
-                Json::String(s) => s.parse().ok(),
+        (Some(EdmType::Int32), r @ (Raw::BigInt(_) | Raw::Float(_))) => {
+            return Err(format!("`{}` is not an Int32", r.describe()))
+        }
+        (Some(EdmType::Int64), raw) => {
+            let v = match &raw {
+                Raw::Int(v) => Some(*v),
+                Raw::Text(s) => s.parse().ok(),
                 _ => None,
             };
-            Value::Int64(v.ok_or_else(|| format!("`{j}` is not an Int64"))?)
+            Value::Int64(v.ok_or_else(|| format!("`{}` is not an Int64", raw.describe()))?)
         }
-        (Some(EdmType::Double), j) => Value::Double(match j {
-            Json::Number(n) => n.as_f64().unwrap_or(f64::NAN),
-            Json::String(s) => match s.as_str() {
+        (Some(EdmType::Double), raw) => Value::Double(match raw {
+            Raw::Int(v) => v as f64,
+            Raw::BigInt(v) => v as f64,
+            Raw::Float(v) => v,
+            Raw::Text(s) => match &*s {
                 "NaN" => f64::NAN,
                 "Infinity" | "INF" => f64::INFINITY,
                 "-Infinity" | "-INF" => f64::NEG_INFINITY,
                 other => other.parse().map_err(|_| format!("`{other}` is not a Double"))?,
             },
-            other => return Err(format!("`{other}` is not a Double")),
+            other => return Err(format!("`{}` is not a Double", other.describe())),
         }),
-        (Some(EdmType::DateTime), j) => {
-            let s = text(j)?;
+        (Some(EdmType::DateTime), raw) => {
+            let s = text(raw)?;
             Value::DateTime(DateTime::try_parse(&s).ok_or_else(|| format!("`{s}` is not a DateTime"))?)
         }
-        (Some(EdmType::Guid), j) => {
-            let s = text(j)?;
+        (Some(EdmType::Guid), raw) => {
+            let s = text(raw)?;
             Value::Guid(s.parse::<Guid>().map_err(|_| format!("`{s}` is not a Guid"))?)
         }
-        (Some(EdmType::Binary), j) => {
-            let s = text(j)?;
+        (Some(EdmType::Binary), raw) => {
+            let s = text(raw)?;
             Value::Binary(
                 base64::engine::general_purpose::STANDARD
                     .decode(s.as_bytes())
                     .map_err(|_| "binary cell is not base64".to_owned())?,
             )
         }
-        (t, j) => return Err(format!("`{j}` does not match its annotation {t:?}")),
+        (t, raw) => return Err(format!("`{}` does not match its annotation {t:?}", raw.describe())),
     }))
 }
 
-/// A JSON value for an error message, cut to a readable length.
-fn short_json(json: &Json) -> String {
-    let mut text = json.to_string();
+/// Text for an error message, cut to a readable length.
+pub(crate) fn short_text(text: &str) -> String {
+    let mut text = text.to_owned();
     if text.len() > 80 {
         let mut end = 80;
         while !text.is_char_boundary(end) {
@@ -243,48 +219,16 @@ fn short_json(json: &Json) -> String {
     text
 }
 
-/// Decodes an entity from a query or get response. A property that does not
-/// match its type annotation, or a key, ETag or Timestamp that is not what
-/// the service sends, is an error naming the column.
+/// Decodes an entity from a query or get response already parsed into a
+/// JSON object. A property that does not match its type annotation, or a
+/// key, ETag or Timestamp that is not what the service sends, is an error
+/// naming the column. The same reader as [`row_from_slice`], which reads
+/// the body's bytes without building the object.
 pub fn row_from_json(obj: &Map<String, Json>) -> Result<Row, String> {
-    let mut row = Row::default();
-    let text = |name: &str, json: &Json| -> Result<String, String> {
-        json.as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| format!("column `{name}`: expected a string, found {}", short_json(json)))
-    };
-    for (name, json) in obj {
-        if name.contains('@') || name.starts_with("odata.") {
-            if name == "odata.etag" {
-                row.etag = Some(ETag::new(text(name, json)?));
-            }
-            continue;
-        }
-        match name.as_str() {
-            "PartitionKey" => row.partition_key = text(name, json)?,
-            "RowKey" => row.row_key = text(name, json)?,
-            "Timestamp" => {
-                let s = text(name, json)?;
-                let t = DateTime::try_parse(&s).ok_or_else(|| {
-                    format!(
-                        "column `Timestamp`: expected an ISO 8601 instant from year 1 to 9999, found {}",
-                        short_json(json)
-                    )
-                })?;
-                row.timestamp = Some(t);
-            }
-            _ => {
-                let annotation = obj.get(&format!("{name}{ANNOTATION}")).and_then(Json::as_str);
-                if let Some(v) = decode_value(json, annotation).map_err(|e| format!("column `{name}`: {e}"))? {
-                    row.properties.insert(name.clone(), v);
-                }
-            }
-        }
-    }
-    if row.etag.is_none() {
-        row.etag = row.timestamp.map(ETag::from_timestamp);
-    }
-    Ok(row)
+    use serde::de::DeserializeSeed as _;
+    read::RowSeed::new(&mut read::Scratch::default())
+        .deserialize(obj)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -343,9 +287,10 @@ mod tests {
     #[test]
     fn line_separators_are_escaped_and_counted() {
         let text = "a\u{2028}b\u{2029}\u{e9}\u{2027}";
-        let json = escape_line_separators(serde_json::to_string(text).unwrap());
-        assert_eq!(json, "\"a\\u2028b\\u2029\u{e9}\u{2027}\"");
+        let mut json = Vec::new();
+        write::write_str(&mut json, text);
+        assert_eq!(json, "\"a\\u2028b\\u2029\u{e9}\u{2027}\"".as_bytes());
         assert_eq!(string_size(text), json.len());
-        assert_eq!(serde_json::from_str::<String>(&json).unwrap(), text);
+        assert_eq!(serde_json::from_slice::<String>(&json).unwrap(), text);
     }
 }

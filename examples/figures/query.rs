@@ -1,0 +1,294 @@
+//! The read and write paths of the wire codec, against the raw
+//! `azure_data_tables` crate:
+//!
+//! - a partition query of 2,000 rows (two pages) through `Store::query`,
+//!   against the crate's own paged query into plain serde structs on a
+//!   pooled client (on Azure or Azurite), as rows per second of wall time
+//!   over interleaved rounds (medians);
+//! - client CPU per row: one 1,000-row page body, as the service sends it
+//!   with full metadata, decoded into entities by `Store::query` (served by
+//!   a backend that parses that body) against the crate's direct serde
+//!   deserialization of the same body into plain structs of the same fields
+//!   (keys, value, label);
+//! - request body encoding per row: `to_row` and `wire::write_row` against
+//!   the crate's serialization of a plain serde struct (`serde_json::to_vec`).
+//!
+//! The CPU figures run on one thread in a tight loop; the best of the rounds
+//! is each route's figure.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use azure_data_tables::prelude::TableServiceClient;
+use futures::StreamExt as _;
+use serde::Deserialize;
+use unified_tables::backend::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
+use unified_tables::{wire, EncodeOptions, Error, QueryOptions, Row, Store, TableEntity, Tables};
+
+use crate::common::{fresh_table, Failure, RawReading, Reading};
+use crate::report::{median, thousands, Figure, Target};
+
+/// The partition the query reads.
+const PARTITION: &str = "query";
+/// Rows in it: two full pages.
+const ROWS: usize = 2_000;
+/// Interleaved rounds of the network figure.
+const ROUNDS: usize = 5;
+/// Rows in the page body the CPU figure decodes.
+const PAGE_ROWS: usize = 1_000;
+/// Decodes of that page per round, and rounds.
+const PAGE_LOOPS: (usize, usize) = (20, 5);
+/// Rows encoded per round of the body figure, and rounds.
+const ENCODE_LOOPS: (usize, usize) = (200_000, 5);
+
+/// A row as the raw crate reads it in a query: the same fields as the
+/// entity (keys, the Int64 as text, the label).
+#[derive(Deserialize)]
+struct RawListed {
+    #[serde(rename = "PartitionKey")]
+    pk: String,
+    #[serde(rename = "RowKey")]
+    rk: String,
+    #[serde(rename = "Value")]
+    value: String,
+    #[serde(rename = "Label")]
+    label: String,
+}
+
+/// The crate's query answer: the rows as plain serde structs.
+#[derive(Deserialize)]
+struct RawPage {
+    #[serde(rename = "value")]
+    value: Vec<RawListed>,
+}
+
+/// A page body as the service writes it with full metadata.
+fn page_body(n: usize) -> Vec<u8> {
+    let mut rows = Vec::with_capacity(n);
+    for i in 0..n {
+        let r = Reading::nth(PARTITION, "r", i);
+        let rk = &r.rk;
+        rows.push(format!(
+            concat!(
+                r#"{{"odata.type":"acct.Figures","odata.id":"http://127.0.0.1/acct/Figures(PartitionKey='query',RowKey='{rk}')","#,
+                r#""odata.etag":"W/\"datetime'2024-05-01T10%3A00%3A00.1234567Z'\"","odata.editLink":"Figures(PartitionKey='query',RowKey='{rk}')","#,
+                r#""PartitionKey":"{pk}","RowKey":"{rk}","Timestamp@odata.type":"Edm.DateTime","Timestamp":"2024-05-01T10:00:00.1234567Z","#,
+                r#""Label":"{label}","Value@odata.type":"Edm.Int64","Value":"{value}"}}"#
+            ),
+            pk = r.pk,
+            rk = rk,
+            label = r.label,
+            value = r.value,
+        ));
+    }
+    format!(
+        r#"{{"odata.metadata":"http://127.0.0.1/acct/$metadata#Figures","value":[{}]}}"#,
+        rows.join(",")
+    )
+    .into_bytes()
+}
+
+/// A backend whose every query answers with one recorded page body, parsed
+/// as the Azure backend parses an answer: the client's side of a query alone.
+#[derive(Debug)]
+struct RecordedPage(Vec<u8>);
+
+#[async_trait]
+impl Backend for RecordedPage {
+    async fn create_table(&self, _: &str) -> unified_tables::Result<()> {
+        Ok(())
+    }
+    async fn delete_table(&self, _: &str) -> unified_tables::Result<()> {
+        Ok(())
+    }
+    async fn get(&self, _: &str, _: &str, _: &str) -> unified_tables::Result<Option<Row>> {
+        Err(Error::Config("the recorded page answers queries only".into()))
+    }
+    async fn execute(&self, _: &str, _: WriteOp) -> unified_tables::Result<WriteOutcome> {
+        Err(Error::Config("the recorded page answers queries only".into()))
+    }
+    async fn transaction(&self, _: &str, _: Vec<WriteOp>) -> unified_tables::Result<Vec<WriteOutcome>> {
+        Err(Error::Config("the recorded page answers queries only".into()))
+    }
+    async fn query(&self, _: &str, _: &QueryRequest, _: Option<&PageToken>) -> unified_tables::Result<Page> {
+        let rows = wire::page_from_slice(&self.0).map_err(Error::MalformedResponse)?;
+        Ok(Page { rows, next: None })
+    }
+}
+
+/// The best of `rounds` timings of `f`, divided by `per`.
+fn best_of(rounds: usize, per: usize, mut f: impl FnMut() -> Result<(), Failure>) -> Result<f64, Failure> {
+    let mut best = Duration::MAX;
+    for _ in 0..rounds {
+        let started = Instant::now();
+        f()?;
+        best = best.min(started.elapsed());
+    }
+    Ok(best.as_secs_f64() * 1e9 / per as f64)
+}
+
+fn ns(v: f64) -> (String, f64) {
+    (format!("{v:.0} ns/row"), v)
+}
+
+/// Client CPU per row of a query page: the store against the crate's serde.
+fn decode_figure() -> Result<Figure, Failure> {
+    let body = page_body(PAGE_ROWS);
+    let store: Store<Reading> = Tables::with_backend(RecordedPage(body.clone()))
+        .without_cache()
+        .store_in("Figures");
+    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    let library = |loops: usize| -> Result<(), Failure> {
+        for _ in 0..loops {
+            let rows = runtime.block_on(store.query(QueryOptions::partition(PARTITION)))?;
+            if rows.len() != PAGE_ROWS || rows[7].value != 49 {
+                return Err("the recorded page decodes wrongly".into());
+            }
+            black_box(rows);
+        }
+        Ok(())
+    };
+    let raw = |loops: usize| -> Result<(), Failure> {
+        for _ in 0..loops {
+            let page: RawPage = serde_json::from_slice(black_box(&body))?;
+            let mut sum = 0i64;
+            for r in &page.value {
+                sum += r.value.parse::<i64>()?;
+                black_box((&r.pk, &r.rk, &r.label));
+            }
+            if page.value.len() != PAGE_ROWS || sum == 0 {
+                return Err("the recorded page deserializes wrongly".into());
+            }
+            black_box(page);
+        }
+        Ok(())
+    };
+    // Warm-up, then interleaved rounds.
+    library(2)?;
+    raw(2)?;
+    let (mut lib_best, mut raw_best) = (f64::MAX, f64::MAX);
+    let (loops, rounds) = PAGE_LOOPS;
+    for _ in 0..rounds {
+        lib_best = lib_best.min(best_of(1, loops * PAGE_ROWS, || library(loops))?);
+        raw_best = raw_best.min(best_of(1, loops * PAGE_ROWS, || raw(loops))?);
+    }
+    Ok(Figure::compared(
+        "query: client CPU per row vs raw crate serde",
+        ns(lib_best),
+        ns(raw_best),
+    )
+    .target(Target::AtMost(2.0)))
+}
+
+/// Request body encoding per row: `to_row` + `write_row` against the crate's serde.
+fn encode_figure() -> Result<Figure, Failure> {
+    let rows: Vec<Reading> = Reading::many(PARTITION, "r", 1_000);
+    let opts = EncodeOptions::default();
+    let (loops, rounds) = ENCODE_LOOPS;
+    let mut body = Vec::with_capacity(256);
+    let mut library = || -> Result<(), Failure> {
+        for i in 0..loops {
+            let row = black_box(&rows[i % rows.len()]).to_row(&opts)?;
+            body.clear();
+            black_box(wire::write_row(&row, &mut body));
+        }
+        Ok(())
+    };
+    let raw = || -> Result<(), Failure> {
+        for i in 0..loops {
+            // As the crate's insert: the entity serialized by serde_json into a new buffer.
+            black_box(serde_json::to_vec(&RawReading::from(black_box(&rows[i % rows.len()])))?);
+        }
+        Ok(())
+    };
+    let (mut lib_best, mut raw_best) = (f64::MAX, f64::MAX);
+    for _ in 0..rounds {
+        lib_best = lib_best.min(best_of(1, loops, &mut library)?);
+        raw_best = raw_best.min(best_of(1, loops, raw)?);
+    }
+    Ok(Figure::compared(
+        "write: request body encoding per row vs raw crate serde",
+        ns(lib_best),
+        ns(raw_best),
+    )
+    .target(Target::AtMost(2.0)))
+}
+
+/// The partition through the crate, page after page, into plain structs.
+async fn raw_query(service: &TableServiceClient, table: &str) -> Result<usize, Failure> {
+    let mut pages = service
+        .table_client(table)
+        .query()
+        .filter(format!("PartitionKey eq '{PARTITION}'"))
+        .into_stream::<RawListed>();
+    let mut n = 0;
+    while let Some(page) = pages.next().await {
+        for r in page?.entities {
+            black_box((r.value.parse::<i64>()?, r.pk, r.rk, r.label));
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// The client CPU figures (run outside any runtime: the decode figure has its own).
+pub fn cpu_figures() -> Result<Vec<Figure>, Failure> {
+    Ok(vec![decode_figure()?, encode_figure()?])
+}
+
+/// The wall-time figure of the partition query, beside the raw crate on
+/// Azure (`service`, a pooled client).
+pub async fn figures(db: &Tables, service: Option<&TableServiceClient>) -> Result<Vec<Figure>, Failure> {
+    let mut figures = Vec::new();
+    let name = format!("query: partition of {} rows", thousands(ROWS));
+    let table = fresh_table("Query");
+    let store: Store<Reading> = db.store_in(&table);
+    store.create_batch(&Reading::many(PARTITION, "r", ROWS)).await?;
+    let library = || async {
+        let started = Instant::now();
+        let rows = store.query(QueryOptions::partition(PARTITION)).await?;
+        if rows.len() != ROWS {
+            return Err::<Duration, Failure>(format!("the query read {} rows", rows.len()).into());
+        }
+        Ok(started.elapsed())
+    };
+    let raw = |service: &TableServiceClient| {
+        let (service, table) = (service.clone(), table.clone());
+        async move {
+            let started = Instant::now();
+            let n = raw_query(&service, &table).await?;
+            if n != ROWS {
+                return Err::<Duration, Failure>(format!("the crate read {n} rows").into());
+            }
+            Ok(started.elapsed())
+        }
+    };
+    // Warm-up (not measured), then interleaved rounds.
+    library().await?;
+    if let Some(s) = service {
+        raw(s).await?;
+    }
+    let (mut lib_times, mut raw_times) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        match service {
+            None => lib_times.push(library().await?),
+            Some(s) if round % 2 == 0 => {
+                lib_times.push(library().await?);
+                raw_times.push(raw(s).await?);
+            }
+            Some(s) => {
+                raw_times.push(raw(s).await?);
+                lib_times.push(library().await?);
+            }
+        }
+    }
+    db.backend().delete_table(&table).await?;
+    let rate = |times: Vec<Duration>| {
+        let per_second = ROWS as f64 / median(times).as_secs_f64();
+        (format!("{} rows/s", thousands(per_second as usize)), per_second)
+    };
+    let raw = (!raw_times.is_empty()).then(|| rate(raw_times));
+    figures.push(Figure::beside_raw(name, rate(lib_times), raw, Target::AtLeast(0.95)));
+    Ok(figures)
+}

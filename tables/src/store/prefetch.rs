@@ -1,0 +1,149 @@
+//! The pages of one query, with the next page fetched while the current
+//! one is decoded.
+//!
+//! One page ahead at most: a reader holds the page it decodes and the one
+//! being fetched, so a stream's memory is bounded by two pages. A page is
+//! fetched ahead only when the reader says it will want it (a limit it has
+//! not reached yet), so a bounded read sends no request it does not need.
+
+use std::sync::Arc;
+
+use tokio::task::JoinHandle;
+
+use crate::backend::{Backend, Page, PageToken, QueryRequest};
+use crate::error::{Error, Result};
+
+/// The page fetched ahead, by a task of its own; dropped, it is abandoned.
+struct Ahead(JoinHandle<Result<Page>>);
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Walks the pages of one query, following page tokens (an empty page
+/// with a token is not the end).
+pub(crate) struct PageFetcher {
+    backend: Arc<dyn Backend>,
+    table: Arc<str>,
+    request: Arc<QueryRequest>,
+    token: Option<PageToken>,
+    started: bool,
+    ahead: Option<Ahead>,
+}
+
+impl PageFetcher {
+    pub(crate) fn new(backend: Arc<dyn Backend>, table: &str, request: QueryRequest) -> PageFetcher {
+        PageFetcher {
+            backend,
+            table: Arc::from(table),
+            request: Arc::new(request),
+            token: None,
+            started: false,
+            ahead: None,
+        }
+    }
+
+    /// Whether the last page has been returned.
+    pub(crate) fn is_done(&self) -> bool {
+        self.started && self.token.is_none() && self.ahead.is_none()
+    }
+
+    /// The next page, or `None` after the last. When the page has a
+    /// successor and `wants_next(&page)` says the reader will read it, the
+    /// successor is fetched while the caller decodes this one.
+    pub(crate) async fn next(&mut self, wants_next: impl FnOnce(&Page) -> bool) -> Result<Option<Page>> {
+        let page = match self.ahead.take() {
+            Some(mut ahead) => {
+                let joined = (&mut ahead.0).await;
+                match joined {
+                    Ok(page) => page?,
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    Err(e) => return Err(Error::Transport(format!("a page read ahead was lost: {e}"))),
+                }
+            }
+            None if self.is_done() => return Ok(None),
+            None => {
+                self.backend
+                    .query(&self.table, &self.request, self.token.as_ref())
+                    .await?
+            }
+        };
+        self.started = true;
+        self.token = page.next.clone();
+        if let Some(token) = self.token.clone() {
+            if wants_next(&page) {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    let (backend, table, request) = (self.backend.clone(), self.table.clone(), self.request.clone());
+                    let task = runtime.spawn(async move { backend.query(&table, &request, Some(&token)).await });
+                    self.ahead = Some(Ahead(task));
+                    // The successor's own token comes with it.
+                    self.token = None;
+                }
+            }
+        }
+        Ok(Some(page))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::counting::CountingBackend;
+    use crate::backend::memory::MemoryBackend;
+    use crate::backend::WriteOp;
+    use crate::value::Row;
+
+    async fn seeded(rows: usize) -> Arc<CountingBackend<MemoryBackend>> {
+        let backend = Arc::new(CountingBackend::new(MemoryBackend::new()));
+        backend.create_table("T").await.unwrap();
+        for i in 0..rows {
+            backend
+                .execute("T", WriteOp::Insert(Row::new("p", format!("{i:04}"))))
+                .await
+                .unwrap();
+        }
+        backend
+    }
+
+    fn request() -> QueryRequest {
+        QueryRequest {
+            top: Some(10),
+            ..QueryRequest::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn every_page_comes_once_in_order_with_the_next_fetched_ahead() {
+        let backend = seeded(35).await;
+        let mut pages = PageFetcher::new(backend.clone(), "T", request());
+        let mut keys = Vec::new();
+        let mut sizes = Vec::new();
+        while let Some(page) = pages.next(|_| true).await.unwrap() {
+            sizes.push(page.rows.len());
+            // The successor is asked for before this page is decoded (its task runs at the first yield).
+            tokio::task::yield_now().await;
+            let asked = backend.counts().queries as usize;
+            assert_eq!(asked, sizes.len() + usize::from(page.next.is_some()), "{sizes:?}");
+            keys.extend(page.rows.into_iter().map(|r| r.row_key));
+        }
+        assert_eq!(sizes, [10, 10, 10, 5]);
+        assert_eq!(keys, (0..35).map(|i| format!("{i:04}")).collect::<Vec<_>>());
+        assert!(pages.next(|_| true).await.unwrap().is_none());
+        assert_eq!(backend.counts().queries, 4);
+    }
+
+    #[tokio::test]
+    async fn no_page_is_fetched_ahead_that_the_reader_will_not_read() {
+        let backend = seeded(35).await;
+        let mut pages = PageFetcher::new(backend.clone(), "T", request());
+        let first = pages.next(|_| false).await.unwrap().unwrap();
+        assert_eq!(first.rows.len(), 10);
+        tokio::task::yield_now().await;
+        assert_eq!(backend.counts().queries, 1);
+        // Asked for again, the next page is read where the first one ended.
+        let second = pages.next(|_| false).await.unwrap().unwrap();
+        assert_eq!(second.rows[0].row_key, "0010");
+    }
+}
