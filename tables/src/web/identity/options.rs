@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::layout::IDENTITY_TABLE_SUFFIXES;
 
 fn invalid(option: &str, reason: String) -> Error {
     Error::Config(format!("{option}: {reason}"))
@@ -179,16 +180,17 @@ impl IdentityOptions {
 
     /// The names of the tables these options lead to.
     pub fn tables(&self) -> IdentityTables {
-        let p = &self.table_prefix;
+        let [users, emails, roles, user_roles, role_claims, user_claims, logins, tokens] =
+            IDENTITY_TABLE_SUFFIXES.map(|suffix| format!("{}{suffix}", self.table_prefix));
         IdentityTables {
-            users: format!("{p}Users"),
-            emails: format!("{p}UserEmails"),
-            roles: format!("{p}Roles"),
-            user_roles: format!("{p}UserRoles"),
-            role_claims: format!("{p}RoleClaims"),
-            user_claims: format!("{p}UserClaims"),
-            logins: format!("{p}UserLogins"),
-            tokens: format!("{p}UserTokens"),
+            users,
+            emails,
+            roles,
+            user_roles,
+            role_claims,
+            user_claims,
+            logins,
+            tokens,
         }
     }
 }
