@@ -112,8 +112,9 @@ impl IdentityOptions {
     pub const DEFAULT_PREFIX: &'static str = "Identity";
     /// The default email reservation timeout: two minutes.
     pub const DEFAULT_RESERVATION_TIMEOUT: Duration = Duration::from_secs(120);
-    /// The longest table prefix: 40 characters (the longest table suffix is 23).
-    pub const MAX_PREFIX_LEN: usize = 40;
+    /// The longest table prefix: 53 characters (table names have at most
+    /// 63, and the longest suffix, `UserEmails`, has 10).
+    pub const MAX_PREFIX_LEN: usize = 53;
 
     /// The defaults: [`Lockout::default`], prefix `Identity`, reservation timeout two minutes.
     pub fn new() -> IdentityOptions {
@@ -130,7 +131,7 @@ impl IdentityOptions {
         self
     }
 
-    /// The prefix of the table names: 1 to 40 ASCII letters and digits,
+    /// The prefix of the table names: 1 to 53 ASCII letters and digits,
     /// starting with a letter, or [`Error::Config`] naming
     /// `IdentityOptions::table_prefix`.
     pub fn table_prefix(mut self, prefix: impl Into<String>) -> Result<IdentityOptions> {
