@@ -132,11 +132,13 @@ pub async fn identity_a_registration_that_stops_between_steps_blocks_no_email_fo
     assert_eq!(identity.find_by_email("ann@example.com").await.unwrap().unwrap().id(), bea.id());
 
     // Stopped after the user row, before confirming: the user holds the address for good.
-    let mut first_two: Vec<Hold> = (0..2).map(|_| gate.arm(Point::BeforeWrite)).collect();
+    let mut steps: Vec<Hold> = (0..2).map(|_| gate.arm(Point::BeforeWrite)).collect();
     let mut confirm = vec![gate.arm(Point::BeforeWrite)];
     let crashed = register(&identity, NewUser::new("cy").email("cy@example.com"));
-    reached(&mut first_two).await;
-    release(first_two);
+    for step in steps.drain(..) {
+        (step.reached).await.expect("the step is reached");
+        let _ = step.release.send(());
+    }
     reached(&mut confirm).await;
     crashed.abort();
     assert!(crashed.await.unwrap_err().is_cancelled());
