@@ -88,7 +88,7 @@ impl Identity {
                 |r| {
                     r.user_guid == id.guid
                         && r.password_hash == verified
-                        && !r.lockout_end.is_some_and(|end| end > DateTime::now())
+                        && r.lockout_end.is_none_or(|end| end <= DateTime::now())
                 },
                 |r| r.access_failed_count = 0,
             )
