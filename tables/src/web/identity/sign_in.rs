@@ -21,7 +21,7 @@ fn after(now: DateTime, duration: Duration) -> DateTime {
 }
 
 fn signed_in(user: User) -> SignIn {
-    match user.two_factor_enabled {
+    match user.two_factor_enabled() {
         true => SignIn::TwoFactorRequired(user),
         false => SignIn::Succeeded(user),
     }
@@ -195,7 +195,7 @@ impl Identity {
     /// Whether `password` is the user's password, checked against the hash
     /// `user` carries (no lockout bookkeeping; `false` for a user without a password).
     pub async fn check_password(&self, user: &User, password: &str) -> IdentityResult<bool> {
-        match &user.password_hash {
+        match &user.row.password_hash {
             Some(hash) => password::verify(password, hash).await,
             None => Ok(false),
         }
