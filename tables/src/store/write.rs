@@ -414,6 +414,7 @@ impl<T: TableEntity> Store<T> {
             let (old_refs, new_parts) = (unit.old_refs, unit.new_parts);
             let error = match self.send_settled(unit.ops, new_parts + 1).await {
                 Ok((outcome, settled)) => {
+                    self.note_continuations(new_parts > 0);
                     if !old_refs.is_empty() {
                         Box::pin(self.release_blobs(&key, &old_refs, &new_refs)).await;
                     }
