@@ -18,6 +18,8 @@ pub enum Point {
     BeforeWrite,
     /// After a single write or a transaction took effect, before the store sees its answer.
     AfterWrite,
+    /// Before a query page is requested.
+    BeforeQuery,
 }
 
 /// A held request: `reached` fires when it gets to the point; it waits there until `release` is sent or dropped.
@@ -110,6 +112,7 @@ impl<B: Backend> Backend for GateBackend<B> {
     }
 
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
+        self.pass(Point::BeforeQuery).await;
         self.inner.query(table, request, token).await
     }
 }
