@@ -1,42 +1,58 @@
-//! Whether the next entity read of a type is likely to have continuation
-//! rows: the last one of that type written or read in the table had them.
-//! A read that expects them sends the range query of its continuation rows
-//! together with the point read of its main row, instead of after it.
+//! Which entities are known to have continuation rows: those whose last
+//! version written or read through one [`Tables`](crate::Tables) handle had
+//! them. A read of such an entity sends the range query of its continuation
+//! rows together with the point read of its main row, instead of after it.
 //!
 //! A hint only decides when rows are fetched, never what is accepted: the
 //! main row's part count, each row's owner and the manifest's SHA-256 are
-//! checked as on every read. A wrong hint costs one range query that finds
-//! nothing, or the wait the hint would have saved.
+//! checked as on every read. A hint goes wrong only when another writer
+//! changed the entity; that costs one range query that finds nothing, or the
+//! wait the hint would have saved.
 
-use std::any::TypeId;
-use std::collections::HashMap;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-/// The hints of one [`Tables`](crate::Tables) handle, by table and entity type.
+/// The most entities remembered; past it the hints start over (a hint is an optimisation only).
+const MAX_HINTS: usize = 100_000;
+
+/// The hints of one handle: (table, PartitionKey, RowKey) of entities with continuation rows.
 #[derive(Debug, Default)]
 pub(crate) struct ContinuationHints {
-    by_type: Mutex<HashMap<(String, TypeId), bool>>,
+    keys: Mutex<HashSet<(String, String, String)>>,
+    /// Whether any entity was ever noted (until then every call returns at once).
+    any: AtomicBool,
 }
 
 impl ContinuationHints {
-    /// Whether the last entity of `T` written or read in `table` had continuation rows.
-    pub(crate) fn expects<T: 'static>(&self, table: &str) -> bool {
-        let hints = self.by_type.lock().unwrap_or_else(|e| e.into_inner());
-        hints
-            .get(&(table.to_owned(), TypeId::of::<T>()))
-            .copied()
-            .unwrap_or(false)
+    fn key(table: &str, partition_key: &str, row_key: &str) -> (String, String, String) {
+        (table.to_owned(), partition_key.to_owned(), row_key.to_owned())
     }
 
-    /// Records whether an entity of `T` just written or read in `table` had continuation rows.
-    pub(crate) fn note<T: 'static>(&self, table: &str, had: bool) {
-        let mut hints = self.by_type.lock().unwrap_or_else(|e| e.into_inner());
-        match hints.get_mut(&(table.to_owned(), TypeId::of::<T>())) {
-            Some(hint) => *hint = had,
-            None if had => {
-                hints.insert((table.to_owned(), TypeId::of::<T>()), true);
+    /// Whether the entity's last version seen had continuation rows.
+    pub(crate) fn expects(&self, table: &str, partition_key: &str, row_key: &str) -> bool {
+        if !self.any.load(Ordering::Relaxed) {
+            return false;
+        }
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        !keys.is_empty() && keys.contains(&Self::key(table, partition_key, row_key))
+    }
+
+    /// Records whether the entity's version just written or read has continuation rows
+    /// (`false` also for an entity deleted or found missing).
+    pub(crate) fn note(&self, table: &str, partition_key: &str, row_key: &str, has: bool) {
+        if !has && !self.any.load(Ordering::Relaxed) {
+            return;
+        }
+        self.any.store(true, Ordering::Relaxed);
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        if has {
+            if keys.len() >= MAX_HINTS {
+                keys.clear();
             }
-            None => {}
+            keys.insert(Self::key(table, partition_key, row_key));
+        } else if !keys.is_empty() {
+            keys.remove(&Self::key(table, partition_key, row_key));
         }
     }
 }
@@ -46,14 +62,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_last_entity_of_a_type_in_a_table_decides() {
+    fn the_last_version_of_each_entity_decides() {
         let hints = ContinuationHints::default();
-        assert!(!hints.expects::<u8>("T"));
-        hints.note::<u8>("T", true);
-        assert!(hints.expects::<u8>("T"));
-        assert!(!hints.expects::<u16>("T"), "another type");
-        assert!(!hints.expects::<u8>("U"), "another table");
-        hints.note::<u8>("T", false);
-        assert!(!hints.expects::<u8>("T"));
+        assert!(!hints.expects("T", "p", "r"));
+        hints.note("T", "p", "r", true);
+        assert!(hints.expects("T", "p", "r"));
+        assert!(!hints.expects("T", "p", "s"), "another key");
+        assert!(!hints.expects("U", "p", "r"), "another table");
+        hints.note("T", "p", "r", false);
+        assert!(!hints.expects("T", "p", "r"));
+    }
+
+    #[test]
+    fn past_the_bound_the_hints_start_over() {
+        let hints = ContinuationHints::default();
+        for i in 0..MAX_HINTS {
+            hints.note("T", "p", &i.to_string(), true);
+        }
+        assert!(hints.expects("T", "p", "0"));
+        hints.note("T", "p", "last", true);
+        assert!(hints.expects("T", "p", "last"));
+        assert!(!hints.expects("T", "p", "0"));
     }
 }

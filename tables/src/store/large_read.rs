@@ -1,14 +1,15 @@
 //! Reading the rows of an entity with large values: the main row, and its
 //! continuation rows in one range query — sent together with the point read
-//! when the last entity of the type had continuation rows (see
-//! [`ContinuationHints`](crate::large::hints::ContinuationHints)), else after it.
+//! when the entity's last version seen through the handle had continuation
+//! rows (see [`ContinuationHints`](crate::large::hints::ContinuationHints)),
+//! else after it.
 
 use super::read::continuation_range;
 use super::Store;
-use crate::backend::QueryRequest;
+use crate::backend::{QueryRequest, UpdateMode, WriteOp};
 use crate::entity::{Key, TableEntity};
 use crate::error::Result;
-use crate::layout::MAX_CONTINUATION_ROWS;
+use crate::layout::{split_parts, MAX_CONTINUATION_ROWS, SPLIT_OF};
 use crate::value::Row;
 
 /// The index of a continuation row of `main_key` from its RowKey
@@ -26,15 +27,20 @@ impl<T: TableEntity> Store<T> {
     /// rows, every continuation row of the key read at the same time (the
     /// caller checks which of them the main row declares).
     pub(crate) async fn get_main_row(&self, key: &Key) -> Result<(Option<Row>, Option<Vec<Row>>)> {
+        let (pk, rk) = (key.partition_key.as_str(), key.row_key.as_str());
         let backend = &self.tables.backend;
-        let get = backend.get(&self.table, &key.partition_key, &key.row_key);
-        if !const { T::SCHEMA.has_large_values() } || !self.tables.continuation_hints.expects::<T>(&self.table) {
+        let get = backend.get(&self.table, pk, rk);
+        if !const { T::SCHEMA.has_large_values() } || !self.tables.continuation_hints.expects(&self.table, pk, rk) {
             return Ok((get.await?, None));
         }
-        let rest = self.continuation_rows(&key.partition_key, &key.row_key, MAX_CONTINUATION_ROWS);
+        let rest = self.continuation_rows(pk, rk, MAX_CONTINUATION_ROWS);
         let (main, rest) = futures::join!(get, rest);
+        let main = main?;
+        if main.is_none() {
+            self.note_continuations(pk, rk, false);
+        }
         // A failed range query is not the read's failure: the rows are read again after the main row.
-        Ok((main?, rest.ok()))
+        Ok((main, rest.ok()))
     }
 
     /// The continuation rows `1..=last` of a main row (one range query).
@@ -52,10 +58,39 @@ impl<T: TableEntity> Store<T> {
         Ok(rows)
     }
 
-    /// Records whether the entity of this type just read or written has continuation rows.
-    pub(crate) fn note_continuations(&self, had: bool) {
+    /// Records whether the entity just read has continuation rows.
+    pub(crate) fn note_continuations(&self, partition_key: &str, row_key: &str, has: bool) {
         if const { T::SCHEMA.has_large_values() } {
-            self.tables.continuation_hints.note::<T>(&self.table, had);
+            self.tables
+                .continuation_hints
+                .note(&self.table, partition_key, row_key, has);
+        }
+    }
+}
+
+// Writes do not depend on the entity type (a union store writes too).
+impl<T> Store<T> {
+    /// Records what `ops` leave behind, before they are sent: a main row
+    /// written whole has the continuation rows it declares, a deleted row
+    /// none. Merges change no part count; continuation rows are not entities.
+    pub(crate) fn note_written(&self, ops: &[WriteOp]) {
+        let hints = &self.tables.continuation_hints;
+        for op in ops {
+            let has = match op {
+                WriteOp::Update {
+                    mode: UpdateMode::Merge,
+                    ..
+                } => continue,
+                WriteOp::Delete { .. } => false,
+                WriteOp::Insert(row) | WriteOp::Upsert { row, .. } | WriteOp::Update { row, .. } => {
+                    if row.get(SPLIT_OF).is_some() {
+                        continue;
+                    }
+                    split_parts(row) > 0
+                }
+            };
+            let (pk, rk) = op.keys();
+            hints.note(&self.table, pk, rk, has);
         }
     }
 }

@@ -203,7 +203,7 @@ impl<T: TableEntity> Store<T> {
                 });
             }
         }
-        self.note_continuations(parts > 0);
+        self.note_continuations(&main.partition_key, &main.row_key, parts > 0);
         for column in columns {
             let stored_under = stored_name(&merged, column.name, column.aliases);
             let Some(name) = stored_under else { continue };

@@ -1,6 +1,6 @@
 //! Reads of split values: continuation rows fetched together with the main
-//! row once the type's last entity had them, gzip unpacked and hashed as the
-//! rows arrive, and every damage still `Error::Integrity`.
+//! row when the handle last saw the entity with them, gzip unpacked and
+//! hashed as the rows arrive, and every damage still `Error::Integrity`.
 
 use std::time::Duration;
 
@@ -94,56 +94,77 @@ async fn damage_notes(env: &Env, notes: &Document, damage: fn(&mut Vec<u8>)) {
     }
 }
 
-pub async fn continuation_rows_are_read_with_the_main_row_once_the_type_has_them(env: &Env) {
+pub async fn continuation_rows_are_read_with_the_main_row_when_the_handle_saw_them(env: &Env) {
     let store = env.tables.store_in::<Document>(&env.table);
-    store.create(&mut big("big", 80)).await.unwrap();
+    let mut doc = big("big", 80);
+    store.create(&mut doc).await.unwrap();
     store.create(&mut Document::new("p", "small")).await.unwrap();
     env.reset_counts();
-    // The last entity written had no continuation rows: the range query follows the point read.
-    let read = store.get(("p", "big")).await.unwrap().unwrap();
-    assert!(read.same(&big("big", 80)));
     let one_of_each = Counts {
         gets: 1,
         queries: 1,
         ..Counts::default()
     };
-    measure(env, "read after a small write", one_of_each);
-    // Now they are sent together, and the same requests read the same entity.
-    assert!(store.get(("p", "big")).await.unwrap().unwrap().same(&read));
-    measure(env, "read after a read with continuation rows", one_of_each);
-    // A wrong guess costs one range query that finds nothing; the next read guesses again.
+    let one_get = Counts {
+        gets: 1,
+        ..Counts::default()
+    };
+    // This handle wrote it with continuation rows: the range query goes with the point read.
+    assert!(store.get(("p", "big")).await.unwrap().unwrap().same(&doc));
+    measure(env, "read of an entity written with continuation rows", one_of_each);
     assert!(store
         .get(("p", "small"))
         .await
         .unwrap()
         .unwrap()
         .same(&Document::new("p", "small")));
-    measure(env, "small read after a large one", one_of_each);
-    assert!(store.get(("p", "small")).await.unwrap().is_some());
-    measure(
-        env,
-        "small read after a small one",
-        Counts {
-            gets: 1,
-            ..Counts::default()
-        },
-    );
-    // A missing entity is still `None` when the range query is sent along.
-    store.get(("p", "big")).await.unwrap();
-    assert!(store.get(("p", "nothing")).await.unwrap().is_none());
-    // A continuation row missing when the rows are read together is Integrity.
+    measure(env, "read of an entity without them", one_get);
+    // A handle that has not seen the entity sends the range query after the point read: the same requests.
+    let other = fresh_handle(env);
+    other.ensure_created().await.unwrap();
+    env.reset_counts();
+    assert!(other.get(("p", "big")).await.unwrap().unwrap().same(&doc));
+    measure(env, "first read through another handle", one_of_each);
+    // Another writer shrinks it: the guess costs one range query that finds nothing, once.
+    doc.body = "short".into();
+    other.update(&mut doc).await.unwrap();
+    env.reset_counts();
+    assert!(store.get(("p", "big")).await.unwrap().unwrap().same(&doc));
+    measure(env, "read after another writer shrank the entity", one_of_each);
+    assert!(store.get(("p", "big")).await.unwrap().unwrap().same(&doc));
+    measure(env, "the next read", one_get);
+    // The main row gone under the handle: `None`, its leftover continuation rows read along and left out.
+    store.create(&mut big("gone", 81)).await.unwrap();
     env.backend()
         .execute(
             &env.table,
             WriteOp::Delete {
                 partition_key: "p".into(),
-                row_key: "big~0001".into(),
+                row_key: "gone".into(),
                 condition: IfMatch::Any,
             },
         )
         .await
         .unwrap();
-    let err = store.get(("p", "big")).await.unwrap_err();
+    env.reset_counts();
+    assert!(store.get(("p", "gone")).await.unwrap().is_none());
+    measure(env, "read of a main row deleted by another writer", one_of_each);
+    assert!(store.get(("p", "gone")).await.unwrap().is_none());
+    measure(env, "the next read", one_get);
+    // A continuation row missing when the rows are read together is Integrity.
+    store.create(&mut big("torn", 82)).await.unwrap();
+    env.backend()
+        .execute(
+            &env.table,
+            WriteOp::Delete {
+                partition_key: "p".into(),
+                row_key: "torn~0001".into(),
+                condition: IfMatch::Any,
+            },
+        )
+        .await
+        .unwrap();
+    let err = store.get(("p", "torn")).await.unwrap_err();
     assert!(
         matches!(&err, Error::Integrity { reason, .. } if reason.contains("continuation row 1 of")),
         "{err}"
@@ -156,7 +177,7 @@ pub async fn a_read_whose_continuation_rows_are_in_flight_never_mixes_versions(e
         .without_cache()
         .with_blobs(env.blobs.clone().expect("a blob backend"), blob_options());
     let store = tables.store_in::<Document>(&env.table);
-    let mut first = big("doc", 81);
+    let mut first = big("doc", 84);
     store.create(&mut first).await.unwrap();
     // The read's point read has its answer (the first version) and its range
     // query has not been sent: both are in flight at once, and held there.

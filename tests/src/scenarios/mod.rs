@@ -208,7 +208,7 @@ macro_rules! for_each_scenario {
             // -- identity scenarios --
             // -- end identity scenarios --
             // -- perf scenarios --
-            large_reads::continuation_rows_are_read_with_the_main_row_once_the_type_has_them,
+            large_reads::continuation_rows_are_read_with_the_main_row_when_the_handle_saw_them,
             large_reads::a_read_whose_continuation_rows_are_in_flight_never_mixes_versions,
             large_reads::damaged_gzip_is_integrity_while_it_streams,
             // -- end perf scenarios --
