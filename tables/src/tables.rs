@@ -28,6 +28,8 @@ pub struct Tables {
     /// What cache entries of this handle are keyed under besides table and
     /// keys: the account's table endpoint, or a name unique to the backend.
     pub(crate) scope: Arc<str>,
+    /// Which entity types' reads fetch continuation rows with the main row.
+    pub(crate) continuation_hints: Arc<crate::large::hints::ContinuationHints>,
 }
 
 /// Where large values and files go when they leave the table. Built with
@@ -109,6 +111,7 @@ impl Tables {
             blobs: None,
             cache: Some(ReadCache::default()),
             scope: format!("backend:{n}").into(),
+            continuation_hints: Arc::default(),
         }
     }
 

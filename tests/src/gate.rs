@@ -18,6 +18,8 @@ pub enum Point {
     BeforeWrite,
     /// After a single write or a transaction took effect, before the store sees its answer.
     AfterWrite,
+    /// Before a query page is requested.
+    BeforeQuery,
     /// After a page of a query has its answer, before the store sees it.
     AfterQuery,
 }
@@ -112,6 +114,7 @@ impl<B: Backend> Backend for GateBackend<B> {
     }
 
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
+        self.pass(Point::BeforeQuery).await;
         let page = self.inner.query(table, request, token).await;
         self.pass(Point::AfterQuery).await;
         page

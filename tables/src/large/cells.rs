@@ -5,13 +5,14 @@ use std::io::Write;
 
 use flate2::{write::GzEncoder, Compression};
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use crate::codec::{gunzip_bounded, GunzipError};
 use crate::entity::{LargeEncoding, LargeForm};
 use crate::error::{Error, Result};
-use crate::layout::{chunk_cell, chunks_cell, enc_cell, json_cell, len_cell, sha256_cell};
+use crate::layout::{chunks_cell, enc_cell, json_cell, len_cell, sha256_cell};
 use crate::service::MAX_CELL_BYTES;
-use crate::value::{sha256_hex, utf16_len, Row, Value};
+use crate::value::{hex, utf16_len, Row, Value};
 
 /// UTF-16 units in one text chunk.
 pub const TEXT_CHUNK_UNITS: usize = 32_000;
@@ -75,21 +76,68 @@ pub(crate) fn fits_one_cell(value: &Value) -> bool {
 }
 
 /// The stored bytes of a value under an encoding (what the hash covers).
+#[cfg(test)]
 pub(crate) fn stored_bytes(value: &Value, encoding: LargeEncoding) -> Vec<u8> {
-    let raw: &[u8] = match value {
+    stored_bytes_hashed(value, encoding).0
+}
+
+/// The value's own bytes.
+fn raw_bytes(value: &Value) -> &[u8] {
+    match value {
         Value::String(s) => s.as_bytes(),
         Value::Binary(b) => b,
         _ => &[],
+    }
+}
+
+/// Bytes hashed as they are written, in the same pass.
+struct Hashing {
+    bytes: Vec<u8>,
+    hasher: Sha256,
+}
+
+impl Write for Hashing {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.hasher.update(buf);
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Bytes taken (or hashed) at a time when one pass hashes while it copies:
+/// small enough to stay in cache between the two.
+const HASH_BLOCK: usize = 64 * 1024;
+
+/// The stored bytes of a value and their lower-case hex SHA-256, in one
+/// pass over the value: gzip output is hashed as the compressor writes it,
+/// the bytes of `text` and `binary` while they are copied.
+pub(crate) fn stored_bytes_hashed(value: &Value, encoding: LargeEncoding) -> (Vec<u8>, String) {
+    let raw = raw_bytes(value);
+    let mut out = Hashing {
+        bytes: Vec::with_capacity(match encoding {
+            LargeEncoding::Gzip => raw.len() / 3 + 64,
+            LargeEncoding::Text | LargeEncoding::Binary => raw.len(),
+        }),
+        hasher: Sha256::new(),
     };
     match encoding {
         LargeEncoding::Gzip => {
             // Large values favour speed: level 1 is several times faster than the default and still gzip.
-            let mut enc = GzEncoder::new(Vec::with_capacity(raw.len() / 3 + 64), Compression::fast());
+            let mut enc = GzEncoder::new(&mut out, Compression::fast());
             let _ = enc.write_all(raw);
-            enc.finish().unwrap_or_default()
+            let _ = enc.finish();
         }
-        LargeEncoding::Text | LargeEncoding::Binary => raw.to_vec(),
+        LargeEncoding::Text | LargeEncoding::Binary => {
+            for block in raw.chunks(HASH_BLOCK) {
+                let _ = out.write_all(block);
+            }
+        }
     }
+    (out.bytes, hex(&out.hasher.finalize()))
 }
 
 /// The one-cell form of a value from its stored bytes. Damaged data is an
@@ -181,74 +229,40 @@ pub(crate) fn chunks(value: &Value, stored: &[u8], encoding: LargeEncoding) -> V
     }
 }
 
-/// Reassembles a split value from the cells of its rows, checking the
-/// manifest and the hash. Returns the one-cell form.
+/// Reassembles a split value from the cells of its rows (merged into one
+/// row), checking the manifest and the hash. Returns the one-cell form.
+#[cfg(test)]
 pub(crate) fn assemble(column: &str, cells: &Row, form: LargeForm) -> Result<Value> {
-    let damaged = |reason: String| Error::Integrity {
-        column: column.to_owned(),
-        reason,
-    };
-    let count = match cells.get(&chunks_cell(column)) {
-        Some(Value::Int32(n)) if *n > 0 => *n as usize,
-        Some(Value::Int64(n)) if *n > 0 => *n as usize,
-        other => return Err(damaged(format!("the chunk count is not a positive number: {other:?}"))),
-    };
-    let encoding = match cells.get(&enc_cell(column)) {
-        Some(Value::String(e)) => e.clone(),
-        other => return Err(damaged(format!("the encoding cell is missing or not text: {other:?}"))),
-    };
-    let expected_hash = match cells.get(&sha256_cell(column)) {
-        Some(Value::String(h)) if h.len() == 64 => h.to_ascii_lowercase(),
-        other => return Err(damaged(format!("the hash cell is missing or malformed: {other:?}"))),
-    };
-    let mut stored: Vec<u8> = Vec::new();
-    for i in 0..count {
-        match cells.get(&chunk_cell(column, i)) {
-            Some(Value::String(s)) => stored.extend_from_slice(s.as_bytes()),
-            Some(Value::Binary(b)) => stored.extend_from_slice(b),
-            Some(other) => return Err(damaged(format!("chunk {i} is not text or binary: {other:?}"))),
-            None => {
-                return Err(damaged(format!(
-                    "chunk {i} of {count} is missing; the row may have been damaged or changed while it was read"
-                )))
-            }
-        }
-    }
-    let declared = match cells.get(&len_cell(column)) {
-        Some(Value::Int64(n)) => Some(*n),
-        Some(Value::Int32(n)) => Some(*n as i64),
-        _ => None,
-    };
-    if let Some(len) = declared {
-        if len < 0 || len as usize != stored.len() {
-            return Err(damaged(format!(
-                "{} stored bytes, the manifest says {len}",
-                stored.len()
-            )));
-        }
-    }
-    let actual = sha256_hex(&stored);
-    if actual != expected_hash {
-        return Err(damaged(format!(
-            "SHA-256 mismatch: stored {expected_hash}, computed {actual}"
-        )));
-    }
-    value_from_stored(column, stored, &encoding, form)
+    let mut row = cells.clone();
+    let mut assembler = super::stream::SplitAssembler::default();
+    assembler.start(column, form, &row);
+    assembler.feed(&mut row);
+    assembler
+        .finish(column)
+        .unwrap_or_else(|| unreachable!("the value was started"))
 }
 
-/// The manifest cells of a split value.
-pub(crate) fn manifest(column: &str, count: usize, stored: &[u8], encoding: LargeEncoding) -> Vec<(String, Value)> {
+/// The manifest cells of a split value whose `len` stored bytes hash to `sha256`.
+pub(crate) fn manifest(
+    column: &str,
+    count: usize,
+    len: usize,
+    sha256: &str,
+    encoding: LargeEncoding,
+) -> Vec<(String, Value)> {
     vec![
         (chunks_cell(column), Value::Int32(count as i32)),
-        (sha256_cell(column), Value::String(sha256_hex(stored))),
+        (sha256_cell(column), Value::String(sha256.to_owned())),
         (enc_cell(column), Value::String(encoding.name().to_owned())),
-        (len_cell(column), Value::Int64(stored.len() as i64)),
+        (len_cell(column), Value::Int64(len as i64)),
     ]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::chunk_cell;
+    use crate::value::sha256_hex;
 
     #[test]
     fn text_chunks_never_split_a_surrogate_pair() {
@@ -277,7 +291,13 @@ mod tests {
         for (i, c) in parts.iter().enumerate() {
             row.insert(chunk_cell("Body", i), c.clone());
         }
-        for (k, v) in manifest("Body", parts.len(), &stored, LargeEncoding::Gzip) {
+        for (k, v) in manifest(
+            "Body",
+            parts.len(),
+            stored.len(),
+            &sha256_hex(&stored),
+            LargeEncoding::Gzip,
+        ) {
             row.insert(k, v);
         }
         assert_eq!(assemble("Body", &row, LargeForm::Text).unwrap(), Value::String(text));

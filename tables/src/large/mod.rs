@@ -1,10 +1,12 @@
 //! Large values: values of any size stored losslessly in split cells,
 //! continuation rows or blobs, and files kept as blobs (`BlobContent`).
-//! Everything here is pure planning and encoding; the store does the I/O.
+//! Everything here is pure planning, encoding and reassembly; the store does the I/O.
 
 pub(crate) mod blob_content;
 pub(crate) mod cells;
+pub(crate) mod hints;
 pub(crate) mod plan;
+pub(crate) mod stream;
 
 pub use blob_content::{decode_blob_ref, encode_blob_ref, BlobContent};
 pub use cells::{encode_large_bytes, encode_large_json, encode_large_json_value, encode_large_text};

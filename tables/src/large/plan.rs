@@ -3,7 +3,9 @@
 
 use std::borrow::Cow;
 
-use super::cells::{chunks, fits_one_cell, inline_name, manifest, stored_bytes};
+use std::sync::Arc;
+
+use super::cells::{chunks, fits_one_cell, inline_name, manifest, stored_bytes_hashed};
 use crate::backend::pack::{key_weight, row_weight, TRANSACTION_BODY_BUDGET};
 use crate::entity::{Column, ColumnKind, LargeEncoding, LargeForm, Schema};
 use crate::error::{Error, KeyKind, Result};
@@ -58,7 +60,8 @@ pub(crate) fn large_columns(columns: &'static [Column]) -> Vec<LargeColumn> {
 #[derive(Debug, Clone)]
 pub(crate) struct PlannedBlob {
     pub(crate) reference: BlobRef,
-    pub(crate) bytes: Vec<u8>,
+    /// Shared with nothing once the plan is made, so the upload moves it.
+    pub(crate) bytes: Arc<Vec<u8>>,
     pub(crate) content_encoding: Option<String>,
 }
 
@@ -92,6 +95,10 @@ struct Candidate<'r> {
     /// The cell's stored size (computed once: it walks the whole value).
     size: usize,
     stored: Option<Cow<'r, [u8]>>,
+    /// The SHA-256 of the stored bytes (computed once, with them where it can be).
+    sha: Option<String>,
+    /// The blob's bytes, once the value is offloaded.
+    blob: Option<Arc<Vec<u8>>>,
     chunks: Option<Vec<Value>>,
     tier: Tier,
 }
@@ -109,19 +116,58 @@ impl<'r> Candidate<'r> {
             },
             cell,
             stored: None,
+            sha: None,
+            blob: None,
             chunks: None,
         }
     }
 
-    /// The stored bytes: the value's own bytes for `text` and `binary`, gzip for `gzip`.
+    /// The stored bytes: the value's own bytes for `text` and `binary`, gzip
+    /// for `gzip` (hashed while it is compressed).
     fn stored(&mut self) -> &[u8] {
         let (cell, encoding) = (self.cell, self.column.encoding);
-        self.stored.get_or_insert_with(|| match (encoding, cell) {
-            (LargeEncoding::Gzip, _) => Cow::Owned(stored_bytes(cell, encoding)),
-            (_, Value::String(s)) => Cow::Borrowed(s.as_bytes()),
-            (_, Value::Binary(b)) => Cow::Borrowed(b.as_slice()),
-            _ => Cow::Owned(Vec::new()),
-        })
+        if self.stored.is_none() {
+            self.stored = Some(match (encoding, cell) {
+                (LargeEncoding::Gzip, _) => {
+                    let (bytes, sha) = stored_bytes_hashed(cell, encoding);
+                    self.sha = Some(sha);
+                    Cow::Owned(bytes)
+                }
+                (_, Value::String(s)) => Cow::Borrowed(s.as_bytes()),
+                (_, Value::Binary(b)) => Cow::Borrowed(b.as_slice()),
+                _ => Cow::Owned(Vec::new()),
+            });
+        }
+        self.stored.as_deref().unwrap_or_default()
+    }
+
+    /// The SHA-256 of the stored bytes.
+    fn sha(&mut self) -> String {
+        if self.sha.is_none() {
+            let sha = sha256_hex(self.stored());
+            self.sha = Some(sha);
+        }
+        self.sha.clone().unwrap_or_default()
+    }
+
+    /// The bytes to upload and their SHA-256: gzip output is moved, a
+    /// value's own bytes are copied and hashed in one pass.
+    fn blob(&mut self) -> (Arc<Vec<u8>>, String) {
+        if self.blob.is_none() {
+            self.stored();
+            let bytes = match self.stored.take() {
+                Some(Cow::Owned(bytes)) => bytes,
+                Some(Cow::Borrowed(bytes)) if self.sha.is_some() => bytes.to_vec(),
+                _ => {
+                    let (bytes, sha) = stored_bytes_hashed(self.cell, LargeEncoding::Binary);
+                    self.sha = Some(sha);
+                    bytes
+                }
+            };
+            self.blob = Some(Arc::new(bytes));
+        }
+        let sha = self.sha();
+        (self.blob.clone().unwrap_or_default(), sha)
     }
 
     fn chunks(&mut self) -> &[Value] {
@@ -272,14 +318,14 @@ fn plan_large(table: &str, full: &Row, columns: &[LargeColumn], limits: Limits) 
                     let name = c.column.name;
                     let encoding = c.column.encoding;
                     let count = c.chunks().len();
-                    for (k, v) in manifest(name, count, c.stored(), encoding) {
+                    let (len, sha) = (c.stored().len(), c.sha());
+                    for (k, v) in manifest(name, count, len, &sha, encoding) {
                         main.insert(k, v);
                     }
                 }
                 Tier::Blob => {
                     let column = c.column;
-                    let stored = c.stored().to_vec();
-                    let sha = sha256_hex(&stored);
+                    let (stored, sha) = c.blob();
                     let reference = BlobRef {
                         path: checked_blob_name(table, &row.partition_key, &row.row_key, column.name, &sha)?,
                         sha256: sha,

@@ -36,7 +36,7 @@ impl From<PlannedBlob> for Upload {
     fn from(b: PlannedBlob) -> Upload {
         Upload {
             path: b.reference.path,
-            bytes: Arc::new(b.bytes),
+            bytes: b.bytes,
             content_type: b.reference.content_type,
             content_encoding: b.content_encoding,
         }

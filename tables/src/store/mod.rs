@@ -7,6 +7,7 @@ mod cached;
 mod concurrency;
 mod crud;
 mod delete;
+mod large_read;
 mod logs;
 mod ordering;
 mod paging;

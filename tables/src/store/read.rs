@@ -5,13 +5,14 @@
 use std::collections::BTreeSet;
 
 use super::cache::row_bytes;
+use super::large_read::continuation_index;
 use super::write::{race_backoff, RACE_ATTEMPTS};
 use super::Store;
-use crate::backend::QueryRequest;
 use crate::entity::{Column, ColumnKind, Key, LargeForm, Schema, TableEntity};
 use crate::error::{Error, Result};
-use crate::large::cells::{assemble, inline_name, value_from_stored};
+use crate::large::cells::{inline_name, value_from_stored};
 use crate::large::plan::large_columns;
+use crate::large::stream::SplitAssembler;
 use crate::layout::{
     blob_cell, chunks_cell, continuation_key, is_cell_of, parse_split_cell, split_cell, split_parts, BlobRef,
     SplitCell, BLOB_SUFFIX, CHUNKS_SUFFIX, GZIP_SUFFIX, JSON_SUFFIX, SPLIT_OF, SPLIT_PARTS,
@@ -55,17 +56,12 @@ impl<T: TableEntity> Store<T> {
         }
         let keeping = self.read_ticket(key);
         self.ensure_created().await?;
-        let Some(row) = self
-            .tables
-            .backend
-            .get(&self.table, &key.partition_key, &key.row_key)
-            .await?
-            .filter(|row| !is_continuation_row(row) && self.admits(row))
-        else {
+        let (row, prefetched) = self.get_main_row(key).await?;
+        let Some(row) = row.filter(|row| !is_continuation_row(row) && self.admits(row)) else {
             return Ok(None);
         };
         let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
-        let decoded = match self.decode_weighed(row, keeping.is_some()).await {
+        let decoded = match self.decode_prefetched(row, keeping.is_some(), prefetched).await {
             Ok(decoded) => decoded,
             Err(e) => {
                 if matches!(e, Error::Integrity { .. }) {
@@ -93,21 +89,38 @@ impl<T: TableEntity> Store<T> {
     /// [`Store::decode_row`], with the bytes of the decoded cells when `weigh`
     /// (the size the entity counts for in the read cache; 0 otherwise).
     pub(crate) async fn decode_weighed(&self, row: Row, weigh: bool) -> Result<Option<(T, usize)>> {
+        self.decode_prefetched(row, weigh, None).await
+    }
+
+    /// [`Store::decode_weighed`], with the continuation rows when they were
+    /// read together with the main row.
+    async fn decode_prefetched(
+        &self,
+        row: Row,
+        weigh: bool,
+        prefetched: Option<Vec<Row>>,
+    ) -> Result<Option<(T, usize)>> {
         refuse_unassembled_large_values(T::SCHEMA, &row)?;
         if !const { T::SCHEMA.has_large_values() } {
             let bytes = if weigh { row_bytes(&row) } else { 0 };
             return T::from_row(row).map(|e| Some((e, bytes)));
         }
-        Box::pin(self.decode_assembled(row, weigh)).await
+        Box::pin(self.decode_assembled(row, weigh, prefetched)).await
     }
 
     /// [`Store::decode_weighed`] of a type with large values.
-    async fn decode_assembled(&self, row: Row, weigh: bool) -> Result<Option<(T, usize)>> {
+    async fn decode_assembled(
+        &self,
+        row: Row,
+        weigh: bool,
+        mut prefetched: Option<Vec<Row>>,
+    ) -> Result<Option<(T, usize)>> {
         let mut main = row;
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.assemble_row(&main).await {
+            // Rows read beside the main row serve the first attempt only; a retry reads them after it.
+            match self.assemble_row(&main, prefetched.take()).await {
                 Ok(row) => {
                     let bytes = if weigh { row_bytes(&row) } else { 0 };
                     let mut entity = T::from_row(row)?;
@@ -138,54 +151,65 @@ impl<T: TableEntity> Store<T> {
         }
     }
 
-    /// The continuation rows of a main row (one range query).
-    async fn continuation_rows(&self, main: &Row, parts: usize) -> Result<Vec<Row>> {
-        let request = QueryRequest {
-            filter: Some(continuation_range(&main.partition_key, &main.row_key, parts)),
-            select: None,
-            top: None,
-        };
-        let mut pages = self.pages(request).await?;
-        let mut rows = Vec::new();
-        while let Some(page) = pages.next(|_| true).await? {
-            rows.extend(page);
-        }
-        Ok(rows)
-    }
-
     /// The row with every large value back in its one-cell form, checked.
-    async fn assemble_row(&self, main: &Row) -> Result<Row> {
+    /// Split values are hashed and unpacked as their rows arrive: the main
+    /// row's chunks while its continuation rows are read (`prefetched`, when
+    /// they were read together with it).
+    async fn assemble_row(&self, main: &Row, prefetched: Option<Vec<Row>>) -> Result<Row> {
         let parts = split_parts(main);
         let mut merged = main.clone();
+        merged.properties.remove(SPLIT_PARTS);
+        let columns = large_columns(T::SCHEMA.columns);
+        let mut split = SplitAssembler::default();
+        for column in &columns {
+            let Some(name) = stored_name(&merged, column.name, column.aliases) else {
+                continue;
+            };
+            if merged.get(&blob_cell(name)).is_none() && merged.get(&chunks_cell(name)).is_some() {
+                split.start(name, column.form, &merged);
+            }
+        }
+        let continuation = async {
+            match (parts, prefetched) {
+                (0, _) => Ok(Vec::new()),
+                (_, Some(rows)) => Ok(rows),
+                (_, None) => self.continuation_rows(&main.partition_key, &main.row_key, parts).await,
+            }
+        };
+        let (rows, ()) = futures::join!(continuation, async { split.feed(&mut merged) });
+        let rows = rows?;
         if parts > 0 {
             let mut seen = BTreeSet::new();
-            for cont in self.continuation_rows(main, parts).await? {
-                if continuation_owner(&cont) != Some(main.row_key.as_str()) {
+            for mut cont in rows {
+                let index = continuation_index(&main.row_key, &cont.row_key).filter(|i| *i <= parts);
+                let (Some(index), Some(true)) = (index, continuation_owner(&cont).map(|o| o == main.row_key)) else {
                     continue;
-                }
-                seen.insert(cont.row_key.clone());
+                };
+                seen.insert(index);
+                split.feed(&mut cont);
+                // Chunk cells of no value being reassembled stay for the checks below.
                 for (k, v) in cont.properties {
                     if matches!(parse_split_cell(&k), Some((_, SplitCell::Chunk(_)))) {
                         merged.properties.insert(k, v);
                     }
                 }
             }
-            for index in 1..=parts {
-                if !seen.contains(&continuation_key(&main.row_key, index)) {
-                    return Err(Error::Integrity {
-                        column: SPLIT_PARTS.into(),
-                        reason: format!(
-                            "continuation row {index} of {parts} is missing; the row may have changed while it was read"
-                        ),
-                    });
-                }
+            if let Some(index) = (1..=parts).find(|i| !seen.contains(i)) {
+                return Err(Error::Integrity {
+                    column: SPLIT_PARTS.into(),
+                    reason: format!(
+                        "continuation row {index} of {parts} is missing; the row may have changed while it was read"
+                    ),
+                });
             }
         }
-        merged.properties.remove(SPLIT_PARTS);
-        for column in large_columns(T::SCHEMA.columns) {
+        self.note_continuations(&main.partition_key, &main.row_key, parts > 0);
+        for column in columns {
             let stored_under = stored_name(&merged, column.name, column.aliases);
             let Some(name) = stored_under else { continue };
-            let value = self.assemble_value(&mut merged, column.name, name, column.form).await?;
+            let value = self
+                .assemble_value(&mut merged, &mut split, column.name, name, column.form)
+                .await?;
             if let Some(v) = value {
                 merged.insert(inline_name(column.name, column.form), v);
             }
@@ -195,7 +219,14 @@ impl<T: TableEntity> Store<T> {
 
     /// The one-cell form of the large value stored under `name` (the
     /// column's name or one of its aliases), taking its cells out of `row`.
-    async fn assemble_value(&self, row: &mut Row, column: &str, name: &str, form: LargeForm) -> Result<Option<Value>> {
+    async fn assemble_value(
+        &self,
+        row: &mut Row,
+        split: &mut SplitAssembler,
+        column: &str,
+        name: &str,
+        form: LargeForm,
+    ) -> Result<Option<Value>> {
         let reference_cell = blob_cell(name);
         if let Some(cell) = row.take(&reference_cell) {
             let Value::String(json) = cell else {
@@ -234,8 +265,8 @@ impl<T: TableEntity> Store<T> {
             let encoding = reference.encoding.as_deref().unwrap_or("binary");
             return value_from_stored(column, bytes, encoding, form).map(Some);
         }
-        if row.get(&chunks_cell(name)).is_some() {
-            let v = assemble(name, row, form).map_err(|e| renamed(e, name, column))?;
+        if let Some(assembled) = split.finish(name) {
+            let v = assembled.map_err(|e| renamed(e, name, column))?;
             row.properties.retain(|k, _| split_cell(k, name).is_none());
             return Ok(Some(v));
         }

@@ -296,6 +296,7 @@ impl<T> Store<T> {
         droppable: usize,
     ) -> Result<(WriteOutcome, Option<Settled>)> {
         let writing = self.begin_write(&ops);
+        self.note_written(&ops);
         let outcome = if ops.len() == 1 {
             let op = ops.pop().expect("one operation");
             self.tables.backend.execute(&self.table, op).await?
@@ -314,6 +315,7 @@ impl<T> Store<T> {
         droppable: usize,
     ) -> Result<(Vec<WriteOutcome>, Vec<usize>)> {
         let writing = self.begin_write(&ops);
+        self.note_written(&ops);
         let sent = self.commit_tracked(ops, droppable).await?;
         drop(writing.map(Writing::succeed));
         Ok(sent)

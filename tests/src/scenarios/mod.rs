@@ -39,6 +39,7 @@ pub mod identity_races;
 // -- end identity modules --
 // -- perf modules --
 pub mod reading_ahead;
+pub mod large_reads;
 // -- end perf modules --
 
 /// Every scenario's name, for the runner macro.
@@ -239,6 +240,9 @@ macro_rules! for_each_scenario {
             // -- perf scenarios --
             reading_ahead::a_stream_asks_for_the_next_page_before_it_yields_the_first_entity,
             reading_ahead::bounded_reads_fetch_no_page_their_limit_makes_needless,
+            large_reads::continuation_rows_are_read_with_the_main_row_when_the_handle_saw_them,
+            large_reads::a_read_whose_continuation_rows_are_in_flight_never_mixes_versions,
+            large_reads::damaged_gzip_is_integrity_while_it_streams,
             // -- end perf scenarios --
         }
     };

@@ -1,0 +1,113 @@
+//! Reading the rows of an entity with large values: the main row, and its
+//! continuation rows in one range query — sent together with the point read
+//! when the entity's last version seen through the handle had continuation
+//! rows (see [`ContinuationHints`](crate::large::hints::ContinuationHints)),
+//! else after it.
+
+use super::read::continuation_range;
+use super::Store;
+use crate::backend::{QueryRequest, UpdateMode, WriteOp};
+use crate::entity::{Key, TableEntity};
+use crate::error::Result;
+use crate::layout::{split_parts, MAX_CONTINUATION_ROWS, SPLIT_OF};
+use crate::value::Row;
+
+/// The index of a continuation row of `main_key` from its RowKey
+/// (`{main_key}~0001` is 1), if the key is one.
+pub(crate) fn continuation_index(main_key: &str, row_key: &str) -> Option<usize> {
+    let digits = row_key.strip_prefix(main_key)?.strip_prefix('~')?;
+    if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|i| *i > 0)
+}
+
+impl<T: TableEntity> Store<T> {
+    /// The stored row at `key`, and, when the read expects continuation
+    /// rows, every continuation row of the key read at the same time (the
+    /// caller checks which of them the main row declares).
+    pub(crate) async fn get_main_row(&self, key: &Key) -> Result<(Option<Row>, Option<Vec<Row>>)> {
+        let (pk, rk) = (key.partition_key.as_str(), key.row_key.as_str());
+        let backend = &self.tables.backend;
+        let get = backend.get(&self.table, pk, rk);
+        if !const { T::SCHEMA.has_large_values() } || !self.tables.continuation_hints.expects(&self.table, pk, rk) {
+            return Ok((get.await?, None));
+        }
+        let rest = self.continuation_rows(pk, rk, MAX_CONTINUATION_ROWS);
+        let (main, rest) = futures::join!(get, rest);
+        let main = main?;
+        if main.is_none() {
+            self.note_continuations(pk, rk, false);
+        }
+        // A failed range query is not the read's failure: the rows are read again after the main row.
+        Ok((main, rest.ok()))
+    }
+
+    /// The continuation rows `1..=last` of a main row (one range query).
+    pub(crate) async fn continuation_rows(&self, partition_key: &str, row_key: &str, last: usize) -> Result<Vec<Row>> {
+        let request = QueryRequest {
+            filter: Some(continuation_range(partition_key, row_key, last)),
+            select: None,
+            top: None,
+        };
+        let mut pages = self.pages(request).await?;
+        let mut rows = Vec::new();
+        while let Some(page) = pages.next(|_| true).await? {
+            rows.extend(page);
+        }
+        Ok(rows)
+    }
+
+    /// Records whether the entity just read has continuation rows.
+    pub(crate) fn note_continuations(&self, partition_key: &str, row_key: &str, has: bool) {
+        if const { T::SCHEMA.has_large_values() } {
+            self.tables
+                .continuation_hints
+                .note(&self.table, partition_key, row_key, has);
+        }
+    }
+}
+
+// Writes do not depend on the entity type (a union store writes too).
+impl<T> Store<T> {
+    /// Records what `ops` leave behind, before they are sent: a main row
+    /// written whole has the continuation rows it declares, a deleted row
+    /// none. Merges change no part count; continuation rows are not entities.
+    pub(crate) fn note_written(&self, ops: &[WriteOp]) {
+        let hints = &self.tables.continuation_hints;
+        for op in ops {
+            let has = match op {
+                WriteOp::Update {
+                    mode: UpdateMode::Merge,
+                    ..
+                } => continue,
+                WriteOp::Delete { .. } => false,
+                WriteOp::Insert(row) | WriteOp::Upsert { row, .. } | WriteOp::Update { row, .. } => {
+                    if row.get(SPLIT_OF).is_some() {
+                        continue;
+                    }
+                    split_parts(row) > 0
+                }
+            };
+            let (pk, rk) = op.keys();
+            hints.note(&self.table, pk, rk, has);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continuation_indexes_are_read_from_their_keys() {
+        assert_eq!(continuation_index("r", "r~0001"), Some(1));
+        assert_eq!(continuation_index("r", "r~0099"), Some(99));
+        assert_eq!(continuation_index("r", "r~9999"), Some(9999));
+        for other in [
+            "r", "r~0000", "r~001", "r~00012", "r~00a1", "s~0001", "rr~0001", "r~~0001",
+        ] {
+            assert_eq!(continuation_index("r", other), None, "{other}");
+        }
+    }
+}
