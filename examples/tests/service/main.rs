@@ -1,0 +1,68 @@
+//! The example service, end to end over HTTP on loopback: each scenario
+//! starts the service on `127.0.0.1:0` over its own tables and talks to it
+//! with cookie-keeping clients, on the in-memory backend and on Azure /
+//! Azurite (when `UNIFIED_TABLES_TEST_CONNECTION` is set; required, not
+//! skipped, under `CI=true` or `UNIFIED_TABLES_REQUIRE_AZURE=1`, as for the
+//! conformance suite).
+
+#[path = "../../service/lib.rs"]
+#[allow(dead_code)]
+mod service;
+
+mod accounts;
+mod harness;
+mod isolation;
+mod notes;
+mod paging;
+
+/// Every scenario: `module::name`, each an `async fn(&harness::Server)`.
+macro_rules! for_each_scenario {
+    ($m:ident) => {
+        $m! {
+            accounts::signing_up_and_in_opens_a_session,
+            accounts::bad_sign_ups_and_logins_are_refused_with_reasons,
+            accounts::repeated_failures_lock_the_account,
+            accounts::logout_deletes_the_session_on_the_server,
+            accounts::a_password_change_signs_out_every_other_session,
+            accounts::only_admins_grant_roles,
+            notes::routes_need_a_signed_in_user,
+            notes::etags_guard_every_write,
+            notes::duplicates_missing_notes_and_bad_input_say_what_is_wrong,
+            notes::publishing_needs_the_publisher_role,
+            paging::pages_follow_the_cursor_to_the_end,
+            paging::a_tampered_or_foreign_cursor_is_refused,
+            isolation::a_user_never_reads_or_changes_another_users_notes,
+        }
+    };
+}
+
+macro_rules! memory_tests {
+    ($($module:ident :: $name:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let server = crate::harness::Server::memory().await;
+                    crate::$module::$name(&server).await;
+                }
+            )*
+        }
+    };
+}
+
+macro_rules! azure_tests {
+    ($($module:ident :: $name:ident),* $(,)?) => {
+        mod azure {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(server) = crate::harness::Server::azure(stringify!($name)).await else { return };
+                    crate::$module::$name(&server).await;
+                }
+            )*
+        }
+    };
+}
+
+for_each_scenario!(memory_tests);
+for_each_scenario!(azure_tests);
