@@ -342,6 +342,20 @@ pub fn decode_fencing_token(bytes: &[u8]) -> Option<u64> {
     text.parse().ok()
 }
 
+// --- Sessions -----------------------------------------------------------------------
+
+/// The table a session store uses unless told otherwise (`web::sessions`).
+pub const DEFAULT_SESSION_TABLE: &str = "Sessions";
+/// The RowKey of every session record; its PartitionKey is the session id as
+/// tower-sessions prints it (22 characters of URL-safe base64), so each
+/// session is a partition of its own.
+pub const SESSION_ROW_KEY: &str = "session";
+/// The session record's expiry (`Edm.DateTime`), which the sweep filters on.
+pub const SESSION_EXPIRY_COLUMN: &str = "ExpiresAt";
+/// The session record's data: a split gzip JSON value (one cell, split cells,
+/// continuation rows or a blob, by size).
+pub const SESSION_DATA_COLUMN: &str = "Data";
+
 #[cfg(test)]
 mod tests {
     #[test]

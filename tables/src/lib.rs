@@ -39,6 +39,9 @@
 //! ```
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+// The derives name this crate by its absolute path; inside it, that path is the crate itself.
+extern crate self as unified_tables;
+
 pub mod backend;
 mod blob_container;
 pub mod codec;
