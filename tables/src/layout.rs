@@ -197,6 +197,45 @@ pub fn is_continuation_key(row_key: &str) -> bool {
     b.len() >= 5 && b[b.len() - 5] == b'~' && b[b.len() - 4..].iter().all(u8::is_ascii_digit)
 }
 
+// --- Identity rows (`web::identity`) -----------------------------------------------
+//
+// Keys never carry user text: a user name, an email, a role name, a claim, a
+// login provider and key are hashed (SHA-256, lower-case hex), so any text a
+// user types is a valid key.
+
+/// The RowKey of a user row; its PartitionKey is the hash of the normalized user name.
+pub const IDENTITY_USER_ROW_KEY: &str = "user";
+/// The RowKey of an email reservation; its PartitionKey is the hash of the normalized email.
+pub const IDENTITY_EMAIL_ROW_KEY: &str = "email";
+/// The RowKey of an external login; its PartitionKey is [`identity_pair_key`] of provider and key.
+pub const IDENTITY_LOGIN_ROW_KEY: &str = "login";
+/// The PartitionKey of every role row; a role's RowKey is the hash of its normalized name.
+pub const IDENTITY_ROLES_PARTITION: &str = "roles";
+/// The table-name suffixes of the identity tables, after the prefix (default `Identity`):
+/// users, email reservations, roles, user-role links, role claims, user claims, logins, tokens.
+pub const IDENTITY_TABLE_SUFFIXES: [&str; 8] = [
+    "Users",
+    "UserEmails",
+    "Roles",
+    "UserRoles",
+    "RoleClaims",
+    "UserClaims",
+    "UserLogins",
+    "UserTokens",
+];
+
+/// The key of a piece of user text: the SHA-256 hex of its UTF-8 bytes.
+pub fn identity_text_key(text: &str) -> String {
+    crate::value::sha256_hex(text.as_bytes())
+}
+
+/// The key of a pair of texts (claim type and value, provider and key,
+/// provider and token name): the SHA-256 hex of `{len(a)}:{a}{b}`, an
+/// encoding in which no two pairs meet.
+pub fn identity_pair_key(a: &str, b: &str) -> String {
+    crate::value::sha256_hex(format!("{}:{a}{b}", a.len()).as_bytes())
+}
+
 // --- Polymorphic rows ------------------------------------------------------------
 
 /// Column of a polymorphic (union) row naming the variant it holds: the

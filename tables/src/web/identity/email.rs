@@ -1,0 +1,1 @@
+//! Email reservations: unique addresses across partitions.

@@ -1,0 +1,1 @@
+//! Normalization and the keys of user text.

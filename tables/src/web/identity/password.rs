@@ -1,0 +1,1 @@
+//! Password hashing and verification, on blocking threads.
