@@ -124,17 +124,27 @@ fn session_error(doing: &str, error: axum_login::Error<Identity>) -> ApiError {
 }
 
 /// `POST /signup`: registers a user (`409` when the name is taken in any letter case).
-pub async fn sign_up(State(state): State<AppState>, body: Result<Json<SignUp>, JsonRejection>) -> Result<Response, ApiError> {
+pub async fn sign_up(
+    State(state): State<AppState>,
+    body: Result<Json<SignUp>, JsonRejection>,
+) -> Result<Response, ApiError> {
     let Json(body) = body.map_err(bad_body)?;
     if body.user_name.trim().is_empty() {
-        return Err(ApiError::bad_request("invalid_user_name", "`user_name` is empty: choose a user name"));
+        return Err(ApiError::bad_request(
+            "invalid_user_name",
+            "`user_name` is empty: choose a user name",
+        ));
     }
     check_password(&body.password)?;
     let mut new = NewUser::new(body.user_name.trim()).password(body.password);
     if let Some(email) = body.email {
         new = new.email(email);
     }
-    let user = state.identity.register(new).await.map_err(|e| identity_error("signing up", e))?;
+    let user = state
+        .identity
+        .register(new)
+        .await
+        .map_err(|e| identity_error("signing up", e))?;
     Ok((StatusCode::CREATED, Json(view(&user, []))).into_response())
 }
 
@@ -164,15 +174,23 @@ pub async fn login(
         }
         _ => return Err(invalid_credentials(StatusCode::UNAUTHORIZED)),
     };
-    auth.login(&user).await.map_err(|e| session_error("opening the session", e))?;
-    let roles = state.identity.roles_of(user.id()).await.map_err(|e| identity_error("reading your roles", e))?;
+    auth.login(&user)
+        .await
+        .map_err(|e| session_error("opening the session", e))?;
+    let roles = state
+        .identity
+        .roles_of(user.id())
+        .await
+        .map_err(|e| identity_error("reading your roles", e))?;
     Ok(Json(view(&user, roles)))
 }
 
 /// `POST /logout`: deletes the session (from the session table, not only
 /// from the client), whether or not one was open.
 pub async fn logout(mut auth: Auth) -> Result<StatusCode, ApiError> {
-    auth.logout().await.map_err(|e| session_error("closing the session", e))?;
+    auth.logout()
+        .await
+        .map_err(|e| session_error("closing the session", e))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -197,7 +215,9 @@ pub async fn change_password(
         .await
         .map_err(|e| identity_error("changing the password", e))?;
     // The new security stamp ends every session made before it; renew this one.
-    auth.login(&updated).await.map_err(|e| session_error("renewing the session", e))?;
+    auth.login(&updated)
+        .await
+        .map_err(|e| session_error("renewing the session", e))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -224,7 +244,13 @@ async fn named_user(state: &AppState, user_name: &str) -> Result<User, ApiError>
         .find_by_name(user_name)
         .await
         .map_err(|e| identity_error("finding the user", e))?
-        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no user is named `{user_name}`")))
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("no user is named `{user_name}`"),
+            )
+        })
 }
 
 /// `PUT /users/{user_name}/roles/{role}`: adds the user to the role (admins only).
@@ -286,7 +312,7 @@ pub async fn bootstrap(identity: &Identity, admin: &str, password: Option<&str>)
         Err(IdentityError::DuplicateUserName) => identity
             .find_by_name(admin)
             .await?
-            .ok_or_else(|| IdentityError::Contended)?,
+            .ok_or(IdentityError::Contended)?,
         Err(e) => return Err(e),
     };
     identity.add_to_role(user.id(), ADMIN).await

@@ -122,9 +122,15 @@ pub async fn app(config: Config) -> Result<Router, unified_tables::Error> {
         .route("/logout", post(accounts::logout))
         .route("/me", get(accounts::me))
         .route("/me/password", put(accounts::change_password))
-        .route("/users/{user_name}/roles/{role}", put(accounts::grant_role).delete(accounts::revoke_role))
+        .route(
+            "/users/{user_name}/roles/{role}",
+            put(accounts::grant_role).delete(accounts::revoke_role),
+        )
         .route("/notes", post(notes::create).get(notes::list))
-        .route("/notes/{id}", get(notes::read).put(notes::replace).delete(notes::remove))
+        .route(
+            "/notes/{id}",
+            get(notes::read).put(notes::replace).delete(notes::remove),
+        )
         .fallback(accounts::no_route)
         .with_state(state)
         .layer(auth_layer))

@@ -37,14 +37,24 @@ pub fn if_match(headers: &HeaderMap) -> Result<Precondition, ApiError> {
     };
     let text = value
         .to_str()
-        .map_err(|_| ApiError::bad_request("invalid_if_match", "If-Match must be visible ASCII: an ETag as this service sent it, or *"))?
+        .map_err(|_| {
+            ApiError::bad_request(
+                "invalid_if_match",
+                "If-Match must be visible ASCII: an ETag as this service sent it, or *",
+            )
+        })?
         .trim();
     match text {
         "*" => Ok(Precondition::Any),
-        "" => Err(ApiError::bad_request("invalid_if_match", "If-Match is empty: send an ETag as this service sent it, or *")),
+        "" => Err(ApiError::bad_request(
+            "invalid_if_match",
+            "If-Match is empty: send an ETag as this service sent it, or *",
+        )),
         t if !t.ends_with('"') => Err(ApiError::bad_request(
             "invalid_if_match",
-            format!("If-Match `{t}` is not an entity tag: send the ETag header of a GET unchanged (quotes included), or *"),
+            format!(
+                "If-Match `{t}` is not an entity tag: send the ETag header of a GET unchanged (quotes included), or *"
+            ),
         )),
         t if t.contains("\",") => Err(one_etag_only()),
         t => Ok(Precondition::Version(ETag::new(t))),

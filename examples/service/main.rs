@@ -39,7 +39,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Duration::from_secs(60),
     ));
     let listener = tokio::net::TcpListener::bind(&address).await?;
-    println!("the example service listens on http://{} over {backend}", listener.local_addr()?);
+    println!(
+        "the example service listens on http://{} over {backend}",
+        listener.local_addr()?
+    );
     service::serve(listener, app).await?;
     Ok(())
 }

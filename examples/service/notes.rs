@@ -147,7 +147,10 @@ fn check_new(user: &CurrentUser, note: &NewNote) -> Result<(), ApiError> {
 
 /// A 200 or 201 answer carrying the note and its `ETag`.
 fn with_etag(status: StatusCode, note: Note) -> Result<Response, ApiError> {
-    let etag = note.etag.clone().ok_or_else(|| ApiError::internal("reading the note's version", "no ETag"))?;
+    let etag = note
+        .etag
+        .clone()
+        .ok_or_else(|| ApiError::internal("reading the note's version", "no ETag"))?;
     Ok((status, [etag_header(&etag)?], Json(NoteView::from(note))).into_response())
 }
 
@@ -173,7 +176,10 @@ pub async fn create(
     check_new(&user, &new)?;
     let id = match new.id.clone() {
         Some(id) if id.trim().is_empty() => {
-            return Err(ApiError::bad_request("invalid_id", "`id` is empty: give a note id, or leave it out to get one"))
+            return Err(ApiError::bad_request(
+                "invalid_id",
+                "`id` is empty: give a note id, or leave it out to get one",
+            ))
         }
         Some(id) => id,
         None => unified_tables::keys::reverse_ticked_now(),
@@ -188,7 +194,11 @@ pub async fn create(
         updated_at: None,
         etag: None,
     };
-    state.notes.create(&mut note).await.map_err(|e| ApiError::storage(&named(&id), e))?;
+    state
+        .notes
+        .create(&mut note)
+        .await
+        .map_err(|e| ApiError::storage(&named(&id), e))?;
     let mut response = with_etag(StatusCode::CREATED, note)?;
     response.headers_mut().insert(header::LOCATION, location(&id)?);
     Ok(response)
@@ -247,7 +257,10 @@ pub async fn replace(
     };
     let note = match precondition {
         // Overwrite whatever is stored, never losing a concurrent writer's race silently.
-        Precondition::Any => notes.mutate(key, apply).await.map_err(|e| ApiError::storage(&what, e))?,
+        Precondition::Any => notes
+            .mutate(key, apply)
+            .await
+            .map_err(|e| ApiError::storage(&what, e))?,
         Precondition::Version(wanted) => {
             let mut note = notes
                 .get(key)
@@ -296,7 +309,11 @@ pub async fn remove(
                 updated_at: None,
                 etag: Some(etag),
             };
-            state.notes.delete_entity(&note).await.map_err(|e| ApiError::storage(&what, e))?;
+            state
+                .notes
+                .delete_entity(&note)
+                .await
+                .map_err(|e| ApiError::storage(&what, e))?;
         }
     }
     Ok(StatusCode::NO_CONTENT)
@@ -321,7 +338,11 @@ pub async fn list(
         let cursor: Cursor = cursor.parse().map_err(|e| ApiError::storage("the notes listing", e))?;
         options = options.after(cursor);
     }
-    let page = state.notes.page(options).await.map_err(|e| ApiError::storage("the notes listing", e))?;
+    let page = state
+        .notes
+        .page(options)
+        .await
+        .map_err(|e| ApiError::storage("the notes listing", e))?;
     Ok(Json(NotePage {
         items: page.items.into_iter().map(NoteView::from).collect(),
         next_cursor: page.cursor.map(|c| c.to_string()),

@@ -20,10 +20,17 @@ pub async fn signing_up_and_in_opens_a_session(server: &Server) {
 
     let (status, body) = client.send(Method::POST, "/login", Some(credentials)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert!(client.cookie().contains("id="), "the session cookie is kept: {}", client.cookie());
+    assert!(
+        client.cookie().contains("id="),
+        "the session cookie is kept: {}",
+        client.cookie()
+    );
     let (status, me) = client.send(Method::GET, "/me", None).await;
     assert_eq!(status, StatusCode::OK, "{me}");
-    assert_eq!((me["id"].as_str(), me["user_name"].as_str()), (Some(id.as_str()), Some(name.as_str())));
+    assert_eq!(
+        (me["id"].as_str(), me["user_name"].as_str()),
+        (Some(id.as_str()), Some(name.as_str()))
+    );
     assert_eq!(me["roles"], json!([]));
 
     // The user name is matched as the store normalizes it.
@@ -38,31 +45,70 @@ pub async fn bad_sign_ups_and_logins_are_refused_with_reasons(server: &Server) {
     let client = server.client();
     let name = unique("dave");
     let ok = json!({ "user_name": name, "password": "dave's long password" });
-    assert_eq!(client.send(Method::POST, "/signup", Some(ok.clone())).await.0, StatusCode::CREATED);
+    assert_eq!(
+        client.send(Method::POST, "/signup", Some(ok.clone())).await.0,
+        StatusCode::CREATED
+    );
 
     // The name is taken, also in another letter case.
     for taken in [name.clone(), name.to_uppercase()] {
         let (status, body) = client
-            .send(Method::POST, "/signup", Some(json!({ "user_name": taken, "password": "another long password" })))
+            .send(
+                Method::POST,
+                "/signup",
+                Some(json!({ "user_name": taken, "password": "another long password" })),
+            )
             .await;
-        assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "user_name_taken"), "{body}");
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::CONFLICT, "user_name_taken"),
+            "{body}"
+        );
     }
     let (status, body) = client
-        .send(Method::POST, "/signup", Some(json!({ "user_name": unique("erin"), "password": "short" })))
+        .send(
+            Method::POST,
+            "/signup",
+            Some(json!({ "user_name": unique("erin"), "password": "short" })),
+        )
         .await;
-    assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "weak_password"), "{body}");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "weak_password"),
+        "{body}"
+    );
     let (status, body) = client
-        .send(Method::POST, "/signup", Some(json!({ "user_name": "  ", "password": "a long enough password" })))
+        .send(
+            Method::POST,
+            "/signup",
+            Some(json!({ "user_name": "  ", "password": "a long enough password" })),
+        )
         .await;
-    assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "invalid_user_name"), "{body}");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "invalid_user_name"),
+        "{body}"
+    );
 
     // A wrong password and an unknown user answer alike.
     let (status, wrong) = client
-        .send(Method::POST, "/login", Some(json!({ "user_name": name, "password": "not the password" })))
+        .send(
+            Method::POST,
+            "/login",
+            Some(json!({ "user_name": name, "password": "not the password" })),
+        )
         .await;
-    assert_eq!((status, code(&wrong)), (StatusCode::UNAUTHORIZED, "invalid_credentials"), "{wrong}");
+    assert_eq!(
+        (status, code(&wrong)),
+        (StatusCode::UNAUTHORIZED, "invalid_credentials"),
+        "{wrong}"
+    );
     let (status, unknown) = client
-        .send(Method::POST, "/login", Some(json!({ "user_name": unique("nobody"), "password": "whatever it is" })))
+        .send(
+            Method::POST,
+            "/login",
+            Some(json!({ "user_name": unique("nobody"), "password": "whatever it is" })),
+        )
         .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_eq!(unknown, wrong, "the answer does not tell which users exist");
@@ -77,7 +123,11 @@ pub async fn repeated_failures_lock_the_account(server: &Server) {
     let threshold = server.config.lockout_threshold();
     for attempt in 1..threshold {
         let (status, body) = attacker.send(Method::POST, "/login", Some(wrong.clone())).await;
-        assert_eq!((status, code(&body)), (StatusCode::UNAUTHORIZED, "invalid_credentials"), "attempt {attempt}: {body}");
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::UNAUTHORIZED, "invalid_credentials"),
+            "attempt {attempt}: {body}"
+        );
     }
     let response = attacker
         .request(Method::POST, "/login")
@@ -85,9 +135,16 @@ pub async fn repeated_failures_lock_the_account(server: &Server) {
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), StatusCode::LOCKED, "the {threshold}th failure locks the account");
+    assert_eq!(
+        response.status(),
+        StatusCode::LOCKED,
+        "the {threshold}th failure locks the account"
+    );
     let retry_after: u64 = response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
-    assert!((1..=300).contains(&retry_after), "locked for at most the configured 5 minutes: {retry_after}");
+    assert!(
+        (1..=300).contains(&retry_after),
+        "locked for at most the configured 5 minutes: {retry_after}"
+    );
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(code(&body), "locked_out", "{body}");
 
@@ -101,11 +158,17 @@ pub async fn repeated_failures_lock_the_account(server: &Server) {
     let other = server.user("other").await;
     let wrong = json!({ "user_name": other.name, "password": "guess" });
     for _ in 1..threshold {
-        assert_eq!(attacker.send(Method::POST, "/login", Some(wrong.clone())).await.0, StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            attacker.send(Method::POST, "/login", Some(wrong.clone())).await.0,
+            StatusCode::UNAUTHORIZED
+        );
     }
     other.login().await;
     for _ in 1..threshold {
-        assert_eq!(attacker.send(Method::POST, "/login", Some(wrong.clone())).await.0, StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            attacker.send(Method::POST, "/login", Some(wrong.clone())).await.0,
+            StatusCode::UNAUTHORIZED
+        );
     }
     other.login().await;
 }
@@ -139,36 +202,70 @@ pub async fn logout_deletes_the_session_on_the_server(server: &Server) {
 pub async fn a_password_change_signs_out_every_other_session(server: &Server) {
     let mut user = server.user("grace").await;
     let laptop = server.client();
-    assert_eq!(laptop.send(Method::POST, "/login", Some(user.credentials())).await.0, StatusCode::OK);
+    assert_eq!(
+        laptop.send(Method::POST, "/login", Some(user.credentials())).await.0,
+        StatusCode::OK
+    );
     assert_eq!(laptop.send(Method::GET, "/notes", None).await.0, StatusCode::OK);
 
     // The current password is needed.
     let (status, body) = user
-        .send(Method::PUT, "/me/password", Some(json!({ "current_password": "wrong", "new_password": "a new long password" })))
+        .send(
+            Method::PUT,
+            "/me/password",
+            Some(json!({ "current_password": "wrong", "new_password": "a new long password" })),
+        )
         .await;
-    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "invalid_credentials"), "{body}");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "invalid_credentials"),
+        "{body}"
+    );
     let (status, body) = user
-        .send(Method::PUT, "/me/password", Some(json!({ "current_password": user.password, "new_password": "short" })))
+        .send(
+            Method::PUT,
+            "/me/password",
+            Some(json!({ "current_password": user.password, "new_password": "short" })),
+        )
         .await;
-    assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "weak_password"), "{body}");
-    assert_eq!(laptop.send(Method::GET, "/notes", None).await.0, StatusCode::OK, "a refused change signs nobody out");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "weak_password"),
+        "{body}"
+    );
+    assert_eq!(
+        laptop.send(Method::GET, "/notes", None).await.0,
+        StatusCode::OK,
+        "a refused change signs nobody out"
+    );
 
     let new_password = "grace's new long password";
     let (status, body) = user
-        .send(Method::PUT, "/me/password", Some(json!({ "current_password": user.password, "new_password": new_password })))
+        .send(
+            Method::PUT,
+            "/me/password",
+            Some(json!({ "current_password": user.password, "new_password": new_password })),
+        )
         .await;
     assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
 
     // The other session is over at once; the one that changed it goes on.
     let (status, body) = laptop.send(Method::GET, "/notes", None).await;
-    assert_eq!((status, code(&body)), (StatusCode::UNAUTHORIZED, "unauthenticated"), "{body}");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNAUTHORIZED, "unauthenticated"),
+        "{body}"
+    );
     assert_eq!(user.send(Method::GET, "/me", None).await.0, StatusCode::OK);
 
     // Only the new password signs in.
     let (status, _) = laptop.send(Method::POST, "/login", Some(user.credentials())).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     user.password = new_password.to_owned();
-    assert_eq!(laptop.send(Method::POST, "/login", Some(user.credentials())).await.0, StatusCode::OK);
+    assert_eq!(
+        laptop.send(Method::POST, "/login", Some(user.credentials())).await.0,
+        StatusCode::OK
+    );
 }
 
 pub async fn only_admins_grant_roles(server: &Server) {
@@ -180,9 +277,13 @@ pub async fn only_admins_grant_roles(server: &Server) {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 
     let admin = server.admin().await;
-    let (status, body) = admin.send(Method::PUT, "/users/nobody-at-all/roles/publisher", None).await;
+    let (status, body) = admin
+        .send(Method::PUT, "/users/nobody-at-all/roles/publisher", None)
+        .await;
     assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "not_found"), "{body}");
-    let (status, body) = admin.send(Method::PUT, &format!("/users/{}/roles/no-such-role", user.name), None).await;
+    let (status, body) = admin
+        .send(Method::PUT, &format!("/users/{}/roles/no-such-role", user.name), None)
+        .await;
     assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "not_found"), "{body}");
     assert!(body["message"].as_str().unwrap().contains("no-such-role"), "{body}");
     let (status, body) = admin.send(Method::PUT, &path, None).await;

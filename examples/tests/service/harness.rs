@@ -46,7 +46,9 @@ impl Server {
             .with_admin_password(ADMIN_PASSWORD)
             .with_secure_cookies(false);
         let app = service::app(config.clone()).await.expect("the service starts");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
         let base = format!("http://{}", listener.local_addr().expect("a bound address"));
         let task = tokio::spawn(async move {
             service::serve(listener, app).await.expect("the service runs");
@@ -76,7 +78,10 @@ impl Server {
             password: format!("{name}'s long password"),
             client,
         };
-        let (status, body) = user.client.send(Method::POST, "/signup", Some(user.credentials())).await;
+        let (status, body) = user
+            .client
+            .send(Method::POST, "/signup", Some(user.credentials()))
+            .await;
         assert_eq!(status, StatusCode::CREATED, "sign-up of {}: {body}", user.name);
         user.login().await;
         user

@@ -44,12 +44,25 @@ pub async fn a_user_never_reads_or_changes_another_users_notes(server: &Server) 
     let (_, body) = bob.send(Method::GET, "/notes/shared-id", None).await;
     assert_eq!(body["title"], "bob's");
     let (_, body) = alice.send(Method::GET, "/notes", None).await;
-    let titles: Vec<&str> = body["items"].as_array().unwrap().iter().map(|n| n["title"].as_str().unwrap()).collect();
+    let titles: Vec<&str> = body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["title"].as_str().unwrap())
+        .collect();
     assert_eq!(titles, ["alice's"]);
 
     // The cookie is the only identity: no field of a request picks another owner.
     let (status, body) = bob
-        .send(Method::POST, "/notes", Some(json!({ "id": "x", "title": "t", "owner": alice.name })))
+        .send(
+            Method::POST,
+            "/notes",
+            Some(json!({ "id": "x", "title": "t", "owner": alice.name })),
+        )
         .await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "unknown fields are refused: {body}");
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unknown fields are refused: {body}"
+    );
 }

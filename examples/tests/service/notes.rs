@@ -15,7 +15,9 @@ pub async fn routes_need_a_signed_in_user(server: &Server) {
         (Method::DELETE, "/notes/n1"),
         (Method::GET, "/me"),
     ] {
-        let (status, body) = anonymous.send(method.clone(), path, Some(json!({ "title": "t" }))).await;
+        let (status, body) = anonymous
+            .send(method.clone(), path, Some(json!({ "title": "t" })))
+            .await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {path}: {body}");
         assert_eq!(code(&body), "unauthenticated", "{body}");
     }
@@ -33,7 +35,10 @@ pub async fn etags_guard_every_write(server: &Server) {
     assert_eq!(body["etag"], first.as_str());
     assert_eq!(body["title"], "first");
     let ((status, _), etag) = answer(c.request(Method::GET, "/notes/n1").header("If-None-Match", &first)).await;
-    assert_eq!((status, etag.as_deref()), (StatusCode::NOT_MODIFIED, Some(first.as_str())));
+    assert_eq!(
+        (status, etag.as_deref()),
+        (StatusCode::NOT_MODIFIED, Some(first.as_str()))
+    );
 
     // A write naming the current version lands and returns the next one.
     let put = |etag: &str, title: &str| {
@@ -45,14 +50,20 @@ pub async fn etags_guard_every_write(server: &Server) {
     assert_eq!(status, StatusCode::OK, "{body}");
     let second = second.expect("an ETag after a write");
     assert_ne!(second, first);
-    assert_eq!((body["title"].as_str(), body["body"].as_str()), (Some("second"), Some("edited")));
+    assert_eq!(
+        (body["title"].as_str(), body["body"].as_str()),
+        (Some("second"), Some("edited"))
+    );
 
     // A write naming the version before it is a 412, and changes nothing.
     let ((status, body), _) = answer(put(&first, "lost update")).await;
     assert_eq!(status, StatusCode::PRECONDITION_FAILED, "{body}");
     assert_eq!(code(&body), "stale_etag", "{body}");
     let ((_, body), etag) = answer(c.request(Method::GET, "/notes/n1")).await;
-    assert_eq!((body["title"].as_str(), etag.as_deref()), (Some("second"), Some(second.as_str())));
+    assert_eq!(
+        (body["title"].as_str(), etag.as_deref()),
+        (Some("second"), Some(second.as_str()))
+    );
 
     // Two clients holding the same version: the first write wins, the second gets 412.
     let ((a, _), _) = answer(put(&second, "from tab one")).await;
@@ -60,7 +71,9 @@ pub async fn etags_guard_every_write(server: &Server) {
     assert_eq!((a, b), (StatusCode::OK, StatusCode::PRECONDITION_FAILED), "{body}");
 
     // A write without If-Match is refused; `*` overwrites whatever is stored.
-    let (status, body) = alice.send(Method::PUT, "/notes/n1", Some(json!({ "title": "blind" }))).await;
+    let (status, body) = alice
+        .send(Method::PUT, "/notes/n1", Some(json!({ "title": "blind" })))
+        .await;
     assert_eq!(status, StatusCode::PRECONDITION_REQUIRED, "{body}");
     assert_eq!(code(&body), "if_match_required");
     let ((status, body), third) = answer(put("*", "forced")).await;
@@ -69,14 +82,25 @@ pub async fn etags_guard_every_write(server: &Server) {
 
     // A malformed If-Match is a 400 that says what to send.
     let ((status, body), _) = answer(put("not-an-etag", "x")).await;
-    assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "invalid_if_match"), "{body}");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "invalid_if_match"),
+        "{body}"
+    );
 
     // Deletes are conditional too: a stale version is 412, the current one removes it.
     let delete = |etag: &str| c.request(Method::DELETE, "/notes/n1").header("If-Match", etag);
     let ((status, body), _) = answer(delete(&second)).await;
-    assert_eq!((status, code(&body)), (StatusCode::PRECONDITION_FAILED, "stale_etag"), "{body}");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::PRECONDITION_FAILED, "stale_etag"),
+        "{body}"
+    );
     let (status, body) = alice.send(Method::DELETE, "/notes/n1", None).await;
-    assert_eq!((status, code(&body)), (StatusCode::PRECONDITION_REQUIRED, "if_match_required"));
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::PRECONDITION_REQUIRED, "if_match_required")
+    );
     let ((status, _), _) = answer(delete(&third)).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (status, body) = alice.send(Method::GET, "/notes/n1", None).await;
@@ -87,13 +111,27 @@ pub async fn duplicates_missing_notes_and_bad_input_say_what_is_wrong(server: &S
     let alice = server.user("alice").await;
     let etag = alice.create_note("n1", "first").await;
 
-    let (status, body) = alice.send(Method::POST, "/notes", Some(json!({ "id": "n1", "title": "again" }))).await;
-    assert_eq!((status, code(&body)), (StatusCode::CONFLICT, "already_exists"), "{body}");
-    assert!(body["message"].as_str().unwrap().contains("\"n1\""), "the message names the note: {body}");
+    let (status, body) = alice
+        .send(Method::POST, "/notes", Some(json!({ "id": "n1", "title": "again" })))
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "already_exists"),
+        "{body}"
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("\"n1\""),
+        "the message names the note: {body}"
+    );
     let (_, body) = alice.send(Method::GET, "/notes/n1", None).await;
     assert_eq!(body["title"], "first", "a refused create changes nothing");
 
-    for (method, etag) in [(Method::PUT, etag.as_str()), (Method::PUT, "*"), (Method::DELETE, etag.as_str()), (Method::DELETE, "*")] {
+    for (method, etag) in [
+        (Method::PUT, etag.as_str()),
+        (Method::PUT, "*"),
+        (Method::DELETE, etag.as_str()),
+        (Method::DELETE, "*"),
+    ] {
         let ((status, body), _) = answer(
             alice
                 .client
@@ -102,7 +140,11 @@ pub async fn duplicates_missing_notes_and_bad_input_say_what_is_wrong(server: &S
                 .json(&json!({ "title": "t" })),
         )
         .await;
-        assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "not_found"), "{method} {etag}: {body}");
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::NOT_FOUND, "not_found"),
+            "{method} {etag}: {body}"
+        );
     }
     let (status, _) = alice.send(Method::GET, "/notes/missing", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
@@ -118,13 +160,23 @@ pub async fn duplicates_missing_notes_and_bad_input_say_what_is_wrong(server: &S
     assert_eq!(response.status(), StatusCode::CREATED);
     let location = response.headers()["location"].to_str().unwrap().to_owned();
     let (status, body) = alice.send(Method::GET, &location, None).await;
-    assert_eq!((status, body["title"].as_str()), (StatusCode::OK, Some("no id")), "{location}");
+    assert_eq!(
+        (status, body["title"].as_str()),
+        (StatusCode::OK, Some("no id")),
+        "{location}"
+    );
 
     // An id with a character the table refuses, a body that is not a note, a bad limit.
-    let (status, body) = alice.send(Method::POST, "/notes", Some(json!({ "id": "a/b", "title": "t" }))).await;
+    let (status, body) = alice
+        .send(Method::POST, "/notes", Some(json!({ "id": "a/b", "title": "t" })))
+        .await;
     assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "invalid_id"), "{body}");
     let (status, body) = alice.send(Method::POST, "/notes", Some(json!({ "id": "n2" }))).await;
-    assert_eq!((status, code(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"), "{body}");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
+        "{body}"
+    );
     assert!(body["message"].as_str().unwrap().contains("title"), "{body}");
     let response = alice
         .client
@@ -138,7 +190,11 @@ pub async fn duplicates_missing_notes_and_bad_input_say_what_is_wrong(server: &S
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(code(&body), "invalid_body", "{body}");
     let (status, body) = alice.send(Method::GET, "/notes?limit=0", None).await;
-    assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "invalid_limit"), "{body}");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "invalid_limit"),
+        "{body}"
+    );
 }
 
 pub async fn publishing_needs_the_publisher_role(server: &Server) {
@@ -147,9 +203,17 @@ pub async fn publishing_needs_the_publisher_role(server: &Server) {
 
     // Creating a published note, or publishing one, needs the role.
     let (status, body) = writer
-        .send(Method::POST, "/notes", Some(json!({ "id": "p1", "title": "t", "published": true })))
+        .send(
+            Method::POST,
+            "/notes",
+            Some(json!({ "id": "p1", "title": "t", "published": true })),
+        )
         .await;
-    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "forbidden_field"), "{body}");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "forbidden_field"),
+        "{body}"
+    );
     assert!(body["message"].as_str().unwrap().contains("publisher"), "{body}");
     let (status, _) = writer.send(Method::GET, "/notes/p1", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "a refused create stores nothing");
@@ -162,12 +226,23 @@ pub async fn publishing_needs_the_publisher_role(server: &Server) {
     };
     for etag in [etag.as_str(), "*"] {
         let ((status, body), _) = answer(publish(etag)).await;
-        assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "forbidden_field"), "{body}");
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::FORBIDDEN, "forbidden_field"),
+            "{body}"
+        );
         assert!(body["message"].as_str().unwrap().contains("`published`"), "{body}");
     }
     let ((_, body), unchanged) = answer(c.request(Method::GET, "/notes/p1")).await;
-    assert_eq!((body["title"].as_str(), body["published"].as_bool()), (Some("draft"), Some(false)));
-    assert_eq!(unchanged.as_deref(), Some(etag.as_str()), "a refused write stores nothing");
+    assert_eq!(
+        (body["title"].as_str(), body["published"].as_bool()),
+        (Some("draft"), Some(false))
+    );
+    assert_eq!(
+        unchanged.as_deref(),
+        Some(etag.as_str()),
+        "a refused write stores nothing"
+    );
 
     // Other fields stay editable without the role.
     let ((status, body), etag) = answer(
@@ -197,9 +272,17 @@ pub async fn publishing_needs_the_publisher_role(server: &Server) {
             .json(&json!({ "title": "final, fixed" })),
     )
     .await;
-    assert_eq!((status, body["published"].as_bool()), (StatusCode::OK, Some(true)), "{body}");
+    assert_eq!(
+        (status, body["published"].as_bool()),
+        (StatusCode::OK, Some(true)),
+        "{body}"
+    );
     let (status, body) = writer
-        .send(Method::POST, "/notes", Some(json!({ "id": "p2", "title": "t", "published": true })))
+        .send(
+            Method::POST,
+            "/notes",
+            Some(json!({ "id": "p2", "title": "t", "published": true })),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 
@@ -212,5 +295,9 @@ pub async fn publishing_needs_the_publisher_role(server: &Server) {
             .json(&json!({ "title": "t", "published": false })),
     )
     .await;
-    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "forbidden_field"), "{body}");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "forbidden_field"),
+        "{body}"
+    );
 }

@@ -10,7 +10,10 @@ async fn all_pages(user: &User, limit: usize) -> Vec<Vec<String>> {
     let mut pages = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
-        let mut request = user.client.request(Method::GET, "/notes").query(&[("limit", limit.to_string())]);
+        let mut request = user
+            .client
+            .request(Method::GET, "/notes")
+            .query(&[("limit", limit.to_string())]);
         if let Some(c) = &cursor {
             request = request.query(&[("cursor", c)]);
         }
@@ -84,19 +87,31 @@ pub async fn a_tampered_or_foreign_cursor_is_refused(server: &Server) {
     let tampered: String = tampered.into_iter().collect();
     for bad in [tampered, cursor[..cursor.len() - 2].to_owned(), "garbage".to_owned()] {
         let (status, body) = get(&alice, "2", bad.clone()).await;
-        assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "invalid_cursor"), "{bad}: {body}");
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::BAD_REQUEST, "invalid_cursor"),
+            "{bad}: {body}"
+        );
         let message = body["message"].as_str().unwrap();
         assert!(message.contains("cursor") && message.contains("damaged"), "{message}");
     }
 
     // The cursor is bound to its query: another page size is refused too.
     let (status, body) = get(&alice, "3", cursor.clone()).await;
-    assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "invalid_cursor"), "{body}");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "invalid_cursor"),
+        "{body}"
+    );
     assert!(body["message"].as_str().unwrap().contains("another query"), "{body}");
 
     // And to its user: another user cannot page through alice's notes with it.
     let mallory = server.user("mallory").await;
     mallory.create_note("n9", "t").await;
     let (status, body) = get(&mallory, "2", cursor).await;
-    assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "invalid_cursor"), "{body}");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "invalid_cursor"),
+        "{body}"
+    );
 }
