@@ -32,6 +32,9 @@ pub mod values;
 // -- sessions modules --
 // -- end sessions modules --
 // -- identity modules --
+pub mod identity;
+pub mod identity_auth;
+pub mod identity_races;
 // -- end identity modules --
 // -- perf modules --
 // -- end perf modules --
@@ -205,6 +208,20 @@ macro_rules! for_each_scenario {
             // -- sessions scenarios --
             // -- end sessions scenarios --
             // -- identity scenarios --
+            identity::identity_registration_normalizes_names_and_finds_users,
+            identity::identity_user_names_and_emails_are_unique,
+            identity::identity_keys_of_hostile_user_text_are_valid,
+            identity::identity_claims_tokens_and_the_two_factor_flag,
+            identity::identity_deleting_a_user_removes_what_was_theirs,
+            identity_races::identity_racing_registrations_of_one_name_make_one_user,
+            identity_races::identity_a_registration_that_stops_between_steps_blocks_no_email_for_good,
+            identity_races::identity_a_stalled_registration_overtaken_on_its_email_stores_no_user,
+            identity_races::identity_concurrent_failed_logins_count_every_attempt,
+            identity_auth::identity_sign_in_counts_failures_and_locks_out,
+            identity_auth::identity_a_password_change_ends_older_sessions,
+            identity_auth::identity_roles_grant_permissions_and_missing_roles_stay_quiet,
+            identity_auth::identity_external_logins_are_created_never_taken_over,
+            identity_auth::identity_user_rows_are_never_served_from_the_cache,
             // -- end identity scenarios --
             // -- perf scenarios --
             // -- end perf scenarios --

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::layout::IDENTITY_TABLE_SUFFIXES;
 
 fn invalid(option: &str, reason: String) -> Error {
     Error::Config(format!("{option}: {reason}"))
@@ -111,8 +112,9 @@ impl IdentityOptions {
     pub const DEFAULT_PREFIX: &'static str = "Identity";
     /// The default email reservation timeout: two minutes.
     pub const DEFAULT_RESERVATION_TIMEOUT: Duration = Duration::from_secs(120);
-    /// The longest table prefix: 40 characters (the longest table suffix is 23).
-    pub const MAX_PREFIX_LEN: usize = 40;
+    /// The longest table prefix: 53 characters (table names have at most
+    /// 63, and the longest suffix, `UserEmails`, has 10).
+    pub const MAX_PREFIX_LEN: usize = 53;
 
     /// The defaults: [`Lockout::default`], prefix `Identity`, reservation timeout two minutes.
     pub fn new() -> IdentityOptions {
@@ -129,7 +131,7 @@ impl IdentityOptions {
         self
     }
 
-    /// The prefix of the table names: 1 to 40 ASCII letters and digits,
+    /// The prefix of the table names: 1 to 53 ASCII letters and digits,
     /// starting with a letter, or [`Error::Config`] naming
     /// `IdentityOptions::table_prefix`.
     pub fn table_prefix(mut self, prefix: impl Into<String>) -> Result<IdentityOptions> {
@@ -179,16 +181,17 @@ impl IdentityOptions {
 
     /// The names of the tables these options lead to.
     pub fn tables(&self) -> IdentityTables {
-        let p = &self.table_prefix;
+        let [users, emails, roles, user_roles, role_claims, user_claims, logins, tokens] =
+            IDENTITY_TABLE_SUFFIXES.map(|suffix| format!("{}{suffix}", self.table_prefix));
         IdentityTables {
-            users: format!("{p}Users"),
-            emails: format!("{p}UserEmails"),
-            roles: format!("{p}Roles"),
-            user_roles: format!("{p}UserRoles"),
-            role_claims: format!("{p}RoleClaims"),
-            user_claims: format!("{p}UserClaims"),
-            logins: format!("{p}UserLogins"),
-            tokens: format!("{p}UserTokens"),
+            users,
+            emails,
+            roles,
+            user_roles,
+            role_claims,
+            user_claims,
+            logins,
+            tokens,
         }
     }
 }

@@ -57,6 +57,9 @@ pub(super) struct RoleRow {
     pub(super) pk: String,
     #[table(row_key)]
     pub(super) rk: String,
+    /// Drawn when the role is created: links and claims of an earlier role
+    /// of the same name (deleted) carry another and are ignored.
+    pub(super) role_guid: Guid,
     pub(super) name: String,
     pub(super) normalized_name: String,
     #[table(etag)]
@@ -73,11 +76,13 @@ pub(super) struct UserRoleRow {
     pub(super) rk: String,
     /// The role's key again, as a column the members query filters on.
     pub(super) role_key: String,
+    /// The `role_guid` of the role when the link was made.
+    pub(super) role_guid: Guid,
     pub(super) normalized_role_name: String,
 }
 
-/// A claim of a role or a user. PartitionKey: the role's key or the user
-/// id; RowKey: the pair key of type and value.
+/// A claim of a role or a user. PartitionKey: `{role key}:{role guid}` or
+/// the user id; RowKey: the pair key of type and value.
 #[derive(TableEntity, Debug, Clone)]
 #[table(name = "IdentityUserClaims")]
 pub(super) struct ClaimRow {

@@ -1,7 +1,35 @@
 //! Users: registration, look-ups, deletion and the fields a user changes.
 
-use super::{Identity, IdentityResult, NewUser, User, UserId};
-use crate::DateTime;
+use super::email::lost;
+use super::keys::{check_email, check_name, check_password, normalize, user_partition};
+use super::rows::UserRow;
+use super::{password, Identity, IdentityError, IdentityResult, NewUser, User, UserId};
+use crate::layout::IDENTITY_USER_ROW_KEY;
+use crate::{DateTime, ErrorKind, Guid, Outcome};
+
+/// A new random security stamp: 32 hex digits.
+pub(super) fn new_stamp() -> String {
+    crate::value::hex(&rand::random::<[u8; 16]>())
+}
+
+impl UserRow {
+    pub(super) fn to_user(&self) -> User {
+        User {
+            id: UserId::new(self.pk.clone(), self.user_guid),
+            user_name: self.user_name.clone(),
+            normalized_user_name: self.normalized_user_name.clone(),
+            email: self.email.clone(),
+            normalized_email: self.normalized_email.clone(),
+            email_confirmed: self.email_confirmed,
+            password_hash: self.password_hash.clone(),
+            security_stamp: self.security_stamp.clone(),
+            two_factor_enabled: self.two_factor_enabled,
+            lockout_end: self.lockout_end,
+            access_failed_count: self.access_failed_count,
+            created_at: self.created_at,
+        }
+    }
+}
 
 impl Identity {
     /// Registers a user: validates the input, hashes the password (argon2,
@@ -9,14 +37,13 @@ impl Identity {
     /// creates the user row, whose key is the hash of the normalized user
     /// name.
     ///
-    /// Fails with [`IdentityError::DuplicateUserName`](super::IdentityError::DuplicateUserName)
-    /// when another user has the same user name in any letter case,
-    /// [`DuplicateEmail`](super::IdentityError::DuplicateEmail) when another
-    /// user has (or is being registered with) the email address, and
-    /// [`Invalid`](super::IdentityError::Invalid) for an empty or overlong
-    /// name, an email without `@`, or an empty password. Of racing
-    /// registrations of one name exactly one succeeds. A refused registration
-    /// leaves nothing stored.
+    /// Fails with [`IdentityError::DuplicateUserName`] when another user has
+    /// the same user name in any letter case, [`IdentityError::DuplicateEmail`]
+    /// when another user has (or is being registered with) the email
+    /// address, and [`IdentityError::Invalid`] for an empty or overlong name,
+    /// an email without `@`, or an empty password. Of racing registrations of
+    /// one name exactly one succeeds. A refused registration leaves nothing
+    /// stored.
     ///
     /// ```
     /// use unified_tables::web::identity::{Identity, IdentityError, NewUser};
@@ -30,70 +57,269 @@ impl Identity {
     /// # }).unwrap();
     /// ```
     pub async fn register(&self, new: NewUser) -> IdentityResult<User> {
-        let _ = new;
-        todo!()
+        check_name("user_name", &new.user_name)?;
+        if let Some(email) = &new.email {
+            check_email(email)?;
+        }
+        if let Some(p) = &new.password {
+            check_password(p)?;
+        }
+        let normalized_user_name = normalize(&new.user_name);
+        let normalized_email = new.email.as_deref().map(normalize);
+        let pk = user_partition(&normalized_user_name);
+        // A quick answer for a name that is plainly taken; the create below decides.
+        if self.inner.users.exists((pk.as_str(), IDENTITY_USER_ROW_KEY)).await? {
+            return Err(IdentityError::DuplicateUserName);
+        }
+        let password_hash = match &new.password {
+            Some(p) => Some(password::hash(p).await?),
+            None => None,
+        };
+        let id = UserId::new(pk.clone(), Guid::new_random());
+        let mut row = UserRow {
+            pk,
+            rk: IDENTITY_USER_ROW_KEY.to_owned(),
+            user_guid: id.guid,
+            user_name: new.user_name,
+            normalized_user_name,
+            email: new.email,
+            normalized_email: normalized_email.clone(),
+            email_confirmed: false,
+            password_hash,
+            security_stamp: new_stamp(),
+            two_factor_enabled: false,
+            lockout_end: None,
+            access_failed_count: 0,
+            created_at: DateTime::now(),
+            etag: None,
+        };
+        let reservation = match &normalized_email {
+            Some(email) => Some(self.reserve_email(email, &id).await?),
+            None => None,
+        };
+        if let Some(r) = &reservation {
+            if !self.reservation_is_fresh(r) {
+                self.release_email(r).await?;
+                return Err(IdentityError::Contended);
+            }
+        }
+        if let Err(e) = self.inner.users.create(&mut row).await {
+            let stored = e.kind() == ErrorKind::OutcomeUnknown && self.user(&id).await.ok().flatten().is_some();
+            if !stored {
+                if let Some(r) = &reservation {
+                    self.release_email(r).await?;
+                }
+                return Err(match e.kind() {
+                    ErrorKind::AlreadyExists => IdentityError::DuplicateUserName,
+                    _ => e.into(),
+                });
+            }
+        }
+        if let Some(r) = &reservation {
+            if !self.confirm_reservation(r).await? {
+                // Another writer took the address over while this one stalled: undo.
+                let _ = self.inner.users.delete_entity(&row).await;
+                return Err(IdentityError::DuplicateEmail);
+            }
+        }
+        Ok(row.to_user())
     }
 
     /// The user with this id, read from the table, or `None`.
     pub async fn user(&self, id: &UserId) -> IdentityResult<Option<User>> {
-        let _ = id;
-        todo!()
+        Ok(self.user_row(id).await?.map(|r| r.to_user()))
+    }
+
+    pub(super) async fn user_row(&self, id: &UserId) -> IdentityResult<Option<UserRow>> {
+        let row = self.inner.users.get((id.partition.as_str(), IDENTITY_USER_ROW_KEY)).await?;
+        Ok(row.filter(|r| r.user_guid == id.guid))
     }
 
     /// The user with this user name (any letter case), or `None`.
     pub async fn find_by_name(&self, user_name: &str) -> IdentityResult<Option<User>> {
-        let _ = user_name;
-        todo!()
+        let pk = user_partition(&normalize(user_name));
+        let row = self.inner.users.get((pk.as_str(), IDENTITY_USER_ROW_KEY)).await?;
+        Ok(row.map(|r| r.to_user()))
     }
 
     /// The user who owns this email address (any letter case), or `None`.
+    /// Read through the address's reservation, and answered only when the
+    /// reservation's owner holds the address.
     pub async fn find_by_email(&self, email: &str) -> IdentityResult<Option<User>> {
-        let _ = email;
-        todo!()
+        self.email_holder(&normalize(email)).await
     }
 
     /// Deletes the user and everything of theirs: the email reservation,
     /// role links, claims, logins and tokens. `Ok(false)` if there was no
     /// such user. The user row goes first, so a deletion that stops part way
-    /// leaves rows of an id no user will ever have again; a later
-    /// registration may take over the email address and logins they held.
+    /// leaves rows of an id no user will ever have again (ids are never
+    /// reused); the email address and logins such rows name are free for
+    /// others at once.
     pub async fn delete_user(&self, id: &UserId) -> IdentityResult<bool> {
-        let _ = id;
-        todo!()
+        let Some(row) = self.delete_user_row(id).await? else {
+            return Ok(false);
+        };
+        if let Some(email) = &row.normalized_email {
+            self.release_email_of(email, id).await?;
+        }
+        let partition = id.to_string();
+        self.inner.user_roles.delete_partition(&partition).await?;
+        self.inner.user_claims.delete_partition(&partition).await?;
+        self.inner.tokens.delete_partition(&partition).await?;
+        for login in self.login_rows(id).await? {
+            self.delete_login_row(&login).await?;
+        }
+        Ok(true)
+    }
+
+    /// Deletes the user row on condition of the version read; the row deleted.
+    async fn delete_user_row(&self, id: &UserId) -> IdentityResult<Option<UserRow>> {
+        for _ in 0..super::ATTEMPTS {
+            let Some(row) = self.user_row(id).await? else {
+                return Ok(None);
+            };
+            match self.inner.users.delete_entity(&row).await {
+                Ok(()) => return Ok(Some(row)),
+                Err(e) if lost(&e) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(IdentityError::Contended)
+    }
+
+    /// Applies `change` to the user's row by compare-and-swap, re-applied
+    /// on a lost race. [`IdentityError::UserNotFound`] if there is no such user.
+    pub(super) async fn change_user(&self, id: &UserId, change: impl FnMut(&mut UserRow)) -> IdentityResult<UserRow> {
+        let outcome = self
+            .inner
+            .users
+            .try_transition(
+                (id.partition.as_str(), IDENTITY_USER_ROW_KEY),
+                |row| row.user_guid == id.guid,
+                change,
+            )
+            .await?;
+        match outcome {
+            Outcome::Updated(row) => Ok(row),
+            Outcome::NotFound | Outcome::PreconditionFailed(_) => Err(IdentityError::UserNotFound(id.clone())),
+            Outcome::Conflicted => Err(IdentityError::Contended),
+        }
     }
 
     /// Changes the email address (or removes it with `None`): reserves the
-    /// new address, writes it on the user (unconfirmed), then releases the
-    /// old one. [`IdentityError::DuplicateEmail`](super::IdentityError::DuplicateEmail) when another user has it.
+    /// new address, writes it on the user (unconfirmed, with a new security
+    /// stamp), then releases the old one.
+    /// [`IdentityError::DuplicateEmail`] when another user has the address.
     pub async fn set_email(&self, id: &UserId, email: Option<&str>) -> IdentityResult<User> {
-        let _ = (id, email);
-        todo!()
+        if let Some(e) = email {
+            check_email(e)?;
+        }
+        let current = self.user_row(id).await?.ok_or_else(|| IdentityError::UserNotFound(id.clone()))?;
+        let normalized = email.map(normalize);
+        let reservation = match &normalized {
+            Some(n) if current.normalized_email.as_ref() != Some(n) => Some(self.reserve_email(n, id).await?),
+            _ => None,
+        };
+        if let Some(r) = &reservation {
+            if !self.reservation_is_fresh(r) {
+                self.release_email(r).await?;
+                return Err(IdentityError::Contended);
+            }
+        }
+        let old = current.normalized_email.clone();
+        let written = self
+            .change_user(id, |row| {
+                row.email = email.map(str::to_owned);
+                if row.normalized_email != normalized {
+                    row.email_confirmed = false;
+                }
+                row.normalized_email = normalized.clone();
+                row.security_stamp = new_stamp();
+            })
+            .await;
+        let row = match written {
+            Ok(row) => row,
+            Err(e) => {
+                if let Some(r) = &reservation {
+                    self.release_email(r).await?;
+                }
+                return Err(e);
+            }
+        };
+        if let Some(r) = &reservation {
+            if !self.confirm_reservation(r).await? {
+                // Taken over while this call stalled: put the old address back.
+                let restored = self
+                    .change_user(id, |row| {
+                        if row.normalized_email == normalized {
+                            row.email = current.email.clone();
+                            row.normalized_email = current.normalized_email.clone();
+                            row.email_confirmed = current.email_confirmed;
+                        }
+                    })
+                    .await;
+                restored?;
+                return Err(IdentityError::DuplicateEmail);
+            }
+        }
+        if let Some(old) = old.filter(|o| Some(o) != normalized.as_ref()) {
+            self.release_email_of(&old, id).await?;
+        }
+        Ok(row.to_user())
     }
 
-    /// Marks the email address confirmed.
+    /// Marks the email address confirmed ([`IdentityError::Invalid`] if the user has none).
     pub async fn confirm_email(&self, id: &UserId) -> IdentityResult<User> {
-        let _ = id;
-        todo!()
+        let row = self.change_user(id, |row| row.email_confirmed = row.email.is_some()).await?;
+        if row.email.is_none() {
+            return Err(super::error::invalid("email", "the user has no email address to confirm"));
+        }
+        Ok(row.to_user())
     }
 
     /// Turns two-factor sign-in on or off. Sign-in of a user with it on
     /// answers [`SignIn::TwoFactorRequired`](super::SignIn::TwoFactorRequired).
     pub async fn set_two_factor_enabled(&self, id: &UserId, enabled: bool) -> IdentityResult<User> {
-        let _ = (id, enabled);
-        todo!()
+        let row = self
+            .change_user(id, |row| {
+                if row.two_factor_enabled != enabled {
+                    row.two_factor_enabled = enabled;
+                    row.security_stamp = new_stamp();
+                }
+            })
+            .await?;
+        Ok(row.to_user())
     }
 
-    /// Sets when the user's lockout ends: `None` (or an instant in the past)
-    /// unlocks the user, and sets the failed-attempt count back to zero.
+    /// Sets when the user's lockout ends: a future instant locks the user
+    /// out until then; `None` (or an instant in the past) unlocks the user.
+    /// Either sets the failed-attempt count back to zero.
     pub async fn set_lockout_end(&self, id: &UserId, end: Option<DateTime>) -> IdentityResult<User> {
-        let _ = (id, end);
-        todo!()
+        let row = self
+            .change_user(id, |row| {
+                row.lockout_end = end;
+                row.access_failed_count = 0;
+            })
+            .await?;
+        Ok(row.to_user())
     }
 
     /// Draws a new security stamp, which ends every session made before it
     /// (sign the user out everywhere).
     pub async fn rotate_security_stamp(&self, id: &UserId) -> IdentityResult<User> {
-        let _ = id;
-        todo!()
+        Ok(self.change_user(id, |row| row.security_stamp = new_stamp()).await?.to_user())
+    }
+
+    /// Loads the users of these ids, skipping ids no user has.
+    pub(super) async fn users_of(&self, ids: impl IntoIterator<Item = String>) -> IdentityResult<Vec<User>> {
+        let mut users = Vec::new();
+        for id in ids {
+            if let Ok(id) = id.parse::<UserId>() {
+                if let Some(u) = self.user(&id).await? {
+                    users.push(u);
+                }
+            }
+        }
+        Ok(users)
     }
 }
