@@ -156,10 +156,10 @@ pub async fn login(
     State(state): State<AppState>,
     body: Result<Json<Login>, JsonRejection>,
 ) -> Result<Json<UserView>, ApiError> {
-    let Json(body) = body.map_err(bad_body)?;
+    let Json(Login { user_name, password }) = body.map_err(bad_body)?;
     let user = match state
         .identity
-        .sign_in(&Credentials::new(body.user_name, body.password))
+        .sign_in(&Credentials::new(user_name.clone(), password))
         .await
         .map_err(|e| identity_error("signing in", e))?
     {
@@ -172,7 +172,7 @@ pub async fn login(
                 "this account has two-factor sign-in, which this example service does not offer",
             ))
         }
-        _ => return Err(invalid_credentials(StatusCode::UNAUTHORIZED)),
+        _ => return Err(failed_login(&state, &user_name).await),
     };
     auth.login(&user)
         .await
@@ -183,6 +183,20 @@ pub async fn login(
         .await
         .map_err(|e| identity_error("reading your roles", e))?;
     Ok(Json(view(&user, roles)))
+}
+
+/// The answer to a failed login: `401`, or `423` when this failure was the
+/// one that locked the account (the store reports the lockout from the
+/// next attempt on; the client learns it now).
+async fn failed_login(state: &AppState, user_name: &str) -> ApiError {
+    match state.identity.find_by_name(user_name).await {
+        Ok(Some(user)) if user.is_locked_out(DateTime::now()) => match user.lockout_end() {
+            Some(until) => locked_out(until),
+            None => invalid_credentials(StatusCode::UNAUTHORIZED),
+        },
+        Ok(_) => invalid_credentials(StatusCode::UNAUTHORIZED),
+        Err(e) => identity_error("signing in", e),
+    }
 }
 
 /// `POST /logout`: deletes the session (from the session table, not only
