@@ -323,10 +323,7 @@ pub async fn bootstrap(identity: &Identity, admin: &str, password: Option<&str>)
     let Some(password) = password else { return Ok(()) };
     let user = match identity.register(NewUser::new(admin).password(password)).await {
         Ok(user) => user,
-        Err(IdentityError::DuplicateUserName) => identity
-            .find_by_name(admin)
-            .await?
-            .ok_or(IdentityError::Contended)?,
+        Err(IdentityError::DuplicateUserName) => identity.find_by_name(admin).await?.ok_or(IdentityError::Contended)?,
         Err(e) => return Err(e),
     };
     identity.add_to_role(user.id(), ADMIN).await

@@ -291,3 +291,43 @@ pub async fn only_admins_grant_roles(server: &Server) {
     let (_, me) = user.send(Method::GET, "/me", None).await;
     assert_eq!(me["roles"], json!(["publisher"]), "{me}");
 }
+
+pub async fn sessions_live_in_the_table_for_every_instance(server: &Server) {
+    let user = server.user("ivan").await;
+    user.create_note("n1", "from instance one").await;
+
+    // A second instance over the same tables: its start-up finds the roles
+    // and the admin in place, and it serves the session the first one opened.
+    let second = server.another_instance(|c| c.with_secure_cookies(true)).await;
+    let response = reqwest::Client::new()
+        .get(format!("{}/notes/n1", second.base))
+        .header("cookie", user.client.cookie())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let admin = second.admin().await;
+    assert_eq!(admin.send(Method::GET, "/me", None).await.1["roles"], json!(["admin"]));
+
+    // Its cookies are `Secure` and `HttpOnly`: sent over HTTPS only, out of scripts' reach.
+    let response = reqwest::Client::new()
+        .post(format!("{}/login", second.base))
+        .json(&user.credentials())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let cookie = response.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(cookie.contains("Secure") && cookie.contains("HttpOnly"), "{cookie}");
+
+    // A logout on one instance ends the session on the other.
+    let (status, _) = reqwest::Client::new()
+        .post(format!("{}/logout", second.base))
+        .header("cookie", user.client.cookie())
+        .send()
+        .await
+        .map(|r| (r.status(), ()))
+        .unwrap();
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(user.send(Method::GET, "/me", None).await.0, StatusCode::UNAUTHORIZED);
+}

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use reqwest::cookie::{CookieStore, Jar};
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{json, Value};
+use unified_tables::backend::memory::{MemoryBackend, MemoryBlobBackend};
+use unified_tables::backend::Backend;
 use unified_tables::Tables;
+use unified_tables_tests::gate::GateBackend;
 
 use crate::service::{self, Config};
 
@@ -16,6 +19,8 @@ pub const ADMIN_PASSWORD: &str = "admin password for the tests";
 pub struct Server {
     pub base: String,
     pub config: Config,
+    /// The service's table backend: arm it to hold a request at a racy point.
+    pub gate: GateBackend<Arc<dyn Backend>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -28,7 +33,9 @@ impl Drop for Server {
 impl Server {
     /// The service over a fresh in-memory backend.
     pub async fn memory() -> Server {
-        Server::start(Tables::memory(), "").await
+        let gate = GateBackend::new(Arc::new(MemoryBackend::new()) as Arc<dyn Backend>);
+        let tables = Tables::with_backend(gate.clone()).with_blobs(MemoryBlobBackend::new(), Default::default());
+        Server::start(tables, gate, "").await
     }
 
     /// The service over Azure / Azurite in tables of its own, or `None` when
@@ -37,14 +44,29 @@ impl Server {
         let env = unified_tables_tests::azure_env(hint).await?;
         // A prefix of this scenario's own for the service's tables, short
         // enough for the identity stores' longest table name.
-        Some(Server::start(env.tables.clone(), &unified_tables_tests::unique_table("")).await)
+        let gate = GateBackend::new(env.tables.backend().clone());
+        let mut tables = Tables::with_backend(gate.clone());
+        if let Some(blobs) = env.blobs.clone() {
+            tables = tables.with_blobs(blobs, unified_tables_tests::blob_options());
+        }
+        Some(Server::start(tables, gate, &unified_tables_tests::unique_table("")).await)
     }
 
-    async fn start(tables: Tables, prefix: &str) -> Server {
+    async fn start(tables: Tables, gate: GateBackend<Arc<dyn Backend>>, prefix: &str) -> Server {
         let config = Config::new(tables)
             .with_table_prefix(prefix)
             .with_admin_password(ADMIN_PASSWORD)
             .with_secure_cookies(false);
+        Server::launch(config, gate).await
+    }
+
+    /// Another instance of the service over the same tables (another host
+    /// behind the same load balancer), with its configuration changed by `change`.
+    pub async fn another_instance(&self, change: impl FnOnce(Config) -> Config) -> Server {
+        Server::launch(change(self.config.clone()), self.gate.clone()).await
+    }
+
+    async fn launch(config: Config, gate: GateBackend<Arc<dyn Backend>>) -> Server {
         let app = service::app(config.clone()).await.expect("the service starts");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -53,7 +75,12 @@ impl Server {
         let task = tokio::spawn(async move {
             service::serve(listener, app).await.expect("the service runs");
         });
-        Server { base, config, task }
+        Server {
+            base,
+            config,
+            gate,
+            task,
+        }
     }
 
     /// A client keeping its own cookies.

@@ -3,6 +3,8 @@
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
+use unified_tables_tests::gate::Point;
+
 use crate::harness::{answer, code, Server};
 
 pub async fn routes_need_a_signed_in_user(server: &Server) {
@@ -165,6 +167,19 @@ pub async fn duplicates_missing_notes_and_bad_input_say_what_is_wrong(server: &S
         (StatusCode::OK, Some("no id")),
         "{location}"
     );
+    // Generated ids list newest first.
+    let (status, _) = alice
+        .send(Method::POST, "/notes", Some(json!({ "title": "no id, later" })))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, body) = alice.send(Method::GET, "/notes", None).await;
+    let titles: Vec<&str> = body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["no id, later", "no id", "first"], "{body}");
 
     // An id with a character the table refuses, a body that is not a note, a bad limit.
     let (status, body) = alice
@@ -300,4 +315,37 @@ pub async fn publishing_needs_the_publisher_role(server: &Server) {
         (StatusCode::FORBIDDEN, "forbidden_field"),
         "{body}"
     );
+}
+
+pub async fn a_write_overtaken_after_its_check_still_gets_412(server: &Server) {
+    let alice = server.user("alice").await;
+    let etag = alice.create_note("n1", "first").await;
+    let put = |title: &str| {
+        alice
+            .client
+            .request(Method::PUT, "/notes/n1")
+            .header("If-Match", &etag)
+            .json(&json!({ "title": title }))
+    };
+
+    // The first PUT reads the note, finds the version it names, and is held
+    // just before its write is sent.
+    let hold = server.gate.arm(Point::BeforeWrite);
+    let first = tokio::spawn(answer(put("slow")));
+    hold.reached.await.expect("the first write reaches the store");
+
+    // A second PUT naming the same version overtakes it.
+    let ((status, body), _) = answer(put("fast")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // Let the first go: the table refuses its write, conditional on the version it was given.
+    hold.release.send(()).expect("the first write is waiting");
+    let ((status, body), _) = first.await.expect("the first request ends");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::PRECONDITION_FAILED, "stale_etag"),
+        "{body}"
+    );
+    let (_, body) = alice.send(Method::GET, "/notes/n1", None).await;
+    assert_eq!(body["title"], "fast", "the overtaken write stored nothing");
 }

@@ -48,9 +48,27 @@ pub async fn pages_follow_the_cursor_to_the_end(server: &Server) {
     assert_eq!(seen, ids, "every note once, in order: {pages:?}");
     assert!(pages.iter().take(2).all(|p| p.len() == 3), "{pages:?}");
 
-    // The default limit takes them all at once; a limit the size of the set ends cleanly.
-    assert_eq!(all_pages(&alice, 20).await.concat(), ids);
+    // A limit the size of the set ends cleanly; the largest takes them all.
     assert_eq!(all_pages(&alice, 7).await.concat(), ids);
+    assert_eq!(all_pages(&alice, 100).await, [ids.clone()]);
+    let (status, body) = alice.send(Method::GET, "/notes?limit=101", None).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "invalid_limit"),
+        "{body}"
+    );
+
+    // Without a limit, pages of 20.
+    let more: Vec<String> = (7..21).map(|i| format!("note-{i:02}")).collect();
+    for id in &more {
+        alice.create_note(id, id).await;
+    }
+    let (_, body) = alice.send(Method::GET, "/notes", None).await;
+    assert_eq!(body["items"].as_array().map(Vec::len), Some(20), "{body}");
+    let cursor = body["next_cursor"].as_str().expect("a second page");
+    let (_, body) = alice.send(Method::GET, &format!("/notes?cursor={cursor}"), None).await;
+    assert_eq!(body["items"][0]["id"], "note-20", "{body}");
+    assert!(body["next_cursor"].is_null(), "{body}");
 
     // A user with no notes gets one empty last page.
     let bob = server.user("bob").await;
