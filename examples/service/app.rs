@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::Router;
 use axum_login::AuthManagerLayerBuilder;
@@ -11,6 +13,7 @@ use unified_tables::web::identity::{Identity, IdentityOptions, Lockout};
 use unified_tables::web::sessions::TableSessionStore;
 use unified_tables::{Store, Tables};
 
+use super::error::ApiError;
 use super::notes::Note;
 use super::{accounts, notes};
 
@@ -133,7 +136,23 @@ pub async fn app(config: Config) -> Result<Router, unified_tables::Error> {
         )
         .fallback(accounts::no_route)
         .with_state(state)
-        .layer(auth_layer))
+        .layer(auth_layer)
+        .layer(axum::middleware::map_response(bare_errors_as_json)))
+}
+
+/// The session and login layers answer a failure to load a session with a
+/// bare `500`; give it a JSON body like every other refusal.
+async fn bare_errors_as_json(response: Response) -> Response {
+    let status = response.status();
+    if status.is_server_error() && !response.headers().contains_key(header::CONTENT_TYPE) {
+        return ApiError::new(
+            status,
+            "session_unavailable",
+            "the session could not be read or written (the storage service may be unreachable); try again shortly",
+        )
+        .into_response();
+    }
+    response
 }
 
 /// Serves `app` on `listener` until the task is dropped or the listener fails.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use reqwest::cookie::{CookieStore, Jar};
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{json, Value};
+use unified_tables::backend::faulty::FaultyBackend;
 use unified_tables::backend::memory::{MemoryBackend, MemoryBlobBackend};
 use unified_tables::backend::Backend;
 use unified_tables::Tables;
@@ -15,12 +16,16 @@ use crate::service::{self, Config};
 /// The admin's password in every scenario.
 pub const ADMIN_PASSWORD: &str = "admin password for the tests";
 
+type Faulty = FaultyBackend<GateBackend<Arc<dyn Backend>>>;
+
 /// One running service.
 pub struct Server {
     pub base: String,
     pub config: Config,
     /// The service's table backend: arm it to hold a request at a racy point.
     pub gate: GateBackend<Arc<dyn Backend>>,
+    /// The same backend, failing the requests a scenario plans.
+    pub faults: Faulty,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -34,8 +39,9 @@ impl Server {
     /// The service over a fresh in-memory backend.
     pub async fn memory() -> Server {
         let gate = GateBackend::new(Arc::new(MemoryBackend::new()) as Arc<dyn Backend>);
-        let tables = Tables::with_backend(gate.clone()).with_blobs(MemoryBlobBackend::new(), Default::default());
-        Server::start(tables, gate, "").await
+        let faults = FaultyBackend::new(gate.clone());
+        let tables = Tables::with_backend(faults.clone()).with_blobs(MemoryBlobBackend::new(), Default::default());
+        Server::start(tables, gate, faults, "").await
     }
 
     /// The service over Azure / Azurite in tables of its own, or `None` when
@@ -45,28 +51,30 @@ impl Server {
         // A prefix of this scenario's own for the service's tables, short
         // enough for the identity stores' longest table name.
         let gate = GateBackend::new(env.tables.backend().clone());
-        let mut tables = Tables::with_backend(gate.clone());
+        let faults = FaultyBackend::new(gate.clone());
+        let mut tables = Tables::with_backend(faults.clone());
         if let Some(blobs) = env.blobs.clone() {
             tables = tables.with_blobs(blobs, unified_tables_tests::blob_options());
         }
-        Some(Server::start(tables, gate, &unified_tables_tests::unique_table("")).await)
+        let prefix = unified_tables_tests::unique_table("");
+        Some(Server::start(tables, gate, faults, &prefix).await)
     }
 
-    async fn start(tables: Tables, gate: GateBackend<Arc<dyn Backend>>, prefix: &str) -> Server {
+    async fn start(tables: Tables, gate: GateBackend<Arc<dyn Backend>>, faults: Faulty, prefix: &str) -> Server {
         let config = Config::new(tables)
             .with_table_prefix(prefix)
             .with_admin_password(ADMIN_PASSWORD)
             .with_secure_cookies(false);
-        Server::launch(config, gate).await
+        Server::launch(config, gate, faults).await
     }
 
     /// Another instance of the service over the same tables (another host
     /// behind the same load balancer), with its configuration changed by `change`.
     pub async fn another_instance(&self, change: impl FnOnce(Config) -> Config) -> Server {
-        Server::launch(change(self.config.clone()), self.gate.clone()).await
+        Server::launch(change(self.config.clone()), self.gate.clone(), self.faults.clone()).await
     }
 
-    async fn launch(config: Config, gate: GateBackend<Arc<dyn Backend>>) -> Server {
+    async fn launch(config: Config, gate: GateBackend<Arc<dyn Backend>>, faults: Faulty) -> Server {
         let app = service::app(config.clone()).await.expect("the service starts");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -79,6 +87,7 @@ impl Server {
             base,
             config,
             gate,
+            faults,
             task,
         }
     }

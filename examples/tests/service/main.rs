@@ -10,6 +10,7 @@
 mod service;
 
 mod accounts;
+mod failures;
 mod harness;
 mod isolation;
 mod notes;
@@ -34,6 +35,7 @@ macro_rules! for_each_scenario {
             paging::pages_follow_the_cursor_to_the_end,
             paging::a_tampered_or_foreign_cursor_is_refused,
             isolation::a_user_never_reads_or_changes_another_users_notes,
+            failures::storage_failures_are_json_answers,
         }
     };
 }
