@@ -18,6 +18,8 @@ pub enum Point {
     BeforeWrite,
     /// After a single write or a transaction took effect, before the store sees its answer.
     AfterWrite,
+    /// After a page of a query has its answer, before the store sees it.
+    AfterQuery,
 }
 
 /// A held request: `reached` fires when it gets to the point; it waits there until `release` is sent or dropped.
@@ -110,7 +112,9 @@ impl<B: Backend> Backend for GateBackend<B> {
     }
 
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
-        self.inner.query(table, request, token).await
+        let page = self.inner.query(table, request, token).await;
+        self.pass(Point::AfterQuery).await;
+        page
     }
 }
 

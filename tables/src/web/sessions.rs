@@ -73,19 +73,18 @@
 //! refuses in a key), RowKey [`SESSION_ROW_KEY`](crate::layout::SESSION_ROW_KEY),
 //! `ExpiresAt` an `Edm.DateTime`, and `Data` the session's data as one JSON
 //! value in the crate's large-value layout. The expiry is kept at the
-//! service's precision (100 ns, truncated; an expiry past 9999 is stored as
-//! the last instant of 9999).
+//! service's precision (100 ns, truncated) and clamped to its range (years
+//! 1601 to 9999).
 //!
 //! # How big a session may be
 //!
-//! Data of any size is stored. Up to one cell (64 KiB of gzip-compressed
-//! JSON) it is one cell of the row; beyond, split cells and continuation rows
-//! written in one transaction (up to 4 MiB); beyond that, or over
-//! [`BlobOptions`](crate::BlobOptions)' threshold, a blob, when the handle has
-//! a blob store (`Tables::memory()` and `Tables::connect(..)` do). Without
-//! one, a record that needs a blob is refused with
-//! `session_store::Error::Encode` naming the `Data` column, its size and the
-//! limit, and nothing is stored. Because the data may span rows, `save` and
+//! Data of any size is stored. While it fits one cell it is one cell of the
+//! row; beyond, split cells and continuation rows written in one transaction
+//! (up to 4 MiB); beyond that, or over [`BlobOptions`](crate::BlobOptions)'
+//! threshold, a blob, when the handle has a blob store (`Tables::memory()`
+//! and `Tables::connect(..)` do). Without one, a record that does not fit one
+//! transaction is refused with `session_store::Error::Encode` naming the
+//! `Data` column, its size and the limit, and nothing is stored. Because the data may span rows, `save` and
 //! `delete` read the main row first (two requests); `create` and `load` take one.
 //!
 //! # Errors
@@ -113,6 +112,35 @@ use crate::value::DateTime;
 use record::{id_text, is_expired, SessionRow};
 
 pub use sweep::ExpiredSweep;
+
+/// The operation an error message names.
+#[derive(Debug, Clone, Copy)]
+enum Action {
+    Create,
+    Save,
+    Load,
+    Delete,
+    ListExpired,
+    DeleteExpired,
+}
+
+impl Action {
+    fn said(self) -> &'static str {
+        match self {
+            Action::Create => "creating a session",
+            Action::Save => "saving a session",
+            Action::Load => "loading a session",
+            Action::Delete => "deleting a session",
+            Action::ListExpired => "listing expired sessions",
+            Action::DeleteExpired => "deleting an expired session",
+        }
+    }
+
+    /// Whether the operation stores a record (a refusal is then the record's fault).
+    fn writes(self) -> bool {
+        matches!(self, Action::Create | Action::Save)
+    }
+}
 
 /// How many ids `create` tries before it gives up (each collision draws a
 /// new random 128-bit id, so a second attempt is already a near miracle).
@@ -186,7 +214,10 @@ impl TableSessionStore {
     /// ```
     pub fn with_default_table(tables: &Tables) -> TableSessionStore {
         TableSessionStore {
-            store: tables.clone().without_cache().store_in::<SessionRow>(Self::DEFAULT_TABLE),
+            store: tables
+                .clone()
+                .without_cache()
+                .store_in::<SessionRow>(Self::DEFAULT_TABLE),
         }
     }
 
@@ -196,16 +227,18 @@ impl TableSessionStore {
     }
 
     /// A [`session_store::Error`] saying that `action` failed, and why, with
-    /// every occurrence of the session id taken out.
-    fn failed(&self, action: &str, id: Option<&str>, error: Error) -> session_store::Error {
+    /// every occurrence of the session id taken out: `Encode` for a record a
+    /// write refused before sending, `Decode` for a stored record that cannot
+    /// be read back, `Backend` for the rest.
+    fn failed(&self, action: Action, id: Option<&str>, error: Error) -> session_store::Error {
         let mut why = error.to_string();
         if let Some(id) = id {
             why = why.replace(id, "<session id>");
         }
-        let message = format!("{action} in table `{}` failed: {why}", self.table());
+        let message = format!("{} in table `{}` failed: {why}", action.said(), self.table());
         match error.kind() {
             ErrorKind::Damaged => session_store::Error::Decode(message),
-            _ if error.is_refusal() => session_store::Error::Encode(message),
+            _ if error.is_refusal() && action.writes() => session_store::Error::Encode(message),
             _ => session_store::Error::Backend(message),
         }
     }
@@ -223,7 +256,7 @@ impl SessionStore for TableSessionStore {
                     tracing::debug!(table = %self.table(), "session id collision; drawing a new id");
                     record.id = Id::default();
                 }
-                Err(e) => return Err(self.failed("creating a session", Some(&row.id), e)),
+                Err(e) => return Err(self.failed(Action::Create, Some(&row.id), e)),
             }
         }
         Err(session_store::Error::Backend(format!(
@@ -241,7 +274,7 @@ impl SessionStore for TableSessionStore {
                 tracing::debug!(table = %self.table(), "session deleted meanwhile; not recreated");
                 Ok(())
             }
-            Err(e) => Err(self.failed("saving a session", Some(&row.id), e)),
+            Err(e) => Err(self.failed(Action::Save, Some(&row.id), e)),
         }
     }
 
@@ -251,7 +284,7 @@ impl SessionStore for TableSessionStore {
             .store
             .get((id.as_str(), SESSION_ROW_KEY))
             .await
-            .map_err(|e| self.failed("loading a session", Some(&id), e))?;
+            .map_err(|e| self.failed(Action::Load, Some(&id), e))?;
         Ok(row
             .filter(|row| !is_expired(row.expires_at, DateTime::now()))
             .map(|row| row.into_record(*session_id)))
@@ -263,6 +296,6 @@ impl SessionStore for TableSessionStore {
             .delete((id.as_str(), SESSION_ROW_KEY))
             .await
             .map(|_| ())
-            .map_err(|e| self.failed("deleting a session", Some(&id), e))
+            .map_err(|e| self.failed(Action::Delete, Some(&id), e))
     }
 }

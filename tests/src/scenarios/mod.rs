@@ -30,6 +30,7 @@ pub mod union;
 pub mod union_rows;
 pub mod values;
 // -- sessions modules --
+pub mod sessions;
 // -- end sessions modules --
 // -- identity modules --
 pub mod identity;
@@ -206,6 +207,17 @@ macro_rules! for_each_scenario {
             unconditional::replace_overwrites_an_entity_without_an_etag_field,
             unconditional::compare_and_swap_verbs_work_without_an_etag_field,
             // -- sessions scenarios --
+            sessions::a_session_record_round_trips_and_save_replaces_it,
+            sessions::session_create_never_overwrites_an_existing_id,
+            sessions::two_session_creates_racing_on_one_id_both_keep_their_data,
+            sessions::an_expired_session_reads_as_absent,
+            sessions::the_session_sweep_deletes_expired_records_and_nothing_else,
+            sessions::the_session_sweep_spares_a_record_refreshed_while_it_runs,
+            sessions::a_deleted_session_stays_deleted_when_a_later_save_comes,
+            sessions::sessions_bypass_the_read_cache,
+            sessions::large_session_data_is_stored_at_any_size_or_refused_by_name,
+            sessions::session_errors_say_what_failed_and_never_hold_the_id,
+            sessions::hostile_session_ids_never_reach_the_table,
             // -- end sessions scenarios --
             // -- identity scenarios --
             identity::identity_registration_normalizes_names_and_finds_users,

@@ -83,8 +83,14 @@ mod tests {
     fn expiries_keep_100_ns_and_clamp_to_the_storable_range() {
         let t = OffsetDateTime::from_unix_timestamp_nanos(1_700_000_000_123_456_789).unwrap();
         let stored = stored_expiry(t);
-        assert_eq!(OffsetDateTime::from(stored).unix_timestamp_nanos(), 1_700_000_000_123_456_700);
-        assert_eq!(stored_expiry(OffsetDateTime::UNIX_EPOCH - time::Duration::days(200_000)), DateTime::MIN_STORABLE);
+        assert_eq!(
+            OffsetDateTime::from(stored).unix_timestamp_nanos(),
+            1_700_000_000_123_456_700
+        );
+        assert_eq!(
+            stored_expiry(OffsetDateTime::UNIX_EPOCH - time::Duration::days(200_000)),
+            DateTime::MIN_STORABLE
+        );
         let last = OffsetDateTime::new_utc(
             time::Date::from_calendar_date(9999, time::Month::December, 31).unwrap(),
             time::Time::from_hms_nano(23, 59, 59, 999_999_999).unwrap(),

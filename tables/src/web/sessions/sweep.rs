@@ -1,14 +1,16 @@
 //! The sweep: expired records found by one query, each deleted on
 //! condition of the ETag that query returned.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use futures::stream::{self, StreamExt};
 use tower_sessions_core::session_store::{self, ExpiredDeletion};
 
 use super::record::SessionRow;
-use super::TableSessionStore;
+use super::{Action, TableSessionStore};
 use crate::error::ErrorKind;
-use crate::store::QueryOptions;
+use crate::store::{QueryOptions, SweepReport};
 use crate::value::DateTime;
 use crate::TableEntity;
 
@@ -75,7 +77,7 @@ impl TableSessionStore {
             for row in chunk {
                 match row {
                     Ok(row) => rows.push(row),
-                    Err(e) => failures.push(self.failed("listing expired sessions", None, e).to_string()),
+                    Err(e) => failures.push(self.failed(Action::ListExpired, None, e).to_string()),
                 }
             }
             let outcomes: Vec<_> = stream::iter(rows)
@@ -104,12 +106,37 @@ impl TableSessionStore {
         )))
     }
 
+    /// Deletes the blobs of session data that no record references any more
+    /// and that were last modified more than `older_than` ago (on the blob
+    /// service's clock). A save or delete of a record whose data was in a
+    /// blob deletes that blob only once it is older than
+    /// [`BlobOptions`](crate::BlobOptions)' cleanup grace (so that a read in
+    /// flight can still fetch it); the younger ones are left for this sweep.
+    /// Only sessions over the blob threshold (3 MiB by default) have blobs.
+    /// See [`Store::sweep_orphan_blobs`](crate::Store::sweep_orphan_blobs).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use unified_tables::{web::sessions::TableSessionStore, Tables};
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = TableSessionStore::new(&Tables::memory(), "Sessions")?;
+    /// // Hourly, on the host's runtime: blobs unreferenced for an hour go.
+    /// let report = store.sweep_orphan_blobs(Duration::from_secs(3600)).await?;
+    /// assert_eq!(report.deleted, 0);
+    /// # Ok::<(), unified_tables::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn sweep_orphan_blobs(&self, older_than: Duration) -> crate::Result<SweepReport> {
+        self.store.sweep_all_orphan_blobs(older_than).await
+    }
+
     async fn sweep_one(&self, row: SessionRow) -> session_store::Result<Swept> {
         match self.store.delete_entity(&row).await {
             Ok(()) => Ok(Swept::Deleted),
             // Saved again since the query (its expiry may have moved), or gone already.
             Err(e) if matches!(e.kind(), ErrorKind::PreconditionFailed | ErrorKind::NotFound) => Ok(Swept::Spared),
-            Err(e) => Err(self.failed("deleting an expired session", Some(&row.id), e)),
+            Err(e) => Err(self.failed(Action::DeleteExpired, Some(&row.id), e)),
         }
     }
 }
