@@ -3,7 +3,7 @@
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use axum_login::{AuthSession, AuthzBackend};
@@ -267,8 +267,10 @@ async fn named_user(state: &AppState, user_name: &str) -> Result<User, ApiError>
         })
 }
 
-/// `PUT /users/{user_name}/roles/{role}`: adds the user to the role (admins only).
-pub async fn grant_role(
+/// `PUT /users/{user_name}/roles/{role}` adds the user to the role,
+/// `DELETE` takes it away (admins only).
+pub async fn set_role(
+    method: Method,
     auth: Auth,
     State(state): State<AppState>,
     admin: CurrentUser,
@@ -276,28 +278,12 @@ pub async fn grant_role(
 ) -> Result<StatusCode, ApiError> {
     require_role_manager(&auth, &admin).await?;
     let user = named_user(&state, &user_name).await?;
-    state
-        .identity
-        .add_to_role(user.id(), &role)
-        .await
-        .map_err(|e| identity_error("granting the role", e))?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
-/// `DELETE /users/{user_name}/roles/{role}`: takes the role away (admins only).
-pub async fn revoke_role(
-    auth: Auth,
-    State(state): State<AppState>,
-    admin: CurrentUser,
-    Path((user_name, role)): Path<(String, String)>,
-) -> Result<StatusCode, ApiError> {
-    require_role_manager(&auth, &admin).await?;
-    let user = named_user(&state, &user_name).await?;
-    state
-        .identity
-        .remove_from_role(user.id(), &role)
-        .await
-        .map_err(|e| identity_error("taking the role", e))?;
+    let done = if method == Method::DELETE {
+        state.identity.remove_from_role(user.id(), &role).await
+    } else {
+        state.identity.add_to_role(user.id(), &role).await
+    };
+    done.map_err(|e| identity_error("changing the user's roles", e))?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -127,7 +127,7 @@ pub async fn app(config: Config) -> Result<Router, unified_tables::Error> {
         .route("/me/password", put(accounts::change_password))
         .route(
             "/users/{user_name}/roles/{role}",
-            put(accounts::grant_role).delete(accounts::revoke_role),
+            put(accounts::set_role).delete(accounts::set_role),
         )
         .route("/notes", post(notes::create).get(notes::list))
         .route(

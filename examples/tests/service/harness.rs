@@ -239,6 +239,19 @@ impl User {
     }
 }
 
+impl User {
+    /// The titles of the user's notes, as `GET /notes` lists them.
+    pub async fn titles(&self) -> Vec<String> {
+        let (status, body) = self.send(Method::GET, "/notes", None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let items = body["items"].as_array().expect("a listing");
+        items
+            .iter()
+            .map(|n| n["title"].as_str().expect("a title").to_owned())
+            .collect()
+    }
+}
+
 /// The error code of a refusal.
 pub fn code(body: &Value) -> &str {
     body["error"].as_str().unwrap_or("")

@@ -172,14 +172,7 @@ pub async fn duplicates_missing_notes_and_bad_input_say_what_is_wrong(server: &S
         .send(Method::POST, "/notes", Some(json!({ "title": "no id, later" })))
         .await;
     assert_eq!(status, StatusCode::CREATED);
-    let (_, body) = alice.send(Method::GET, "/notes", None).await;
-    let titles: Vec<&str> = body["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["title"].as_str().unwrap())
-        .collect();
-    assert_eq!(titles, ["no id, later", "no id", "first"], "{body}");
+    assert_eq!(alice.titles().await, ["no id, later", "no id", "first"]);
 
     // An id with a character the table refuses, a body that is not a note, a bad limit.
     let (status, body) = alice
