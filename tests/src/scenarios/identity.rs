@@ -34,7 +34,11 @@ fn invalid(result: Result<impl std::fmt::Debug, IdentityError>, field: &str) {
 pub async fn identity_registration_normalizes_names_and_finds_users(env: &Env) {
     let identity = identity(env);
     let alice = identity
-        .register(NewUser::new("Alice").email("Alice@Example.COM").password("correct horse"))
+        .register(
+            NewUser::new("Alice")
+                .email("Alice@Example.COM")
+                .password("correct horse"),
+        )
         .await
         .unwrap();
     assert_eq!(alice.user_name(), "Alice");
@@ -48,11 +52,18 @@ pub async fn identity_registration_normalizes_names_and_finds_users(env: &Env) {
     let id: UserId = alice.id().to_string().parse().unwrap();
     assert_eq!(&id, alice.id(), "an id reads back from its text");
     let json = serde_json::to_string(alice.id()).unwrap();
-    assert_eq!(serde_json::from_str::<UserId>(&json).unwrap(), id, "and from its serialized form");
+    assert_eq!(
+        serde_json::from_str::<UserId>(&json).unwrap(),
+        id,
+        "and from its serialized form"
+    );
 
     assert_eq!(identity.user(&id).await.unwrap().as_ref(), Some(&alice));
     assert_eq!(identity.find_by_name("aLiCe").await.unwrap().as_ref(), Some(&alice));
-    assert_eq!(identity.find_by_email("alice@example.com").await.unwrap().as_ref(), Some(&alice));
+    assert_eq!(
+        identity.find_by_email("alice@example.com").await.unwrap().as_ref(),
+        Some(&alice)
+    );
     assert_eq!(identity.find_by_name("bob").await.unwrap(), None);
     assert_eq!(identity.find_by_email("bob@example.com").await.unwrap(), None);
     let confirmed = identity.confirm_email(&id).await.unwrap();
@@ -60,18 +71,34 @@ pub async fn identity_registration_normalizes_names_and_finds_users(env: &Env) {
 
     // Refused input stores nothing.
     invalid(identity.register(NewUser::new("  ").password("pw")).await, "user_name");
-    invalid(identity.register(NewUser::new("a\u{7}b").password("pw")).await, "user_name");
-    invalid(identity.register(NewUser::new("x".repeat(257)).password("pw")).await, "user_name");
-    invalid(identity.register(NewUser::new("carl").email("carl.example.com")).await, "email");
+    invalid(
+        identity.register(NewUser::new("a\u{7}b").password("pw")).await,
+        "user_name",
+    );
+    invalid(
+        identity.register(NewUser::new("x".repeat(257)).password("pw")).await,
+        "user_name",
+    );
+    invalid(
+        identity.register(NewUser::new("carl").email("carl.example.com")).await,
+        "email",
+    );
     invalid(identity.register(NewUser::new("carl").password("")).await, "password");
     assert_eq!(identity.find_by_name("carl").await.unwrap(), None);
-    let carl = identity.register(NewUser::new("carl").email("carl@example.com")).await.unwrap();
+    let carl = identity
+        .register(NewUser::new("carl").email("carl@example.com"))
+        .await
+        .unwrap();
     assert!(!carl.has_password(), "a user without a password (external logins only)");
     assert_eq!(
         identity.sign_in(&Credentials::new("carl", "anything")).await.unwrap(),
         SignIn::Failed
     );
-    assert!(identity.user(&carl.id().to_string().parse().unwrap()).await.unwrap().is_some());
+    assert!(identity
+        .user(&carl.id().to_string().parse().unwrap())
+        .await
+        .unwrap()
+        .is_some());
 }
 
 pub async fn identity_user_names_and_emails_are_unique(env: &Env) {
@@ -81,31 +108,65 @@ pub async fn identity_user_names_and_emails_are_unique(env: &Env) {
         .await
         .unwrap();
 
-    let again = identity.register(NewUser::new("DANA").email("other@example.com").password("pw2")).await;
+    let again = identity
+        .register(NewUser::new("DANA").email("other@example.com").password("pw2"))
+        .await;
     assert!(matches!(again, Err(IdentityError::DuplicateUserName)), "{again:?}");
     // The refused registration released its email reservation.
-    let other = identity.register(NewUser::new("olga").email("other@example.com")).await.unwrap();
+    let other = identity
+        .register(NewUser::new("olga").email("other@example.com"))
+        .await
+        .unwrap();
 
-    let same_email = identity.register(NewUser::new("eve").email("DANA@example.com").password("pw")).await;
-    assert!(matches!(same_email, Err(IdentityError::DuplicateEmail)), "{same_email:?}");
+    let same_email = identity
+        .register(NewUser::new("eve").email("DANA@example.com").password("pw"))
+        .await;
+    assert!(
+        matches!(same_email, Err(IdentityError::DuplicateEmail)),
+        "{same_email:?}"
+    );
     assert_eq!(identity.find_by_name("eve").await.unwrap(), None, "no user was made");
 
     // Changing an email: a taken address is refused, a free one moves and frees the old one.
     let taken = identity.set_email(a.id(), Some("other@example.com")).await;
     assert!(matches!(taken, Err(IdentityError::DuplicateEmail)), "{taken:?}");
-    assert_eq!(identity.user(a.id()).await.unwrap().unwrap().email(), Some("dana@example.com"));
+    assert_eq!(
+        identity.user(a.id()).await.unwrap().unwrap().email(),
+        Some("dana@example.com")
+    );
     let moved = identity.set_email(a.id(), Some("dana@new.example.com")).await.unwrap();
     assert_eq!(moved.normalized_email(), Some("DANA@NEW.EXAMPLE.COM"));
-    assert_ne!(moved.security_stamp(), a.security_stamp(), "an email change draws a new stamp");
+    assert_ne!(
+        moved.security_stamp(),
+        a.security_stamp(),
+        "an email change draws a new stamp"
+    );
     assert_eq!(identity.find_by_email("dana@example.com").await.unwrap(), None);
-    assert_eq!(identity.find_by_email("dana@new.example.com").await.unwrap().unwrap().id(), a.id());
-    let eve = identity.register(NewUser::new("eve").email("dana@example.com")).await.unwrap();
-    assert_eq!(identity.find_by_email("dana@example.com").await.unwrap().unwrap().id(), eve.id());
+    assert_eq!(
+        identity
+            .find_by_email("dana@new.example.com")
+            .await
+            .unwrap()
+            .unwrap()
+            .id(),
+        a.id()
+    );
+    let eve = identity
+        .register(NewUser::new("eve").email("dana@example.com"))
+        .await
+        .unwrap();
+    assert_eq!(
+        identity.find_by_email("dana@example.com").await.unwrap().unwrap().id(),
+        eve.id()
+    );
 
     // Removing an email frees it.
     identity.set_email(other.id(), None).await.unwrap();
     assert_eq!(identity.find_by_email("other@example.com").await.unwrap(), None);
-    identity.register(NewUser::new("oscar").email("other@example.com")).await.unwrap();
+    identity
+        .register(NewUser::new("oscar").email("other@example.com"))
+        .await
+        .unwrap();
 
     // Deleting a user frees the name and the email; the new user has a new id.
     assert!(identity.delete_user(a.id()).await.unwrap());
@@ -147,10 +208,16 @@ pub async fn identity_keys_of_hostile_user_text_are_valid(env: &Env) {
         assert_eq!(identity.claims(user.id()).await.unwrap(), vec![claim.clone()]);
         let login = ExternalLogin::new("https://idp.example.com/#?", format!("sub/{name}\\?"));
         identity.add_login(user.id(), &login).await.unwrap();
-        let found = identity.find_by_login(&login.provider, &login.provider_key).await.unwrap();
+        let found = identity
+            .find_by_login(&login.provider, &login.provider_key)
+            .await
+            .unwrap();
         assert_eq!(found.unwrap().id(), user.id());
         identity.set_token(user.id(), "p/\\", "n#?", name).await.unwrap();
-        assert_eq!(identity.token(user.id(), "p/\\", "n#?").await.unwrap().as_deref(), Some(*name));
+        assert_eq!(
+            identity.token(user.id(), "p/\\", "n#?").await.unwrap().as_deref(),
+            Some(*name)
+        );
         let role = format!("role/{i}#?\\");
         identity.create_role(&role).await.unwrap();
         identity.add_to_role(user.id(), &role).await.unwrap();
@@ -188,17 +255,30 @@ pub async fn identity_claims_tokens_and_the_two_factor_flag(env: &Env) {
     identity.set_token(gus.id(), "app", "refresh", "r1").await.unwrap();
     identity.set_token(gus.id(), "app", "refresh", "r2").await.unwrap();
     identity.set_token(gus.id(), "app", "recovery", "c1;c2").await.unwrap();
-    assert_eq!(identity.token(gus.id(), "app", "refresh").await.unwrap().as_deref(), Some("r2"));
-    assert_eq!(identity.token(ivy.id(), "app", "refresh").await.unwrap(), None, "tokens are per user");
+    assert_eq!(
+        identity.token(gus.id(), "app", "refresh").await.unwrap().as_deref(),
+        Some("r2")
+    );
+    assert_eq!(
+        identity.token(ivy.id(), "app", "refresh").await.unwrap(),
+        None,
+        "tokens are per user"
+    );
     assert!(identity.remove_token(gus.id(), "app", "refresh").await.unwrap());
     assert!(!identity.remove_token(gus.id(), "app", "refresh").await.unwrap());
     assert_eq!(identity.token(gus.id(), "app", "refresh").await.unwrap(), None);
-    assert_eq!(identity.token(gus.id(), "app", "recovery").await.unwrap().as_deref(), Some("c1;c2"));
+    assert_eq!(
+        identity.token(gus.id(), "app", "recovery").await.unwrap().as_deref(),
+        Some("c1;c2")
+    );
 
     // A missing user: mutations are errors.
     identity.delete_user(ivy.id()).await.unwrap();
     let gone = identity.add_claim(ivy.id(), &office).await;
-    assert!(matches!(gone, Err(IdentityError::UserNotFound(ref id)) if id == ivy.id()), "{gone:?}");
+    assert!(
+        matches!(gone, Err(IdentityError::UserNotFound(ref id)) if id == ivy.id()),
+        "{gone:?}"
+    );
     let gone = identity.set_token(ivy.id(), "app", "x", "y").await;
     assert!(matches!(gone, Err(IdentityError::UserNotFound(_))), "{gone:?}");
     let gone = identity.set_two_factor_enabled(ivy.id(), true).await;
@@ -207,7 +287,11 @@ pub async fn identity_claims_tokens_and_the_two_factor_flag(env: &Env) {
     // Two-factor: the password alone no longer signs in.
     let on = identity.set_two_factor_enabled(gus.id(), true).await.unwrap();
     assert!(on.two_factor_enabled());
-    assert_ne!(on.security_stamp(), gus.security_stamp(), "turning it on ends older sessions");
+    assert_ne!(
+        on.security_stamp(),
+        gus.security_stamp(),
+        "turning it on ends older sessions"
+    );
     let creds = Credentials::new("gus", "pw");
     assert!(matches!(identity.sign_in(&creds).await.unwrap(), SignIn::TwoFactorRequired(ref u) if u.id() == gus.id()));
     let via_backend = axum_login::AuthnBackend::authenticate(&identity, creds.clone()).await;
@@ -229,7 +313,10 @@ pub async fn identity_deleting_a_user_removes_what_was_theirs(env: &Env) {
     identity.add_to_role(jo.id(), "staff").await.unwrap();
     identity.add_claim(jo.id(), &Claim::new("k", "v")).await.unwrap();
     identity.set_token(jo.id(), "app", "t", "v").await.unwrap();
-    identity.add_login(jo.id(), &ExternalLogin::new("github", "jo-1")).await.unwrap();
+    identity
+        .add_login(jo.id(), &ExternalLogin::new("github", "jo-1"))
+        .await
+        .unwrap();
 
     assert!(identity.delete_user(jo.id()).await.unwrap());
     assert!(identity.users_in_role("staff").await.unwrap().is_empty());
@@ -244,7 +331,10 @@ pub async fn identity_deleting_a_user_removes_what_was_theirs(env: &Env) {
         .register(NewUser::new("jo").email("jo@example.com").password("pw"))
         .await
         .unwrap();
-    identity.add_login(again.id(), &ExternalLogin::new("github", "jo-1")).await.unwrap();
+    identity
+        .add_login(again.id(), &ExternalLogin::new("github", "jo-1"))
+        .await
+        .unwrap();
     assert!(!identity.is_in_role(again.id(), "staff").await.unwrap());
     assert!(identity.claims(again.id()).await.unwrap().is_empty());
 }

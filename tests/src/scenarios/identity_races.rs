@@ -7,9 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
-use unified_tables::web::identity::{Credentials, Identity, IdentityError, IdentityResult, Lockout, NewUser, SignIn, User};
 use unified_tables::backend::counting::CountingBackend;
 use unified_tables::backend::Backend;
+use unified_tables::web::identity::{
+    Credentials, Identity, IdentityError, IdentityResult, Lockout, NewUser, SignIn, User,
+};
 use unified_tables::Tables;
 
 use super::identity::{identity_options, identity_over};
@@ -66,8 +68,14 @@ pub async fn identity_racing_registrations_of_one_name_make_one_user(env: &Env) 
         "racer" => ("first", "second"),
         _ => ("second", "first"),
     };
-    assert!(matches!(identity.sign_in(&Credentials::new("racer", right)).await.unwrap(), SignIn::Succeeded(_)));
-    assert_eq!(identity.sign_in(&Credentials::new("racer", wrong)).await.unwrap(), SignIn::Failed);
+    assert!(matches!(
+        identity.sign_in(&Credentials::new("racer", right)).await.unwrap(),
+        SignIn::Succeeded(_)
+    ));
+    assert_eq!(
+        identity.sign_in(&Credentials::new("racer", wrong)).await.unwrap(),
+        SignIn::Failed
+    );
 
     // With emails: the reservations (two partitions) are held, then the two creates of the user row.
     let mut holds: Vec<Hold> = (0..2).map(|_| gate.arm(Point::BeforeWrite)).collect();
@@ -87,7 +95,10 @@ pub async fn identity_racing_registrations_of_one_name_make_one_user(env: &Env) 
     assert_eq!(identity.find_by_name("twin").await.unwrap().unwrap().id(), winner.id());
     assert_eq!(identity.find_by_email(lost_email).await.unwrap(), None);
     // The loser released its reservation: the address is free at once.
-    identity.register(NewUser::new("third").email(lost_email)).await.unwrap();
+    identity
+        .register(NewUser::new("third").email(lost_email))
+        .await
+        .unwrap();
 
     // Two names, one email: both reservation creates are held; one wins the address.
     let mut holds: Vec<Hold> = (0..2).map(|_| gate.arm(Point::BeforeWrite)).collect();
@@ -97,9 +108,21 @@ pub async fn identity_racing_registrations_of_one_name_make_one_user(env: &Env) 
     release(holds);
     let (winner, loser) = one_winner(first.await.unwrap(), second.await.unwrap());
     assert!(matches!(loser, IdentityError::DuplicateEmail), "{loser}");
-    assert_eq!(identity.find_by_email("shared@example.com").await.unwrap().unwrap().id(), winner.id());
+    assert_eq!(
+        identity
+            .find_by_email("shared@example.com")
+            .await
+            .unwrap()
+            .unwrap()
+            .id(),
+        winner.id()
+    );
     let other = if winner.user_name() == "kim" { "lee" } else { "kim" };
-    assert_eq!(identity.find_by_name(other).await.unwrap(), None, "the loser made no user");
+    assert_eq!(
+        identity.find_by_name(other).await.unwrap(),
+        None,
+        "the loser made no user"
+    );
 }
 
 const TIMEOUT: Duration = Duration::from_secs(3);
@@ -124,26 +147,44 @@ pub async fn identity_a_registration_that_stops_between_steps_blocks_no_email_fo
     assert!(crashed.await.unwrap_err().is_cancelled());
     drop(create);
     let blocked = identity.register(NewUser::new("bea").email("ann@example.com")).await;
-    assert!(matches!(blocked, Err(IdentityError::DuplicateEmail)), "in progress: {blocked:?}");
+    assert!(
+        matches!(blocked, Err(IdentityError::DuplicateEmail)),
+        "in progress: {blocked:?}"
+    );
     assert_eq!(identity.find_by_email("ann@example.com").await.unwrap(), None);
     assert_eq!(identity.find_by_name("ann").await.unwrap(), None);
     past_the_timeout().await;
-    let bea = identity.register(NewUser::new("bea").email("ann@example.com")).await.unwrap();
-    assert_eq!(identity.find_by_email("ann@example.com").await.unwrap().unwrap().id(), bea.id());
+    let bea = identity
+        .register(NewUser::new("bea").email("ann@example.com"))
+        .await
+        .unwrap();
+    assert_eq!(
+        identity.find_by_email("ann@example.com").await.unwrap().unwrap().id(),
+        bea.id()
+    );
 
     // Stopped after the user row, before confirming: the user holds the address for good.
-    let mut first_two: Vec<Hold> = (0..2).map(|_| gate.arm(Point::BeforeWrite)).collect();
+    let mut steps: Vec<Hold> = (0..2).map(|_| gate.arm(Point::BeforeWrite)).collect();
     let mut confirm = vec![gate.arm(Point::BeforeWrite)];
     let crashed = register(&identity, NewUser::new("cy").email("cy@example.com"));
-    reached(&mut first_two).await;
-    release(first_two);
+    for step in steps.drain(..) {
+        (step.reached).await.expect("the step is reached");
+        let _ = step.release.send(());
+    }
     reached(&mut confirm).await;
     crashed.abort();
     assert!(crashed.await.unwrap_err().is_cancelled());
     drop(confirm);
     past_the_timeout().await;
-    let cy = identity.find_by_name("cy").await.unwrap().expect("the user row was written");
-    assert_eq!(identity.find_by_email("cy@example.com").await.unwrap().unwrap().id(), cy.id());
+    let cy = identity
+        .find_by_name("cy")
+        .await
+        .unwrap()
+        .expect("the user row was written");
+    assert_eq!(
+        identity.find_by_email("cy@example.com").await.unwrap().unwrap().id(),
+        cy.id()
+    );
     let refused = identity.register(NewUser::new("dee").email("cy@example.com")).await;
     assert!(matches!(refused, Err(IdentityError::DuplicateEmail)), "{refused:?}");
 }
@@ -158,12 +199,18 @@ pub async fn identity_a_stalled_registration_overtaken_on_its_email_stores_no_us
     let slow = register(&identity, NewUser::new("slow").email("race@example.com"));
     (stalled.reached).await.unwrap();
     past_the_timeout().await;
-    let fast = identity.register(NewUser::new("fast").email("race@example.com")).await.unwrap();
+    let fast = identity
+        .register(NewUser::new("fast").email("race@example.com"))
+        .await
+        .unwrap();
     let _ = stalled.release.send(());
     let slow = slow.await.unwrap();
     assert!(matches!(slow, Err(IdentityError::Contended)), "{slow:?}");
     assert_eq!(identity.find_by_name("slow").await.unwrap(), None);
-    assert_eq!(identity.find_by_email("race@example.com").await.unwrap().unwrap().id(), fast.id());
+    assert_eq!(
+        identity.find_by_email("race@example.com").await.unwrap().unwrap().id(),
+        fast.id()
+    );
 
     // Stalled just before writing its user (its reservation was fresh then): it writes the
     // user, finds its reservation taken over when it confirms, and removes its user again.
@@ -174,12 +221,22 @@ pub async fn identity_a_stalled_registration_overtaken_on_its_email_stores_no_us
     let _ = reserve.release.send(());
     (create.reached).await.unwrap();
     past_the_timeout().await;
-    let faster = identity.register(NewUser::new("faster").email("race2@example.com")).await.unwrap();
+    let faster = identity
+        .register(NewUser::new("faster").email("race2@example.com"))
+        .await
+        .unwrap();
     let _ = create.release.send(());
     let slow = slow.await.unwrap();
     assert!(matches!(slow, Err(IdentityError::DuplicateEmail)), "{slow:?}");
-    assert_eq!(identity.find_by_name("slower").await.unwrap(), None, "its user was removed");
-    assert_eq!(identity.find_by_email("race2@example.com").await.unwrap().unwrap().id(), faster.id());
+    assert_eq!(
+        identity.find_by_name("slower").await.unwrap(),
+        None,
+        "its user was removed"
+    );
+    assert_eq!(
+        identity.find_by_email("race2@example.com").await.unwrap().unwrap().id(),
+        faster.id()
+    );
 }
 
 fn sign_in(identity: &Identity, password: &str) -> JoinHandle<IdentityResult<SignIn>> {
@@ -192,7 +249,10 @@ pub async fn identity_concurrent_failed_logins_count_every_attempt(env: &Env) {
     let (gate, tables) = gated(env);
     let lockout = Lockout::new(10, Duration::from_secs(60)).unwrap();
     let identity = identity_over(&tables, identity_options().lockout(lockout));
-    let user = identity.register(NewUser::new("target").password("right")).await.unwrap();
+    let user = identity
+        .register(NewUser::new("target").password("right"))
+        .await
+        .unwrap();
 
     // Three failures, each held after reading the count and before writing it.
     let mut holds: Vec<Hold> = (0..3).map(|_| gate.arm(Point::BeforeWrite)).collect();
@@ -207,8 +267,14 @@ pub async fn identity_concurrent_failed_logins_count_every_attempt(env: &Env) {
     assert_eq!(counted.lockout_end(), None);
 
     // A success sets the count back to zero.
-    assert!(matches!(sign_in(&identity, "right").await.unwrap().unwrap(), SignIn::Succeeded(_)));
-    assert_eq!(identity.user(user.id()).await.unwrap().unwrap().access_failed_count(), 0);
+    assert!(matches!(
+        sign_in(&identity, "right").await.unwrap().unwrap(),
+        SignIn::Succeeded(_)
+    ));
+    assert_eq!(
+        identity.user(user.id()).await.unwrap().unwrap().access_failed_count(),
+        0
+    );
 
     // Concurrent failures that reach the maximum together lock the user out.
     let lockout = Lockout::new(3, Duration::from_secs(60)).unwrap();
@@ -221,7 +287,17 @@ pub async fn identity_concurrent_failed_logins_count_every_attempt(env: &Env) {
         assert_eq!(t.await.unwrap().unwrap(), SignIn::Failed);
     }
     let locked = strict.user(user.id()).await.unwrap().unwrap();
-    assert!(locked.lockout_end().is_some(), "the third concurrent failure locked the user out");
-    assert_eq!(locked.access_failed_count(), 0, "the count starts again after a lockout");
-    assert!(matches!(sign_in(&strict, "right").await.unwrap().unwrap(), SignIn::LockedOut { .. }));
+    assert!(
+        locked.lockout_end().is_some(),
+        "the third concurrent failure locked the user out"
+    );
+    assert_eq!(
+        locked.access_failed_count(),
+        0,
+        "the count starts again after a lockout"
+    );
+    assert!(matches!(
+        sign_in(&strict, "right").await.unwrap().unwrap(),
+        SignIn::LockedOut { .. }
+    ));
 }

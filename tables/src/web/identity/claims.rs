@@ -40,7 +40,11 @@ impl Identity {
 
     /// The user's claims.
     pub async fn claims(&self, user: &UserId) -> IdentityResult<Vec<Claim>> {
-        let rows = self.inner.user_claims.query(QueryOptions::partition(user.to_string())).await?;
+        let rows = self
+            .inner
+            .user_claims
+            .query(QueryOptions::partition(user.to_string()))
+            .await?;
         Ok(rows.iter().map(ClaimRow::to_claim).collect())
     }
 

@@ -118,7 +118,11 @@ impl Identity {
             Ok(_) => Ok(true),
             Err(e) if lost(&e) => Ok(false),
             Err(e) if e.kind() == ErrorKind::OutcomeUnknown => {
-                let now = self.inner.emails.get((reservation.pk.as_str(), reservation.rk.as_str())).await?;
+                let now = self
+                    .inner
+                    .emails
+                    .get((reservation.pk.as_str(), reservation.rk.as_str()))
+                    .await?;
                 Ok(now.is_some_and(|r| r.user_id == reservation.user_id))
             }
             Err(e) => Err(e.into()),

@@ -17,7 +17,10 @@ pub(super) fn normalize(text: &str) -> String {
 /// characters, no control characters.
 pub(super) fn check_name(field: &'static str, text: &str) -> IdentityResult<()> {
     if text.trim().is_empty() {
-        return Err(invalid(field, "is empty: give at least one character that is not a space"));
+        return Err(invalid(
+            field,
+            "is empty: give at least one character that is not a space",
+        ));
     }
     if text.chars().count() > MAX_NAME_CHARS {
         return Err(invalid(field, format!("is longer than {MAX_NAME_CHARS} characters")));
@@ -35,7 +38,10 @@ pub(super) fn check_email(email: &str) -> IdentityResult<()> {
         Some((local, domain)) if !local.is_empty() && !domain.is_empty() && !email.contains(char::is_whitespace) => {
             Ok(())
         }
-        _ => Err(invalid("email", "is not an email address: expected `name@domain` without spaces")),
+        _ => Err(invalid(
+            "email",
+            "is not an email address: expected `name@domain` without spaces",
+        )),
     }
 }
 
@@ -85,7 +91,14 @@ mod tests {
 
     #[test]
     fn hostile_text_makes_valid_keys() {
-        for text in ["a/b\\c#d?e", "\u{0}\u{1f}\u{7f}\u{9f}", "' or 1 eq 1 or '", "", "ß", &"x".repeat(5000)] {
+        for text in [
+            "a/b\\c#d?e",
+            "\u{0}\u{1f}\u{7f}\u{9f}",
+            "' or 1 eq 1 or '",
+            "",
+            "ß",
+            &"x".repeat(5000),
+        ] {
             for key in [user_partition(text), claim_key(text, text), login_partition(text, "k")] {
                 assert_eq!(key.len(), 64);
                 assert!(validate_key(KeyKind::PartitionKey, &key).is_ok(), "{key}");

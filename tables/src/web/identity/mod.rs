@@ -30,6 +30,117 @@
 //! # Ok::<(), unified_tables::web::identity::IdentityError>(())
 //! # }).unwrap();
 //! ```
+//!
+//! ## Wiring it into axum
+//!
+//! `Identity` is axum-login's backend: give it to `AuthManagerLayerBuilder`
+//! with a session layer, and `AuthSession<Identity>` signs users in and out.
+//! `permission_required!` checks the permissions the user's roles grant.
+//!
+//! ```rust
+//! use axum::{http::StatusCode, routing::{get, post}, Form, Router};
+//! use axum_login::{permission_required, AuthManagerLayerBuilder, AuthSession};
+//! use tower_sessions::{SessionManagerLayer, SessionStore};
+//! use unified_tables::web::identity::{Credentials, Identity, IdentityError, NewUser};
+//!
+//! type Auth = AuthSession<Identity>;
+//!
+//! async fn sign_up(identity: axum::extract::State<Identity>, Form(c): Form<Credentials>) -> StatusCode {
+//!     match identity.register(NewUser::new(c.user_name).password(c.password)).await {
+//!         Ok(_) => StatusCode::CREATED,
+//!         Err(IdentityError::DuplicateUserName | IdentityError::DuplicateEmail) => StatusCode::CONFLICT,
+//!         Err(IdentityError::Invalid { .. }) => StatusCode::BAD_REQUEST,
+//!         Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
+//!     }
+//! }
+//!
+//! async fn login(mut auth: Auth, Form(creds): Form<Credentials>) -> StatusCode {
+//!     match auth.authenticate(creds).await {
+//!         Ok(Some(user)) => match auth.login(&user).await {
+//!             Ok(()) => StatusCode::OK,
+//!             Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
+//!         },
+//!         Ok(None) => StatusCode::UNAUTHORIZED,                 // wrong name or password: counted
+//!         Err(axum_login::Error::Backend(IdentityError::LockedOut { .. })) => StatusCode::TOO_MANY_REQUESTS,
+//!         Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
+//!     }
+//! }
+//!
+//! async fn logout(mut auth: Auth) -> StatusCode {
+//!     match auth.logout().await {
+//!         Ok(_) => StatusCode::NO_CONTENT,
+//!         Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
+//!     }
+//! }
+//!
+//! /// The app over any session store (in production, the table-backed one).
+//! fn app(identity: Identity, sessions: impl SessionStore + Clone) -> Router {
+//!     let auth = AuthManagerLayerBuilder::new(identity.clone(), SessionManagerLayer::new(sessions)).build();
+//!     Router::new()
+//!         .route("/admin", get(|| async { "secrets" }))
+//!         .route_layer(permission_required!(Identity, "admin.read"))  // a role's permission claim
+//!         .route("/signup", post(sign_up))
+//!         .route("/login", post(login))
+//!         .route("/logout", post(logout))
+//!         .with_state(identity)
+//!         .layer(auth)
+//! }
+//! ```
+//!
+//! ## How rows are keyed
+//!
+//! Keys never carry user text. A user row's PartitionKey is the SHA-256 hex
+//! of the normalized (upper-cased) user name and its RowKey is `user`, so the
+//! row is its own user-name index: two registrations of one name meet on one
+//! key, and the service lets exactly one insert through. A user's id is that
+//! hash and a GUID drawn at registration (`{hash}:{guid}`); claims, tokens
+//! and role links are partitions named by the id, so rows left behind by a
+//! deleted user never attach to a later user of the same name. Emails, role
+//! names, claims (type and value), login providers and keys, and token names
+//! are hashed the same way, so `/`, `\`, `#`, `?`, quotes, control
+//! characters and any length of text are all valid input. User names, emails,
+//! role names and providers are refused when empty, over 256 characters or
+//! holding control characters. The layout is this crate's own; the .NET
+//! library's identity tables use other keys and are not shared.
+//!
+//! A user name cannot change: it decides where the user row lives.
+//!
+//! ## Unique email addresses
+//!
+//! An entity-group transaction covers one partition, and the user's
+//! partition is its name's, so an email address cannot be indexed in the
+//! same transaction. Its uniqueness rests on a reservation row in the
+//! partition of the address, written in three steps:
+//!
+//! 1. *Reserve*: create the reservation (owner, address, the time, not
+//!    confirmed). If one exists and is live, the address is taken
+//!    ([`IdentityError::DuplicateEmail`]); if it is not live, take it over
+//!    by a replace conditional on the version read, so of racing takers one wins.
+//! 2. *Write the user* holding the address, only while the reservation is
+//!    younger than half of [`IdentityOptions::reservation_timeout`].
+//! 3. *Confirm* the reservation, conditional on the version of step 1. If it
+//!    moved, another writer took the address over: the user row of step 2 is
+//!    deleted again and the call fails with `DuplicateEmail`.
+//!
+//! A reservation is live while its owner's user row holds the address, or,
+//! when not yet confirmed, for the reservation timeout after it was made.
+//! What a crash between the steps leaves:
+//!
+//! - after step 1: the address is blocked for the timeout (two minutes by
+//!   default), then free;
+//! - after step 2: the user exists and holds the address, which is right;
+//! - a deleted user, a removed address or an address changed to another
+//!   (the old one's release is the last step of [`Identity::set_email`])
+//!   frees the reservation at once, whatever was left behind.
+//!
+//! Look-ups by address read the reservation, then its owner, and answer the
+//! owner only when its row holds the address, so a stale reservation never
+//! names the wrong user. What the protocol assumes: clocks of the hosts
+//! agree within a fraction of the timeout, and a write the service accepts
+//! takes effect within half the timeout of being sent. A writer whose user
+//! row lands later than that, and that then stops before step 3, leaves a
+//! user whose row names an address it does not own: `find_by_email` does
+//! not return that user, and the address belongs to its reservation's owner.
 
 mod backend;
 mod claims;

@@ -53,7 +53,9 @@ impl Identity {
     }
 
     async fn existing_role(&self, name: &str) -> IdentityResult<RoleRow> {
-        self.role_row(name).await?.ok_or_else(|| IdentityError::RoleNotFound(name.to_owned()))
+        self.role_row(name)
+            .await?
+            .ok_or_else(|| IdentityError::RoleNotFound(name.to_owned()))
     }
 
     /// Creates a role; [`IdentityError::DuplicateRole`] if one has the same
@@ -84,7 +86,11 @@ impl Identity {
 
     /// Every role.
     pub async fn roles(&self) -> IdentityResult<Vec<Role>> {
-        let rows = self.inner.roles.query(QueryOptions::partition(IDENTITY_ROLES_PARTITION)).await?;
+        let rows = self
+            .inner
+            .roles
+            .query(QueryOptions::partition(IDENTITY_ROLES_PARTITION))
+            .await?;
         Ok(rows.iter().map(RoleRow::to_role).collect())
     }
 
@@ -100,7 +106,10 @@ impl Identity {
             Err(e) if super::email::lost(&e) => return Ok(false),
             Err(e) => return Err(e.into()),
         }
-        self.inner.role_claims.delete_partition(&role.claims_partition()).await?;
+        self.inner
+            .role_claims
+            .delete_partition(&role.claims_partition())
+            .await?;
         let key = role.rk.clone();
         let links = self
             .inner
@@ -108,7 +117,10 @@ impl Identity {
             .query(QueryOptions::all().filter(UserRoleRow::filter(|c| c.role_key.eq(key.as_str()))))
             .await?;
         for link in links.iter().filter(|l| l.role_guid == role.role_guid) {
-            self.inner.user_roles.delete((link.pk.as_str(), link.rk.as_str())).await?;
+            self.inner
+                .user_roles
+                .delete((link.pk.as_str(), link.rk.as_str()))
+                .await?;
         }
         Ok(true)
     }
@@ -164,11 +176,19 @@ impl Identity {
 
     /// The roles the user is a member of, with their rows.
     async fn role_rows_of(&self, user: &UserId) -> IdentityResult<Vec<RoleRow>> {
-        let links = self.inner.user_roles.query(QueryOptions::partition(user.to_string())).await?;
+        let links = self
+            .inner
+            .user_roles
+            .query(QueryOptions::partition(user.to_string()))
+            .await?;
         if links.is_empty() {
             return Ok(Vec::new());
         }
-        let roles = self.inner.roles.query(QueryOptions::partition(IDENTITY_ROLES_PARTITION)).await?;
+        let roles = self
+            .inner
+            .roles
+            .query(QueryOptions::partition(IDENTITY_ROLES_PARTITION))
+            .await?;
         Ok(roles
             .into_iter()
             .filter(|r| links.iter().any(|l| l.rk == r.rk && l.role_guid == r.role_guid))
@@ -192,7 +212,10 @@ impl Identity {
             .user_roles
             .query(QueryOptions::all().filter(UserRoleRow::filter(|c| c.role_key.eq(key.as_str()))))
             .await?;
-        let ids = links.into_iter().filter(|l| l.role_guid == role.role_guid).map(|l| l.pk);
+        let ids = links
+            .into_iter()
+            .filter(|l| l.role_guid == role.role_guid)
+            .map(|l| l.pk);
         self.users_of(ids).await
     }
 
@@ -220,7 +243,11 @@ impl Identity {
         let Some(role) = self.role_row(role).await? else {
             return Ok(Vec::new());
         };
-        let rows = self.inner.role_claims.query(QueryOptions::partition(role.claims_partition())).await?;
+        let rows = self
+            .inner
+            .role_claims
+            .query(QueryOptions::partition(role.claims_partition()))
+            .await?;
         Ok(rows.iter().map(ClaimRow::to_claim).collect())
     }
 
@@ -229,8 +256,16 @@ impl Identity {
     pub async fn permissions(&self, user: &UserId) -> IdentityResult<HashSet<String>> {
         let mut permissions = HashSet::new();
         for role in self.role_rows_of(user).await? {
-            let rows = self.inner.role_claims.query(QueryOptions::partition(role.claims_partition())).await?;
-            permissions.extend(rows.into_iter().filter(|c| c.claim_type == Claim::PERMISSION).map(|c| c.claim_value));
+            let rows = self
+                .inner
+                .role_claims
+                .query(QueryOptions::partition(role.claims_partition()))
+                .await?;
+            permissions.extend(
+                rows.into_iter()
+                    .filter(|c| c.claim_type == Claim::PERMISSION)
+                    .map(|c| c.claim_value),
+            );
         }
         Ok(permissions)
     }

@@ -9,7 +9,9 @@ use crate::layout::IDENTITY_USER_ROW_KEY;
 use crate::{DateTime, Outcome};
 
 fn after(now: DateTime, duration: Duration) -> DateTime {
-    let nanos = now.unix_nanos().saturating_add(i128::try_from(duration.as_nanos()).unwrap_or(i128::MAX));
+    let nanos = now
+        .unix_nanos()
+        .saturating_add(i128::try_from(duration.as_nanos()).unwrap_or(i128::MAX));
     let end = DateTime::from_unix_nanos(nanos);
     if end.is_storable() {
         end
@@ -158,7 +160,10 @@ impl Identity {
     /// ```
     pub async fn change_password(&self, id: &UserId, current: &str, new_password: &str) -> IdentityResult<User> {
         check_password(new_password)?;
-        let row = self.user_row(id).await?.ok_or_else(|| IdentityError::UserNotFound(id.clone()))?;
+        let row = self
+            .user_row(id)
+            .await?
+            .ok_or_else(|| IdentityError::UserNotFound(id.clone()))?;
         let Some(old) = row.password_hash.clone() else {
             return Err(IdentityError::WrongPassword);
         };

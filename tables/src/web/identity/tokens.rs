@@ -38,12 +38,20 @@ impl Identity {
 
     /// A token's value, or `None`.
     pub async fn token(&self, user: &UserId, provider: &str, name: &str) -> IdentityResult<Option<String>> {
-        let row = self.inner.tokens.get((user.to_string(), token_key(provider, name))).await?;
+        let row = self
+            .inner
+            .tokens
+            .get((user.to_string(), token_key(provider, name)))
+            .await?;
         Ok(row.map(|r| r.value))
     }
 
     /// Removes a token; `Ok(false)` if there was none.
     pub async fn remove_token(&self, user: &UserId, provider: &str, name: &str) -> IdentityResult<bool> {
-        Ok(self.inner.tokens.delete((user.to_string(), token_key(provider, name))).await?)
+        Ok(self
+            .inner
+            .tokens
+            .delete((user.to_string(), token_key(provider, name)))
+            .await?)
     }
 }

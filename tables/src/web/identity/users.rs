@@ -131,7 +131,11 @@ impl Identity {
     }
 
     pub(super) async fn user_row(&self, id: &UserId) -> IdentityResult<Option<UserRow>> {
-        let row = self.inner.users.get((id.partition.as_str(), IDENTITY_USER_ROW_KEY)).await?;
+        let row = self
+            .inner
+            .users
+            .get((id.partition.as_str(), IDENTITY_USER_ROW_KEY))
+            .await?;
         Ok(row.filter(|r| r.user_guid == id.guid))
     }
 
@@ -214,7 +218,10 @@ impl Identity {
         if let Some(e) = email {
             check_email(e)?;
         }
-        let current = self.user_row(id).await?.ok_or_else(|| IdentityError::UserNotFound(id.clone()))?;
+        let current = self
+            .user_row(id)
+            .await?
+            .ok_or_else(|| IdentityError::UserNotFound(id.clone()))?;
         let normalized = email.map(normalize);
         let reservation = match &normalized {
             Some(n) if current.normalized_email.as_ref() != Some(n) => Some(self.reserve_email(n, id).await?),
@@ -270,9 +277,14 @@ impl Identity {
 
     /// Marks the email address confirmed ([`IdentityError::Invalid`] if the user has none).
     pub async fn confirm_email(&self, id: &UserId) -> IdentityResult<User> {
-        let row = self.change_user(id, |row| row.email_confirmed = row.email.is_some()).await?;
+        let row = self
+            .change_user(id, |row| row.email_confirmed = row.email.is_some())
+            .await?;
         if row.email.is_none() {
-            return Err(super::error::invalid("email", "the user has no email address to confirm"));
+            return Err(super::error::invalid(
+                "email",
+                "the user has no email address to confirm",
+            ));
         }
         Ok(row.to_user())
     }
@@ -307,7 +319,10 @@ impl Identity {
     /// Draws a new security stamp, which ends every session made before it
     /// (sign the user out everywhere).
     pub async fn rotate_security_stamp(&self, id: &UserId) -> IdentityResult<User> {
-        Ok(self.change_user(id, |row| row.security_stamp = new_stamp()).await?.to_user())
+        Ok(self
+            .change_user(id, |row| row.security_stamp = new_stamp())
+            .await?
+            .to_user())
     }
 
     /// Loads the users of these ids, skipping ids no user has.
