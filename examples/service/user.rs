@@ -22,12 +22,6 @@ pub struct CurrentUser {
     pub roles: BTreeSet<String>,
 }
 
-impl CurrentUser {
-    pub fn has_role(&self, role: &str) -> bool {
-        self.roles.contains(role)
-    }
-}
-
 impl FromRequestParts<AppState> for CurrentUser {
     type Rejection = ApiError;
 

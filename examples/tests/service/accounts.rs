@@ -3,6 +3,10 @@
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
+use std::time::Duration;
+
+use unified_tables::web::identity::Lockout;
+
 use crate::harness::{code, unique, Server};
 
 pub async fn signing_up_and_in_opens_a_session(server: &Server) {
@@ -171,6 +175,26 @@ pub async fn repeated_failures_lock_the_account(server: &Server) {
         );
     }
     other.login().await;
+}
+
+pub async fn a_lockout_ends_when_its_time_is_up(server: &Server) {
+    let lockout = Lockout::new(2, Duration::from_secs(1)).unwrap();
+    let short = server.another_instance(|c| c.with_lockout(lockout)).await;
+    let user = short.user("judy").await;
+    let client = short.client();
+    let wrong = json!({ "user_name": user.name, "password": "guess" });
+    assert_eq!(
+        client.send(Method::POST, "/login", Some(wrong.clone())).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let (status, body) = client.send(Method::POST, "/login", Some(wrong)).await;
+    assert_eq!((status, code(&body)), (StatusCode::LOCKED, "locked_out"), "{body}");
+    let (status, _) = client.send(Method::POST, "/login", Some(user.credentials())).await;
+    assert_eq!(status, StatusCode::LOCKED);
+
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (status, body) = client.send(Method::POST, "/login", Some(user.credentials())).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
 }
 
 pub async fn logout_deletes_the_session_on_the_server(server: &Server) {

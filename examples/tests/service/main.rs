@@ -6,7 +6,6 @@
 //! conformance suite).
 
 #[path = "../../service/lib.rs"]
-#[allow(dead_code)]
 mod service;
 
 mod accounts;
@@ -23,6 +22,7 @@ macro_rules! for_each_scenario {
             accounts::signing_up_and_in_opens_a_session,
             accounts::bad_sign_ups_and_logins_are_refused_with_reasons,
             accounts::repeated_failures_lock_the_account,
+            accounts::a_lockout_ends_when_its_time_is_up,
             accounts::logout_deletes_the_session_on_the_server,
             accounts::a_password_change_signs_out_every_other_session,
             accounts::only_admins_grant_roles,
