@@ -1,13 +1,11 @@
 //! The service's configuration, shared state and router.
 
-use std::time::Duration;
-
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::Router;
 use axum_login::AuthManagerLayerBuilder;
-use tower_sessions::cookie::SameSite;
+use tower_sessions::cookie::{time, SameSite};
 use tower_sessions::{Expiry, SessionManagerLayer};
 use unified_tables::web::identity::{Identity, IdentityOptions, Lockout};
 use unified_tables::web::sessions::TableSessionStore;
@@ -26,7 +24,7 @@ pub struct Config {
     admin_password: Option<String>,
     secure_cookies: bool,
     lockout: Lockout,
-    session_idle: Duration,
+    session_lifetime: time::Duration,
 }
 
 impl Config {
@@ -42,7 +40,7 @@ impl Config {
             admin_password: None,
             secure_cookies: true,
             lockout: Lockout::default(),
-            session_idle: Duration::from_secs(3600),
+            session_lifetime: time::Duration::hours(1),
         }
     }
 
@@ -82,6 +80,12 @@ impl Config {
         self.lockout.max_failed_attempts()
     }
 
+    /// The session store the service keeps its sessions in (for the host to
+    /// sweep expired ones).
+    pub fn session_store(&self) -> Result<TableSessionStore, unified_tables::Error> {
+        TableSessionStore::new(&self.tables, self.table("Sessions"))
+    }
+
     fn table(&self, name: &str) -> String {
         format!("{}{name}", self.table_prefix)
     }
@@ -109,13 +113,10 @@ pub async fn app(config: Config) -> Result<Router, unified_tables::Error> {
     let notes = config.tables.store_in::<Note>(config.table("Notes"));
     notes.ensure_created().await?;
 
-    let sessions = TableSessionStore::new(&config.tables, config.table("Sessions"))?;
-    let session_layer = SessionManagerLayer::new(sessions)
+    let session_layer = SessionManagerLayer::new(config.session_store()?)
         .with_secure(config.secure_cookies)
         .with_same_site(SameSite::Lax)
-        .with_expiry(Expiry::OnInactivity(
-            tower_sessions::cookie::time::Duration::try_from(config.session_idle).expect("an idle time that fits"),
-        ));
+        .with_expiry(Expiry::OnInactivity(config.session_lifetime));
     let auth_layer = AuthManagerLayerBuilder::new(identity.clone(), session_layer).build();
 
     let state = AppState { notes, identity };

@@ -13,7 +13,6 @@
 
 use std::time::Duration;
 
-use unified_tables::web::sessions::TableSessionStore;
 use unified_tables_examples::tables_from_env;
 
 // Some items of the service are used by its end-to-end tests only.
@@ -25,15 +24,15 @@ mod service;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (tables, backend) = tables_from_env()?;
     let address = std::env::var("SERVICE_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".to_owned());
-    let mut config = service::Config::new(tables.clone())
+    let mut config = service::Config::new(tables)
         // The example serves plain HTTP; behind TLS keep the default (`Secure` cookies).
         .with_secure_cookies(false);
     if let Ok(password) = std::env::var("SERVICE_ADMIN_PASSWORD") {
         config = config.with_admin_password(&password);
     }
-    let app = service::app(config).await?;
     // Expired sessions are read as absent; this removes their rows.
-    let sessions = TableSessionStore::new(&tables, TableSessionStore::DEFAULT_TABLE)?;
+    let sessions = config.session_store()?;
+    let app = service::app(config).await?;
     tokio::spawn(tower_sessions::ExpiredDeletion::continuously_delete_expired(
         sessions,
         Duration::from_secs(60),
