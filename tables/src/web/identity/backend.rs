@@ -16,7 +16,7 @@ impl AuthUser for User {
     /// The security stamp: a password change or a new stamp makes every
     /// session made before it fail axum-login's check, which logs it out.
     fn session_auth_hash(&self) -> &[u8] {
-        self.security_stamp.as_bytes()
+        self.row.security_stamp.as_bytes()
     }
 }
 

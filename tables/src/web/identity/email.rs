@@ -101,7 +101,7 @@ impl Identity {
             return Ok(None);
         };
         let user = self.user(&owner).await?;
-        Ok(user.filter(|u| u.normalized_email.as_deref() == Some(reservation.normalized_email.as_str())))
+        Ok(user.filter(|u| u.normalized_email() == Some(reservation.normalized_email.as_str())))
     }
 
     /// Step 2's guard: whether the reservation is young enough to write the user.

@@ -110,19 +110,22 @@ impl Identity {
             .role_claims
             .delete_partition(&role.claims_partition())
             .await?;
-        let key = role.rk.clone();
-        let links = self
-            .inner
-            .user_roles
-            .query(QueryOptions::all().filter(UserRoleRow::filter(|c| c.role_key.eq(key.as_str()))))
-            .await?;
-        for link in links.iter().filter(|l| l.role_guid == role.role_guid) {
+        let links = self.links_of(&role).await?;
+        for link in &links {
             self.inner
                 .user_roles
                 .delete((link.pk.as_str(), link.rk.as_str()))
                 .await?;
         }
         Ok(true)
+    }
+
+    /// The links to this role (of this role's GUID): a query over the link table.
+    async fn links_of(&self, role: &RoleRow) -> IdentityResult<Vec<UserRoleRow>> {
+        let key = role.rk.as_str();
+        let filter = UserRoleRow::filter(|c| c.role_key.eq(key));
+        let links = self.inner.user_roles.query(QueryOptions::all().filter(filter)).await?;
+        Ok(links.into_iter().filter(|l| l.role_guid == role.role_guid).collect())
     }
 
     /// Adds the user to a role. [`IdentityError::RoleNotFound`] when no
@@ -206,16 +209,8 @@ impl Identity {
         let Some(role) = self.role_row(role).await? else {
             return Ok(Vec::new());
         };
-        let key = role.rk.clone();
-        let links = self
-            .inner
-            .user_roles
-            .query(QueryOptions::all().filter(UserRoleRow::filter(|c| c.role_key.eq(key.as_str()))))
-            .await?;
-        let ids = links
-            .into_iter()
-            .filter(|l| l.role_guid == role.role_guid)
-            .map(|l| l.pk);
+        let links = self.links_of(&role).await?;
+        let ids = links.into_iter().map(|l| l.pk);
         self.users_of(ids).await
     }
 

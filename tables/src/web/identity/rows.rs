@@ -7,7 +7,7 @@ use crate::{DateTime, ETag, Guid, TableEntity};
 /// A user. PartitionKey: hash of the normalized user name; RowKey: `user`.
 /// The row is its own user-name index: a second user of the same normalized
 /// name meets this row's key.
-#[derive(TableEntity, Debug, Clone)]
+#[derive(TableEntity, Debug, Clone, PartialEq, Eq)]
 #[table(name = "IdentityUsers")]
 pub(super) struct UserRow {
     #[table(partition_key)]

@@ -21,7 +21,7 @@ fn after(now: DateTime, duration: Duration) -> DateTime {
 }
 
 fn signed_in(user: User) -> SignIn {
-    match user.two_factor_enabled {
+    match user.two_factor_enabled() {
         true => SignIn::TwoFactorRequired(user),
         false => SignIn::Succeeded(user),
     }
@@ -88,7 +88,7 @@ impl Identity {
                 |r| {
                     r.user_guid == id.guid
                         && r.password_hash == verified
-                        && !r.lockout_end.is_some_and(|end| end > DateTime::now())
+                        && r.lockout_end.is_none_or(|end| end <= DateTime::now())
                 },
                 |r| r.access_failed_count = 0,
             )
@@ -195,7 +195,7 @@ impl Identity {
     /// Whether `password` is the user's password, checked against the hash
     /// `user` carries (no lockout bookkeeping; `false` for a user without a password).
     pub async fn check_password(&self, user: &User, password: &str) -> IdentityResult<bool> {
-        match &user.password_hash {
+        match &user.row.password_hash {
             Some(hash) => password::verify(password, hash).await,
             None => Ok(false),
         }

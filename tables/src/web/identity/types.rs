@@ -5,6 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::rows::UserRow;
 use crate::{DateTime, Guid};
 
 /// A user's id: stable for the user's life, never reused by another user.
@@ -90,17 +91,7 @@ impl<'de> Deserialize<'de> for UserId {
 #[derive(Clone, PartialEq, Eq)]
 pub struct User {
     pub(super) id: UserId,
-    pub(super) user_name: String,
-    pub(super) normalized_user_name: String,
-    pub(super) email: Option<String>,
-    pub(super) normalized_email: Option<String>,
-    pub(super) email_confirmed: bool,
-    pub(super) password_hash: Option<String>,
-    pub(super) security_stamp: String,
-    pub(super) two_factor_enabled: bool,
-    pub(super) lockout_end: Option<DateTime>,
-    pub(super) access_failed_count: u32,
-    pub(super) created_at: DateTime,
+    pub(super) row: UserRow,
 }
 
 impl User {
@@ -111,62 +102,62 @@ impl User {
 
     /// The user name as given at registration.
     pub fn user_name(&self) -> &str {
-        &self.user_name
+        &self.row.user_name
     }
 
     /// The user name as compared for uniqueness: upper-cased.
     pub fn normalized_user_name(&self) -> &str {
-        &self.normalized_user_name
+        &self.row.normalized_user_name
     }
 
     /// The email address, if the user has one.
     pub fn email(&self) -> Option<&str> {
-        self.email.as_deref()
+        self.row.email.as_deref()
     }
 
     /// The email address as compared for uniqueness: upper-cased.
     pub fn normalized_email(&self) -> Option<&str> {
-        self.normalized_email.as_deref()
+        self.row.normalized_email.as_deref()
     }
 
     /// Whether the application confirmed the email address.
     pub fn email_confirmed(&self) -> bool {
-        self.email_confirmed
+        self.row.email_confirmed
     }
 
     /// Whether the user has a password (a user made for an external login may have none).
     pub fn has_password(&self) -> bool {
-        self.password_hash.is_some()
+        self.row.password_hash.is_some()
     }
 
     /// The security stamp: random, replaced by every change of credentials.
     pub fn security_stamp(&self) -> &str {
-        &self.security_stamp
+        &self.row.security_stamp
     }
 
     /// Whether sign-in needs a second factor.
     pub fn two_factor_enabled(&self) -> bool {
-        self.two_factor_enabled
+        self.row.two_factor_enabled
     }
 
     /// When a lockout ends (in the past once it has ended).
     pub fn lockout_end(&self) -> Option<DateTime> {
-        self.lockout_end
+        self.row.lockout_end
     }
 
     /// Failed logins since the last success or lockout.
     pub fn access_failed_count(&self) -> u32 {
-        self.access_failed_count
+        self.row.access_failed_count
     }
 
     /// Whether the user is locked out at `now`.
     pub fn is_locked_out(&self, now: DateTime) -> bool {
-        self.lockout_end.is_some_and(|end| end > now)
+        self.row.lockout_end.is_some_and(|end| end > now)
     }
 
     /// When the user registered.
     pub fn created_at(&self) -> DateTime {
-        self.created_at
+        self.row.created_at
     }
 }
 
@@ -174,13 +165,13 @@ impl fmt::Debug for User {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("User")
             .field("id", &self.id)
-            .field("user_name", &self.user_name)
-            .field("email", &self.email)
-            .field("email_confirmed", &self.email_confirmed)
-            .field("has_password", &self.password_hash.is_some())
-            .field("two_factor_enabled", &self.two_factor_enabled)
-            .field("lockout_end", &self.lockout_end)
-            .field("access_failed_count", &self.access_failed_count)
+            .field("user_name", &self.row.user_name)
+            .field("email", &self.row.email)
+            .field("email_confirmed", &self.row.email_confirmed)
+            .field("has_password", &self.row.password_hash.is_some())
+            .field("two_factor_enabled", &self.row.two_factor_enabled)
+            .field("lockout_end", &self.row.lockout_end)
+            .field("access_failed_count", &self.row.access_failed_count)
             .finish_non_exhaustive()
     }
 }

@@ -16,17 +16,7 @@ impl UserRow {
     pub(super) fn to_user(&self) -> User {
         User {
             id: UserId::new(self.pk.clone(), self.user_guid),
-            user_name: self.user_name.clone(),
-            normalized_user_name: self.normalized_user_name.clone(),
-            email: self.email.clone(),
-            normalized_email: self.normalized_email.clone(),
-            email_confirmed: self.email_confirmed,
-            password_hash: self.password_hash.clone(),
-            security_stamp: self.security_stamp.clone(),
-            two_factor_enabled: self.two_factor_enabled,
-            lockout_end: self.lockout_end,
-            access_failed_count: self.access_failed_count,
-            created_at: self.created_at,
+            row: self.clone(),
         }
     }
 }
