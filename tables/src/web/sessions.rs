@@ -200,9 +200,14 @@ impl TableSessionStore {
     pub fn new(tables: &Tables, table: impl Into<String>) -> crate::Result<TableSessionStore> {
         let table = table.into();
         check_table_name(&table)?;
+        Ok(TableSessionStore::over(tables, table))
+    }
+
+    fn over(tables: &Tables, table: String) -> TableSessionStore {
         // A revoked session must be gone at once, in every process: never cached.
-        let store = tables.clone().without_cache().store_in::<SessionRow>(table);
-        Ok(TableSessionStore { store })
+        TableSessionStore {
+            store: tables.clone().without_cache().store_in::<SessionRow>(table),
+        }
     }
 
     /// A store of sessions in the table [`TableSessionStore::DEFAULT_TABLE`].
@@ -213,12 +218,7 @@ impl TableSessionStore {
     /// assert_eq!(store.table(), "Sessions");
     /// ```
     pub fn with_default_table(tables: &Tables) -> TableSessionStore {
-        TableSessionStore {
-            store: tables
-                .clone()
-                .without_cache()
-                .store_in::<SessionRow>(Self::DEFAULT_TABLE),
-        }
+        TableSessionStore::over(tables, Self::DEFAULT_TABLE.to_owned())
     }
 
     /// The table the sessions are stored in.
