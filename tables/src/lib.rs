@@ -130,7 +130,7 @@ pub use value::{cmp_utf16, sha256_hex, utf16_len, DateTime, ETag, EdmType, Guid,
 pub mod __private {
     pub use crate::codec::{
         decode_binary, decode_json, decode_optional_binary, encode_binary, encode_json, resolve_column,
-        take_scalar_value, EncodeOptions, JsonValue, TableValue, ValueKind,
+        take_scalar_value, EncodeOptions, JoinedName, JsonValue, TableValue, ValueKind,
     };
     pub use crate::entity::{
         normalize_id, restore_id, CloneProbe, Column, ColumnKind, HasETag, Key, KeyMode, LargeEncoding, LargeForm,

@@ -11,7 +11,8 @@ use crate::internals::attr::SplitEncoding;
 use crate::internals::ty;
 
 /// How the generated code names a column: a literal at the top level, or
-/// the record's run-time prefix plus the name inside a nested record.
+/// the record's run-time prefix plus the name inside a nested record,
+/// joined on the stack (no allocation per field).
 #[derive(Clone, Copy)]
 pub(crate) enum Naming {
     Literal,
@@ -19,11 +20,16 @@ pub(crate) enum Naming {
 }
 
 impl Naming {
-    /// An expression of type `&str` for `name`.
+    /// An expression for `name` of type `&str`, or a borrowed
+    /// `JoinedName` that derefs to it (its temporary lives as long as a
+    /// `let` binds it).
     pub(crate) fn column(self, name: &str) -> TokenStream {
         match self {
             Naming::Literal => quote!(#name),
-            Naming::Prefixed => quote!(&[__prefix, #name].concat()),
+            Naming::Prefixed => {
+                let p = private();
+                quote!(&#p::JoinedName::new(&[__prefix, #name]))
+            }
         }
     }
 }
@@ -175,7 +181,10 @@ fn nested_prefix(column: &str, naming: Naming) -> TokenStream {
             let lit = format!("{column}_");
             quote!(#lit)
         }
-        Naming::Prefixed => quote!(&[__prefix, #column, "_"].concat()),
+        Naming::Prefixed => {
+            let p = private();
+            quote!(&#p::JoinedName::new(&[__prefix, #column, "_"]))
+        }
     }
 }
 

@@ -11,12 +11,14 @@ mod dates;
 mod ids;
 mod json;
 mod json_value;
+mod name;
 mod scalar;
 
 pub use binary::{decode_binary, decode_optional_binary, encode_binary};
 pub use json::{decode_json, encode_json};
 pub(crate) use json::{gunzip_bounded, GunzipError};
 pub use json_value::JsonValue;
+pub use name::JoinedName;
 pub use scalar::take_scalar_value;
 
 use crate::error::{Error, Result};
@@ -111,17 +113,7 @@ pub(crate) fn has_any_form(row: &Row, column: &str) -> bool {
 /// Calls `f` with the name `{column}{suffix}`, built on the stack for
 /// ordinary column lengths so that probing the row does not allocate.
 pub(crate) fn with_suffixed<R>(column: &str, suffix: &str, f: impl FnOnce(&str) -> R) -> R {
-    let mut buf = [0u8; 256];
-    let len = column.len() + suffix.len();
-    if len <= buf.len() {
-        buf[..column.len()].copy_from_slice(column.as_bytes());
-        buf[column.len()..len].copy_from_slice(suffix.as_bytes());
-        // Two UTF-8 strings joined are UTF-8.
-        if let Ok(name) = std::str::from_utf8(&buf[..len]) {
-            return f(name);
-        }
-    }
-    f(&suffixed(column, suffix))
+    f(&JoinedName::new(&[column, suffix]))
 }
 
 /// The owned name `{column}{suffix}`.

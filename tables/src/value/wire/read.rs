@@ -31,7 +31,15 @@ use crate::value::{DateTime, ETag, EdmType, Row};
 ///     .contains("`N`"));
 /// ```
 pub fn row_from_slice(body: &[u8]) -> Result<Row, String> {
-    let mut de = serde_json::Deserializer::from_slice(body);
+    match std::str::from_utf8(body) {
+        Ok(text) => row_from(serde_json::Deserializer::from_str(text)),
+        // Read byte-wise, the reader names where the bad bytes are.
+        Err(_) => row_from(serde_json::Deserializer::from_slice(body)),
+    }
+}
+
+/// [`row_from_slice`] from either reader of the body.
+fn row_from<'de, R: serde_json::de::Read<'de>>(mut de: serde_json::Deserializer<R>) -> Result<Row, String> {
     let row = RowSeed::new(&mut Scratch::default())
         .deserialize(&mut de)
         .map_err(|e| e.to_string())?;
@@ -48,7 +56,16 @@ pub fn row_from_slice(body: &[u8]) -> Result<Row, String> {
 /// assert_eq!(rows.iter().map(|r| r.row_key.as_str()).collect::<Vec<_>>(), ["a", "b"]);
 /// ```
 pub fn page_from_slice(body: &[u8]) -> Result<Vec<Row>, String> {
-    let mut de = serde_json::Deserializer::from_slice(body);
+    // Checked as UTF-8 once, the body is read without checking each of its
+    // strings again.
+    match std::str::from_utf8(body) {
+        Ok(text) => page_from(serde_json::Deserializer::from_str(text)),
+        Err(_) => page_from(serde_json::Deserializer::from_slice(body)),
+    }
+}
+
+/// [`page_from_slice`] from either reader of the body.
+fn page_from<'de, R: serde_json::de::Read<'de>>(mut de: serde_json::Deserializer<R>) -> Result<Vec<Row>, String> {
     let rows = de.deserialize_map(PageVisitor).map_err(|e| e.to_string())?;
     de.end().map_err(|e| e.to_string())?;
     Ok(rows)
