@@ -10,11 +10,15 @@ pub mod crud;
 pub mod dotnet_rows;
 pub mod filters;
 pub mod hostile_rows;
+pub mod identity;
+pub mod identity_auth;
+pub mod identity_races;
 pub mod keys;
 pub mod large;
 pub mod large_aliases;
 pub mod large_blobs;
 pub mod large_edges;
+pub mod large_reads;
 pub mod limits;
 pub mod locks;
 pub mod logs;
@@ -23,24 +27,14 @@ pub mod patch;
 pub mod projections;
 pub mod protect;
 pub mod query;
+pub mod reading_ahead;
+pub mod sessions;
 pub mod soft_delete;
 pub mod transactions;
 pub mod unconditional;
 pub mod union;
 pub mod union_rows;
 pub mod values;
-// -- sessions modules --
-pub mod sessions;
-// -- end sessions modules --
-// -- identity modules --
-pub mod identity;
-pub mod identity_auth;
-pub mod identity_races;
-// -- end identity modules --
-// -- perf modules --
-pub mod reading_ahead;
-pub mod large_reads;
-// -- end perf modules --
 
 /// Every scenario's name, for the runner macro.
 #[macro_export]
@@ -208,7 +202,6 @@ macro_rules! for_each_scenario {
             projections::a_scope_chosen_at_run_time_reads_what_it_names,
             unconditional::replace_overwrites_an_entity_without_an_etag_field,
             unconditional::compare_and_swap_verbs_work_without_an_etag_field,
-            // -- sessions scenarios --
             sessions::a_session_record_round_trips_and_save_replaces_it,
             sessions::session_create_never_overwrites_an_existing_id,
             sessions::two_session_creates_racing_on_one_id_both_keep_their_data,
@@ -220,8 +213,6 @@ macro_rules! for_each_scenario {
             sessions::large_session_data_is_stored_at_any_size_or_refused_by_name,
             sessions::session_errors_say_what_failed_and_never_hold_the_id,
             sessions::hostile_session_ids_never_reach_the_table,
-            // -- end sessions scenarios --
-            // -- identity scenarios --
             identity::identity_registration_normalizes_names_and_finds_users,
             identity::identity_user_names_and_emails_are_unique,
             identity::identity_keys_of_hostile_user_text_are_valid,
@@ -236,14 +227,11 @@ macro_rules! for_each_scenario {
             identity_auth::identity_roles_grant_permissions_and_missing_roles_stay_quiet,
             identity_auth::identity_external_logins_are_created_never_taken_over,
             identity_auth::identity_user_rows_are_never_served_from_the_cache,
-            // -- end identity scenarios --
-            // -- perf scenarios --
             reading_ahead::a_stream_asks_for_the_next_page_before_it_yields_the_first_entity,
             reading_ahead::bounded_reads_fetch_no_page_their_limit_makes_needless,
             large_reads::continuation_rows_are_read_with_the_main_row_when_the_handle_saw_them,
             large_reads::a_read_whose_continuation_rows_are_in_flight_never_mixes_versions,
             large_reads::damaged_gzip_is_integrity_while_it_streams,
-            // -- end perf scenarios --
         }
     };
 }
