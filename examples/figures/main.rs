@@ -26,6 +26,10 @@
 //! cargo run --release -p unified-tables-examples --example figures                                  # in memory
 //! cargo run --release -p unified-tables-examples --example figures -- "<connection string>"         # Azure or Azurite
 //! ```
+//!
+//! `FIGURES=codec,query` runs only the named sections (`codec`, `layouts`,
+//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `stream`), for work
+//! on one of them; the figures of record are those of a full run.
 
 #[path = "../../tables/benches/support/codec_routes.rs"]
 mod codec_routes;
@@ -51,6 +55,14 @@ use unified_tables_examples::connection_from_env;
 use crate::codec_routes::ROUTES;
 use crate::common::Failure;
 use crate::report::{Figure, Target};
+
+/// Whether the section `name` runs: every section unless `FIGURES` names some.
+fn runs(name: &str) -> bool {
+    match std::env::var("FIGURES") {
+        Ok(list) if !list.trim().is_empty() => list.split(',').any(|s| s.trim() == name),
+        _ => true,
+    }
+}
 
 #[global_allocator]
 static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
@@ -116,16 +128,28 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
         }
         None => (Tables::memory().without_cache(), None, None, POINT_OPS.0, CACHE_OPS.0),
     };
-    let (mut figures, refused) = batch::figures(&db, service.clone()).await?;
-    if let Some(reason) = refused {
-        notes.push(format!(
-            "the azure_data_tables transaction was refused ({reason}); the batch reference went through Backend::transaction"
-        ));
+    let mut figures = Vec::new();
+    if runs("batch") {
+        let (batch, refused) = batch::figures(&db, service.clone()).await?;
+        figures.extend(batch);
+        if let Some(reason) = refused {
+            notes.push(format!(
+                "the azure_data_tables transaction was refused ({reason}); the batch reference went through Backend::transaction"
+            ));
+        }
     }
-    figures.extend(point::figures(&db, pooled.as_ref(), point_ops).await?);
-    figures.extend(query::figures(&db, pooled.as_ref()).await?);
-    figures.extend(large::figures(&db, connection).await?);
-    figures.extend(cache::figures(&db, cache_ops, 1_000).await?);
+    if runs("point") {
+        figures.extend(point::figures(&db, pooled.as_ref(), point_ops).await?);
+    }
+    if runs("query") {
+        figures.extend(query::figures(&db, pooled.as_ref()).await?);
+    }
+    if runs("large") {
+        figures.extend(large::figures(&db, connection).await?);
+    }
+    if runs("cache") {
+        figures.extend(cache::figures(&db, cache_ops, 1_000).await?);
+    }
     Ok((figures, notes))
 }
 
@@ -137,9 +161,16 @@ fn main() -> Result<(), Failure> {
         None => "the in-memory backend".to_owned(),
     };
     eprintln!("figures on {on}: codec ..");
-    let mut figures = codec_figures();
-    figures.extend(layout_figures());
-    figures.extend(query::cpu_figures()?);
+    let mut figures = Vec::new();
+    if runs("codec") {
+        figures.extend(codec_figures());
+    }
+    if runs("layouts") {
+        figures.extend(layout_figures());
+    }
+    if runs("cpu") {
+        figures.extend(query::cpu_figures()?);
+    }
 
     eprintln!("figures: batches, point operations, large values ..");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -150,13 +181,15 @@ fn main() -> Result<(), Failure> {
     eprintln!("figures: streaming memory ..");
     // One thread: no runtime worker allocates beside the measured code.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    figures.extend(runtime.block_on(async {
-        let (db, rows) = match &connection {
-            Some(c) => (Tables::connect(c)?.without_cache(), STREAM_ROWS.1),
-            None => (Tables::memory().without_cache(), STREAM_ROWS.0),
-        };
-        stream::figures(&db, rows).await
-    })?);
+    if runs("stream") {
+        figures.extend(runtime.block_on(async {
+            let (db, rows) = match &connection {
+                Some(c) => (Tables::connect(c)?.without_cache(), STREAM_ROWS.1),
+                None => (Tables::memory().without_cache(), STREAM_ROWS.0),
+            };
+            stream::figures(&db, rows).await
+        })?);
+    }
 
     println!(
         "unified-tables figures on {on} ({:.0} s); ratio = library / reference",
