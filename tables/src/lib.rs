@@ -123,7 +123,10 @@ pub use unified_tables_derive::TableRecord;
 pub use unified_tables_derive::TableUnion;
 pub use union::{TableUnion, UnionVariant};
 pub use value::wire;
-pub use value::{cmp_utf16, sha256_hex, utf16_len, DateTime, ETag, EdmType, Guid, ParseGuidError, Row, Value};
+pub use value::{
+    cmp_utf16, sha256_hex, utf16_len, ColumnName, DateTime, ETag, EdmType, Guid, ParseGuidError, Properties, Row,
+    ToColumnName, Value,
+};
 
 /// Items the derive's generated code refers to. Not a public API.
 #[doc(hidden)]
@@ -150,7 +153,7 @@ pub mod __private {
     pub use crate::union::{TableUnion, UnionVariant};
     pub use crate::update::refusal::{LargeFieldsCannotBePatched, MergeCannotClearAField};
     pub use crate::update::{Authorized, MaySetProtected, RecordUpdater, Unauthorized, Update, UpdateBuilder};
-    pub use crate::value::{DateTime, ETag, EdmType, Row, Value};
+    pub use crate::value::{DateTime, ETag, EdmType, Properties, Row, Value};
     pub use core::default::Default;
     pub use core::option::Option::{self, None, Some};
     pub use core::result::Result::{Err, Ok};

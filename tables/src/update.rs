@@ -101,7 +101,7 @@ impl<E, A> Update<E, A> {
 
     /// The column names the update writes.
     pub fn columns(&self) -> impl Iterator<Item = &str> {
-        self.row.properties.keys().map(String::as_str)
+        self.row.properties.keys().map(crate::ColumnName::as_str)
     }
 
     #[doc(hidden)]

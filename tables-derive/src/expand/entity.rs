@@ -73,17 +73,53 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
         let c = &f.column;
         quote!(__row.insert(#c, #p::Value::String(__id));)
     });
+    // The names of the plain cells, in the order they are written: the row
+    // borrows them instead of copying each name.
+    let names: Vec<&String> = cont
+        .fields
+        .iter()
+        .filter(|f| {
+            matches!(
+                f.storage,
+                Storage::Value | Storage::Binary { .. } | Storage::Key(KeyRole::Id)
+            )
+        })
+        .map(|f| &f.column)
+        .collect();
+    // Room for every cell: one per stored field, the cells of each nested
+    // record, a manifest for each large value.
+    let mut cells = 0usize;
+    let mut nested = Vec::new();
+    for f in &cont.fields {
+        match &f.storage {
+            Storage::Flatten { inner, .. } => nested.push(quote!(<#inner as #p::TableRecord>::COLUMNS.len())),
+            Storage::Large { .. } => cells += 5,
+            Storage::Key(KeyRole::Id)
+            | Storage::Value
+            | Storage::Binary { .. }
+            | Storage::Json
+            | Storage::Blob { .. } => cells += 1,
+            Storage::Key(_) | Storage::System(_) | Storage::Skip => {}
+        }
+    }
+    let properties = quote! {
+        #p::Properties::with_capacity(#cells #(+ #nested)*).expecting(__NAMES)
+    };
     let row_start = match id_field {
         Some(_) => quote! {
+            const __NAMES: &[&str] = &[#(#names),*];
             let __id = __id_of(self);
             let __key = #p::Key::from_id(&__id);
             let mut __row_v = #p::Row::new(__key.partition_key, __key.row_key);
+            __row_v.properties = #properties;
             let __row = &mut __row_v;
             #id_cell
         },
         None => quote! {
+            const __NAMES: &[&str] = &[#(#names),*];
             let __key = <Self as #p::TableEntity>::key(self);
             let mut __row_v = #p::Row::new(__key.partition_key, __key.row_key);
+            __row_v.properties = #properties;
             let __row = &mut __row_v;
         },
     };

@@ -7,7 +7,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use unified_tables::{DateTime, EncodeOptions, Error, Row, TableEntity, TableEnum, TableRecord, Value};
+use unified_tables::{
+    ColumnName, DateTime, EncodeOptions, Error, Properties, Row, TableEntity, TableEnum, TableRecord, Value,
+};
 use uuid::Uuid;
 
 // ---------------------------------------------------------------------------
@@ -117,7 +119,7 @@ pub fn sample() -> Order {
 
 const MAX_CELL_BYTES: usize = 65_535;
 
-fn hand_string(row: &mut Row, column: &str, s: &str) -> Result<(), Error> {
+fn hand_string(row: &mut Row, column: &'static str, s: &str) -> Result<(), Error> {
     // UTF-16 units never exceed UTF-8 bytes: a short string needs no count.
     if s.len() * 2 > MAX_CELL_BYTES && s.encode_utf16().count() * 2 > MAX_CELL_BYTES {
         return Err(Error::InvalidValue {
@@ -125,35 +127,38 @@ fn hand_string(row: &mut Row, column: &str, s: &str) -> Result<(), Error> {
             reason: "too large for one cell".into(),
         });
     }
-    row.properties.insert(column.to_owned(), Value::String(s.to_owned()));
+    row.properties
+        .insert(ColumnName::from_static(column), Value::String(s.to_owned()));
     Ok(())
 }
 
 /// The hand-written encoder: the same `Row` as the derive, with the same checks.
 pub fn hand_to_row(o: &Order) -> Result<Row, Error> {
+    // Literal names are borrowed, not copied; the cells fit without growing.
     let mut row = Row::new(o.customer.clone(), o.order_no.clone());
+    row.properties = Properties::with_capacity(14);
     hand_string(&mut row, "Title", &o.title)?;
     hand_string(&mut row, "Note", &o.note)?;
     let p = &mut row.properties;
-    p.insert("TotalCents".to_owned(), Value::Int64(o.total_cents));
-    p.insert("Quantity".to_owned(), Value::Int32(o.quantity));
-    p.insert("WeightKg".to_owned(), Value::Double(o.weight_kg));
-    p.insert("Paid".to_owned(), Value::Bool(o.paid));
+    p.insert(ColumnName::from_static("TotalCents"), Value::Int64(o.total_cents));
+    p.insert(ColumnName::from_static("Quantity"), Value::Int32(o.quantity));
+    p.insert(ColumnName::from_static("WeightKg"), Value::Double(o.weight_kg));
+    p.insert(ColumnName::from_static("Paid"), Value::Bool(o.paid));
     if !o.placed_at.is_storable() {
         return Err(Error::InvalidValue {
             column: "PlacedAt".into(),
             reason: "outside the storable range".into(),
         });
     }
-    p.insert("PlacedAt".to_owned(), Value::DateTime(o.placed_at));
+    p.insert(ColumnName::from_static("PlacedAt"), Value::DateTime(o.placed_at));
     let status = match o.status {
         Status::Pending => "Pending",
         Status::Paid => "Paid",
         Status::Shipped => "Shipped",
         Status::Cancelled => "Cancelled",
     };
-    p.insert("Status".to_owned(), Value::String(status.to_owned()));
-    p.insert("Tracking".to_owned(), Value::Guid(o.tracking.into()));
+    p.insert(ColumnName::from_static("Status"), Value::String(status.to_owned()));
+    p.insert(ColumnName::from_static("Tracking"), Value::Guid(o.tracking.into()));
     if let Some(c) = &o.coupon {
         hand_string(&mut row, "Coupon", c)?;
     }
@@ -170,7 +175,8 @@ pub fn hand_to_row(o: &Order) -> Result<Row, Error> {
             reason: "too large for one cell".into(),
         });
     }
-    row.properties.insert("Tags__Json".to_owned(), Value::String(tags));
+    row.properties
+        .insert(ColumnName::from_static("Tags__Json"), Value::String(tags));
     Ok(row)
 }
 

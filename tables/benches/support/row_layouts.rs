@@ -5,13 +5,15 @@
 //! - `BTreeMap<String, Value>` (what `Row` holds);
 //! - a `Vec` sorted by name, binary-searched;
 //! - a `Vec` in insertion order, searched from the front;
-//! - a `Vec` of interned `&'static str` names (the schema's), searched from the front.
+//! - a `Vec` of interned `&'static str` names (the schema's), searched from the front;
+//! - [`Properties`] (what `Row` holds now), told the schema's names, as the
+//!   derive's generated code uses it.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use unified_tables::Value;
+use unified_tables::{Properties, Value};
 
 /// The 14 columns of the codec bench's entity, in field order.
 pub const NAMES: [&str; 14] = [
@@ -32,7 +34,13 @@ pub const NAMES: [&str; 14] = [
 ];
 
 /// The layouts, in the order of [`time_layouts`]'s figures.
-pub const LAYOUTS: [&str; 4] = ["BTreeMap", "sorted Vec", "Vec, insertion order", "Vec, interned names"];
+pub const LAYOUTS: [&str; 5] = [
+    "BTreeMap",
+    "sorted Vec",
+    "Vec, insertion order",
+    "Vec, interned names",
+    "Properties",
+];
 
 fn cell(i: usize) -> Value {
     match i % 3 {
@@ -103,13 +111,22 @@ pub fn interned_vec() -> usize {
     linear_vec(|n| n)
 }
 
+/// Builds and drains [`Properties`] as generated code does.
+pub fn properties() -> usize {
+    let mut p = Properties::with_capacity(NAMES.len()).expecting(&NAMES);
+    for (i, n) in NAMES.iter().enumerate() {
+        p.insert(*n, cell(i));
+    }
+    NAMES.iter().filter(|n| p.remove(n).is_some()).count()
+}
+
 /// Nanoseconds per build-and-drain of each layout: best of 5 rounds of 200,000.
-pub fn time_layouts() -> [f64; 4] {
-    let routes: [fn() -> usize; 4] = [btree, sorted_vec, insertion_vec, interned_vec];
+pub fn time_layouts() -> [f64; 5] {
+    let routes: [fn() -> usize; 5] = [btree, sorted_vec, insertion_vec, interned_vec, properties];
     for f in routes {
         assert_eq!(f(), NAMES.len());
     }
-    let mut best = [Duration::MAX; 4];
+    let mut best = [Duration::MAX; 5];
     for _ in 0..5 {
         for (i, f) in routes.iter().enumerate() {
             let started = Instant::now();

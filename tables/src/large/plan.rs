@@ -289,7 +289,7 @@ fn plan_large(table: &str, full: &Row, columns: &[LargeColumn], limits: Limits) 
         properties: full
             .properties
             .iter()
-            .filter(|(k, _)| !names.contains(k))
+            .filter(|(k, _)| !names.iter().any(|n| n.as_str() == k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         etag: None,

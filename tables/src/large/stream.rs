@@ -311,7 +311,7 @@ impl SplitAssembler {
         for key in row.properties.keys() {
             if let Some((name, SplitCell::Chunk(index))) = parse_split_cell(key) {
                 if let Some(at) = self.values.iter().position(|v| v.name == name) {
-                    taken.push((at, index, key.clone()));
+                    taken.push((at, index, key.to_string()));
                 }
             }
         }

@@ -326,7 +326,7 @@ fn refuse_unassembled_large_values(schema: &Schema, row: &Row) -> Result<()> {
         };
         if let Some(expected) = expected {
             return Err(Error::Decode {
-                column: cell.clone(),
+                column: cell.to_string(),
                 expected,
                 found: format!("`{cell}`"),
             });

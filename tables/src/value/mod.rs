@@ -1,14 +1,18 @@
 //! Typed cells (`Value`), rows (`Row`) and their wire form.
 
 pub(crate) mod casing;
+mod column_name;
 mod datetime;
 mod guid;
+mod properties;
 mod row;
 mod sha256;
 pub mod wire;
 
+pub use column_name::ColumnName;
 pub use datetime::DateTime;
 pub use guid::{Guid, ParseGuidError};
+pub use properties::{Properties, ToColumnName};
 pub use row::{ETag, Row};
 pub(crate) use sha256::hex;
 pub use sha256::sha256_hex;

@@ -1,7 +1,6 @@
-use std::collections::BTreeMap;
 use std::fmt;
 
-use super::{utf16_len, DateTime, Value};
+use super::{utf16_len, DateTime, Properties, ToColumnName, Value};
 
 /// An entity tag: the version of a row as the service reports it.
 ///
@@ -43,8 +42,9 @@ impl fmt::Debug for ETag {
 /// One entity as stored: its keys, its typed properties and, when read
 /// back, the service's ETag and Timestamp.
 ///
-/// Properties are kept in name order. `PartitionKey`, `RowKey` and
-/// `Timestamp` are not properties: they live in their own fields.
+/// Properties are kept in the order they were set (equality does not
+/// depend on it). `PartitionKey`, `RowKey` and `Timestamp` are not
+/// properties: they live in their own fields.
 #[derive(Clone, Default, PartialEq)]
 pub struct Row {
     /// The partition key.
@@ -52,7 +52,7 @@ pub struct Row {
     /// The row key.
     pub row_key: String,
     /// The properties by column name.
-    pub properties: BTreeMap<String, Value>,
+    pub properties: Properties,
     /// The version, when the row was read from or written to a backend.
     pub etag: Option<ETag>,
     /// The service's last-modified time, when read from a backend.
@@ -70,12 +70,12 @@ impl Row {
     }
 
     /// Sets a property, replacing any previous value of the column.
-    pub fn insert(&mut self, column: impl Into<String>, value: Value) {
-        self.properties.insert(column.into(), value);
+    pub fn insert(&mut self, column: impl ToColumnName, value: Value) {
+        self.properties.insert(column, value);
     }
 
     /// Sets a property (builder style).
-    pub fn with(mut self, column: impl Into<String>, value: Value) -> Row {
+    pub fn with(mut self, column: impl ToColumnName, value: Value) -> Row {
         self.insert(column, value);
         self
     }

@@ -14,7 +14,7 @@ async fn raw(env: &Env, rk: &str) -> Row {
 fn old_columns(row: &Row) -> Vec<&str> {
     row.properties
         .keys()
-        .map(String::as_str)
+        .map(unified_tables::ColumnName::as_str)
         .filter(|k| k.starts_with("Old"))
         .collect()
 }

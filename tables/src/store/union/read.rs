@@ -170,7 +170,7 @@ impl<E: TableUnion> UnionStore<E> {
             .properties
             .iter()
             .filter(|(name, _)| is_system_column(name) && name.as_str() != TYPE_NAME)
-            .map(|(name, value)| (name.clone(), value.clone()))
+            .map(|(name, value)| (name.to_string(), value.clone()))
             .collect();
         let token = match row.get(TYPE_NAME) {
             None => None,

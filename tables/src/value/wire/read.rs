@@ -12,7 +12,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::{decode_typed, short_text, Raw, ANNOTATION};
-use crate::value::{DateTime, ETag, EdmType, Row};
+use crate::value::{ColumnName, DateTime, ETag, EdmType, Properties, Row};
 
 /// Reads one entity (a Get Entity answer) from its JSON body.
 ///
@@ -77,6 +77,41 @@ fn page_from<'de, R: serde_json::de::Read<'de>>(mut de: serde_json::Deserializer
 pub(super) struct Scratch<'de> {
     cells: Vec<(Cow<'de, str>, Raw<'de>)>,
     annotations: Vec<(Cow<'de, str>, Annotation<'de>)>,
+    names: Names,
+}
+
+/// The long column names met so far in a page: the rows of a page repeat
+/// them, so each is copied once and shared by the rows after (a short name
+/// is held in place, which costs less than sharing it).
+#[derive(Default)]
+struct Names {
+    seen: Vec<ColumnName>,
+    /// Where the next search starts: just after the last name found.
+    next: usize,
+}
+
+impl Names {
+    /// At most this many names are kept: a page of ever-new names copies each.
+    const MAX: usize = 512;
+
+    fn get(&mut self, name: &str) -> ColumnName {
+        if name.len() <= ColumnName::INLINE {
+            return ColumnName::copied(name);
+        }
+        let n = self.seen.len();
+        for k in 0..n {
+            let i = (self.next + k) % n;
+            if self.seen[i].as_str() == name {
+                self.next = i + 1;
+                return self.seen[i].clone();
+            }
+        }
+        let copied = ColumnName::copied(name);
+        if n < Names::MAX {
+            self.seen.push(copied.clone());
+        }
+        copied
+    }
 }
 
 /// Reads one entity from any serde deserializer (the body, or a JSON value).
@@ -260,7 +295,11 @@ impl<'de> Visitor<'de> for RowSeed<'_, 'de> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Row, A::Error> {
         let mut row = Row::default();
-        let Scratch { cells, annotations } = self.scratch;
+        let Scratch {
+            cells,
+            annotations,
+            names,
+        } = self.scratch;
         while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
             match &*name {
                 "PartitionKey" => row.partition_key = member_text(&mut map, &name)?.into_owned(),
@@ -306,6 +345,7 @@ impl<'de> Visitor<'de> for RowSeed<'_, 'de> {
                 }
             }
         }
+        row.properties = Properties::with_capacity(cells.len());
         for (name, raw) in cells.drain(..) {
             // The last annotation of a name wins, as the last member of a JSON object does.
             let annotation = annotations.iter().rev().find(|(base, _)| *base == name).map(|(_, a)| a);
@@ -320,7 +360,7 @@ impl<'de> Visitor<'de> for RowSeed<'_, 'de> {
             };
             match decode_typed(raw, typed) {
                 Ok(Some(value)) => {
-                    row.properties.insert(name.into_owned(), value);
+                    row.properties.insert(names.get(&name), value);
                 }
                 Ok(None) => {}
                 Err(e) => return Err(de::Error::custom(format_args!("column `{name}`: {e}"))),
