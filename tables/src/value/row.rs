@@ -45,6 +45,17 @@ impl fmt::Debug for ETag {
 /// Properties are kept in the order they were set (equality does not
 /// depend on it). `PartitionKey`, `RowKey` and `Timestamp` are not
 /// properties: they live in their own fields.
+///
+/// ```
+/// use unified_tables::{Row, Value};
+///
+/// let mut row = Row::new("eu", "c-1").with("Name", Value::String("Ada".into()));
+/// row.insert(String::from("Visits"), Value::Int32(3));
+/// assert_eq!(row.get("Visits"), Some(&Value::Int32(3)));
+/// let names: Vec<&str> = row.properties.keys().map(|k| k.as_str()).collect();
+/// assert_eq!(names, ["Name", "Visits"]);
+/// assert_eq!(row, Row::new("eu", "c-1").with("Visits", Value::Int32(3)).with("Name", Value::String("Ada".into())));
+/// ```
 #[derive(Clone, Default, PartialEq)]
 pub struct Row {
     /// The partition key.
