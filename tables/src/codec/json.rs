@@ -101,12 +101,13 @@ pub fn encode_json<T: Serialize + ?Sized>(
     }
     // UTF-16 units never outnumber UTF-8 bytes: short text needs no count.
     if text.len() * 2 <= MAX_CELL_BYTES || utf16_len(&text) * 2 <= MAX_CELL_BYTES {
-        row.insert(suffixed(column, JSON_SUFFIX), Value::String(text));
+        // The name is joined on the stack: a short one is then held in place.
+        with_suffixed(column, JSON_SUFFIX, |name| row.insert(name, Value::String(text)));
         return Ok(());
     }
     let packed = gzip_base64(text.as_bytes());
     if packed.len() * 2 <= MAX_CELL_BYTES {
-        row.insert(suffixed(column, GZIP_SUFFIX), Value::String(packed));
+        with_suffixed(column, GZIP_SUFFIX, |name| row.insert(name, Value::String(packed)));
         return Ok(());
     }
     let json = match json {

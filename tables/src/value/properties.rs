@@ -259,6 +259,13 @@ impl Properties {
         // Cells come in the order of the names, a few skipped (absent
         // values): only the next few are tried. A name not among them is
         // copied, which for a short name costs about as much as the search.
+        // Generated code passes the very literal of the list: same address, same text.
+        if let Some(next) = names.get(self.next_name) {
+            if std::ptr::eq(next.as_ptr(), name.as_ptr()) && next.len() == name.len() {
+                self.next_name += 1;
+                return ColumnName::from_static(next);
+            }
+        }
         let from = self.next_name.min(names.len());
         let to = (from + 3).min(names.len());
         let at = (from..to).find(|&i| same_name(names[i].as_bytes(), name.as_bytes()));
