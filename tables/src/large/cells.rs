@@ -3,11 +3,10 @@
 
 use std::io::Write;
 
-use flate2::{write::GzEncoder, Compression};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::codec::{gunzip_bounded, GunzipError};
+use super::gzip::{self, GunzipFailure};
 use crate::entity::{LargeEncoding, LargeForm};
 use crate::error::{Error, Result};
 use crate::layout::{chunks_cell, enc_cell, json_cell, len_cell, sha256_cell};
@@ -126,10 +125,8 @@ pub(crate) fn stored_bytes_hashed(value: &Value, encoding: LargeEncoding) -> (Ve
     };
     match encoding {
         LargeEncoding::Gzip => {
-            // Large values favour speed: level 1 is several times faster than the default and still gzip.
-            let mut enc = GzEncoder::new(&mut out, Compression::fast());
-            let _ = enc.write_all(raw);
-            let _ = enc.finish();
+            // Large values favour speed: level 1, in pieces on every core. Writing to memory cannot fail.
+            let _ = gzip::pack(raw, &mut out);
         }
         LargeEncoding::Text | LargeEncoding::Binary => {
             for block in raw.chunks(HASH_BLOCK) {
@@ -138,6 +135,20 @@ pub(crate) fn stored_bytes_hashed(value: &Value, encoding: LargeEncoding) -> (Ve
         }
     }
     (out.bytes, hex(&out.hasher.finalize()))
+}
+
+/// The [`Error::Integrity`] of `stored_len` bytes of gzip data that did not unpack.
+pub(crate) fn gunzip_failure(column: &str, stored_len: usize, failure: GunzipFailure) -> Error {
+    let reason = match failure {
+        GunzipFailure::Damaged(reason) => format!("the gzip data is damaged: {reason}"),
+        GunzipFailure::TooLarge => format!(
+            "the {stored_len} bytes of gzip data unpack to more than {MAX_INFLATED_VALUE_BYTES} bytes, the most a large value may hold"
+        ),
+    };
+    Error::Integrity {
+        column: column.to_owned(),
+        reason,
+    }
 }
 
 /// The one-cell form of a value from its stored bytes. Damaged data is an
@@ -151,13 +162,9 @@ pub(crate) fn value_from_stored(column: &str, stored: Vec<u8>, encoding: &str, f
         reason,
     };
     let raw = match encoding {
-        "gzip" => gunzip_bounded(&stored, MAX_INFLATED_VALUE_BYTES).map_err(|e| match e {
-            GunzipError::Damaged(reason) => damaged(format!("the gzip data is damaged: {reason}")),
-            GunzipError::TooLarge { limit } => damaged(format!(
-                "the {} bytes of gzip data unpack to more than {limit} bytes, the most a large value may hold",
-                stored.len()
-            )),
-        })?,
+        "gzip" => {
+            gzip::unpack(&stored, MAX_INFLATED_VALUE_BYTES).map_err(|e| gunzip_failure(column, stored.len(), e))?
+        }
         "text" | "binary" => stored,
         "utf16le" => {
             if stored.len() % 2 != 0 {
@@ -187,11 +194,17 @@ pub(crate) fn value_from_stored(column: &str, stored: Vec<u8>, encoding: &str, f
         }
         other => return Err(damaged(format!("unknown encoding `{other}`"))),
     };
+    value_from_raw(column, raw, form)
+}
+
+/// The one-cell form of a value from its own (unpacked) bytes: text must be UTF-8.
+pub(crate) fn value_from_raw(column: &str, raw: Vec<u8>, form: LargeForm) -> Result<Value> {
     Ok(match form {
         LargeForm::Bytes => Value::Binary(raw),
-        LargeForm::Text | LargeForm::Json => {
-            Value::String(String::from_utf8(raw).map_err(|_| damaged("the text is not UTF-8".into()))?)
-        }
+        LargeForm::Text | LargeForm::Json => Value::String(String::from_utf8(raw).map_err(|_| Error::Integrity {
+            column: column.to_owned(),
+            reason: "the text is not UTF-8".into(),
+        })?),
     })
 }
 
@@ -263,6 +276,7 @@ mod tests {
     use super::*;
     use crate::layout::chunk_cell;
     use crate::value::sha256_hex;
+    use flate2::{write::GzEncoder, Compression};
 
     #[test]
     fn text_chunks_never_split_a_surrogate_pair() {

@@ -7,10 +7,11 @@
 use super::read::continuation_range;
 use super::Store;
 use crate::backend::{QueryRequest, UpdateMode, WriteOp};
-use crate::entity::{Key, TableEntity};
-use crate::error::Result;
-use crate::layout::{split_parts, MAX_CONTINUATION_ROWS, SPLIT_OF};
-use crate::value::Row;
+use crate::entity::{Key, LargeForm, TableEntity};
+use crate::error::{Error, Result};
+use crate::large::blob_value::BlobValue;
+use crate::layout::{split_parts, BlobRef, MAX_CONTINUATION_ROWS, SPLIT_OF};
+use crate::value::{Row, Value};
 
 /// The index of a continuation row of `main_key` from its RowKey
 /// (`{main_key}~0001` is 1), if the key is one.
@@ -56,6 +57,29 @@ impl<T: TableEntity> Store<T> {
             rows.extend(page);
         }
         Ok(rows)
+    }
+
+    /// The one-cell form of the large value of `column` offloaded to the
+    /// blob `reference`, checked (and unpacked) as its bytes arrive.
+    pub(crate) async fn blob_value(&self, column: &str, reference: &BlobRef, form: LargeForm) -> Result<Value> {
+        let blobs = self.blobs().ok_or_else(|| Error::BlobOffloadNotConfigured {
+            column: column.to_owned(),
+        })?;
+        let mut value = BlobValue::new(column, reference, form);
+        let found = blobs
+            .backend
+            .get_into(&blobs.options.container, &reference.path, &mut value)
+            .await?;
+        if found.is_none() {
+            return Err(Error::Integrity {
+                column: column.to_owned(),
+                reason: format!(
+                    "the blob {} is missing; the row may have changed while it was read",
+                    reference.path
+                ),
+            });
+        }
+        value.finish()
     }
 
     /// Records whether the entity just read has continuation rows.

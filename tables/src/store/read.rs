@@ -10,7 +10,7 @@ use super::write::{race_backoff, RACE_ATTEMPTS};
 use super::Store;
 use crate::entity::{Column, ColumnKind, Key, LargeForm, Schema, TableEntity};
 use crate::error::{Error, Result};
-use crate::large::cells::{inline_name, value_from_stored};
+use crate::large::cells::inline_name;
 use crate::large::plan::large_columns;
 use crate::large::stream::SplitAssembler;
 use crate::layout::{
@@ -239,31 +239,7 @@ impl<T: TableEntity> Store<T> {
                 column: column.to_owned(),
                 reason: format!("the blob reference is damaged: {e}"),
             })?;
-            let blobs = self.blobs().ok_or_else(|| Error::BlobOffloadNotConfigured {
-                column: column.to_owned(),
-            })?;
-            let found = blobs
-                .backend
-                .get_hashed(&blobs.options.container, &reference.path)
-                .await?;
-            let (_, bytes, sha) = found.ok_or_else(|| Error::Integrity {
-                column: column.to_owned(),
-                reason: format!(
-                    "the blob {} is missing; the row may have changed while it was read",
-                    reference.path
-                ),
-            })?;
-            if bytes.len() as u64 != reference.length || sha != reference.sha256 {
-                return Err(Error::Integrity {
-                    column: column.to_owned(),
-                    reason: format!(
-                        "the blob {} does not match its reference (length or SHA-256)",
-                        reference.path
-                    ),
-                });
-            }
-            let encoding = reference.encoding.as_deref().unwrap_or("binary");
-            return value_from_stored(column, bytes, encoding, form).map(Some);
+            return self.blob_value(column, &reference, form).await.map(Some);
         }
         if let Some(assembled) = split.finish(name) {
             let v = assembled.map_err(|e| renamed(e, name, column))?;

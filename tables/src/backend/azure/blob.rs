@@ -58,6 +58,7 @@
 
 use std::fmt;
 use std::num::NonZeroU32;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use azure_core::headers::{self as h, HeaderName, Headers};
@@ -69,6 +70,7 @@ use azure_storage_blobs::container::operations::BlobItem as CrateBlobItem;
 use azure_storage_blobs::prelude::{
     BlobClient, BlobContentEncoding, BlobContentType, BlobServiceClient, ClientBuilder,
 };
+use bytes::Bytes;
 use futures::StreamExt as _;
 
 use super::blob_headers::{
@@ -79,7 +81,8 @@ use super::connect::AzureConnection;
 use super::connection::{self, ConnectionString};
 use super::http::{client_options, map_error};
 use crate::backend::blob::{
-    BlobBackend, BlobItem, BlobListing, BlobProperties, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer, PutOptions,
+    BlobBackend, BlobItem, BlobListing, BlobProperties, BlobSink, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer,
+    PutOptions,
 };
 use crate::error::{Error, Result};
 use crate::service::{check_container_name, BlobName, MAX_LIST_RESULTS};
@@ -218,22 +221,15 @@ impl AzureBlobBackend {
             Err(e) => Err(e),
         }
     }
-}
 
-#[async_trait]
-impl BlobBackend for AzureBlobBackend {
-    async fn create_container(&self, container: &str) -> Result<()> {
-        check_container_name(container)?;
-        match self.service.container_client(container).create().await {
-            Ok(_) => Ok(()),
-            Err(e) => match map_error(e) {
-                Error::Service { status: 409, code, .. } if code == "ContainerAlreadyExists" => Ok(()),
-                other => Err(other),
-            },
-        }
-    }
-
-    async fn put(&self, container: &str, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
+    /// Put Blob of `bytes` under the options' condition.
+    async fn put_bytes(
+        &self,
+        container: &str,
+        name: &str,
+        bytes: Bytes,
+        options: PutOptions,
+    ) -> Result<BlobProperties> {
         let name = BlobName::parse(name)?.into_string();
         let client = self.blob_client(container, &name)?;
         let length = bytes.len() as u64;
@@ -267,6 +263,45 @@ impl BlobBackend for AzureBlobBackend {
             ),
             content_encoding: options.content_encoding,
         })
+    }
+}
+
+/// Bytes shared with the caller, sent as the body of a request.
+struct Shared(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_slice()
+    }
+}
+
+#[async_trait]
+impl BlobBackend for AzureBlobBackend {
+    async fn create_container(&self, container: &str) -> Result<()> {
+        check_container_name(container)?;
+        match self.service.container_client(container).create().await {
+            Ok(_) => Ok(()),
+            Err(e) => match map_error(e) {
+                Error::Service { status: 409, code, .. } if code == "ContainerAlreadyExists" => Ok(()),
+                other => Err(other),
+            },
+        }
+    }
+
+    async fn put(&self, container: &str, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
+        self.put_bytes(container, name, Bytes::from(bytes), options).await
+    }
+
+    async fn put_shared(
+        &self,
+        container: &str,
+        name: &str,
+        bytes: Arc<Vec<u8>>,
+        options: PutOptions,
+    ) -> Result<BlobProperties> {
+        // Sent from the shared buffer: an 8 MiB file is not copied to be uploaded.
+        self.put_bytes(container, name, Bytes::from_owner(Shared(bytes)), options)
+            .await
     }
 
     async fn get_with(
@@ -305,8 +340,7 @@ impl BlobBackend for AzureBlobBackend {
         }
     }
 
-    async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
-        use sha2::{Digest, Sha256};
+    async fn get_into(&self, container: &str, name: &str, sink: &mut dyn BlobSink) -> Result<Option<BlobProperties>> {
         let name = BlobName::parse(name)?.into_string();
         let url = self.blob_url(container, &name)?;
         let mut request =
@@ -320,16 +354,12 @@ impl BlobBackend for AzureBlobBackend {
         };
         let (_, headers, mut body) = response.deconstruct();
         let props = properties_from_headers(&headers)?;
-        // Hash each chunk as it arrives, so the check overlaps the transfer.
-        let mut hasher = Sha256::new();
-        let mut bytes = Vec::with_capacity(usize::try_from(props.length).unwrap_or(0));
+        sink.start(&props);
+        // Each chunk goes on as it arrives, so the sink's work (hashing, unpacking) overlaps the transfer.
         while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(map_error)?;
-            hasher.update(&chunk);
-            bytes.extend_from_slice(&chunk);
+            sink.write(&chunk.map_err(map_error)?);
         }
-        let sha = crate::value::hex(&hasher.finalize());
-        Ok(Some((props, bytes, sha)))
+        Ok(Some(props))
     }
 
     async fn properties(&self, container: &str, name: &str) -> Result<Option<BlobProperties>> {
