@@ -355,8 +355,19 @@ impl BlobBackend for AzureBlobBackend {
         let (_, headers, mut body) = response.deconstruct();
         let props = properties_from_headers(&headers)?;
         sink.start(&props);
-        // Each chunk goes on as it arrives, so the sink's work (hashing, unpacking) overlaps the transfer.
-        while let Some(chunk) = body.next().await {
+        // The body is read by a task of its own, which keeps taking bytes off the connection while
+        // this one hands them to the sink: the sink's work (hashing, unpacking) overlaps the
+        // transfer instead of pausing it. The task stops when this read is dropped.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(chunk) = body.next().await {
+                let failed = chunk.is_err();
+                if tx.send(chunk).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        while let Some(chunk) = rx.recv().await {
             sink.write(&chunk.map_err(map_error)?);
         }
         Ok(Some(props))
