@@ -28,6 +28,9 @@ const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255];
 /// The most threads that pack one value.
 const MAX_WORKERS: usize = 4;
 
+/// The longest gzip header read (its name and comment have no bound of their own).
+const MAX_HEADER: usize = 1 << 20;
+
 const FHCRC: u8 = 0x02;
 const FEXTRA: u8 = 0x04;
 const FNAME: u8 = 0x08;
@@ -257,6 +260,11 @@ impl Gunzip {
         if let Part::Header(seen) = &mut self.part {
             seen.extend_from_slice(input);
             match header_len(seen) {
+                Ok(None) if seen.len() > MAX_HEADER => {
+                    return self.fail(GunzipFailure::Damaged(format!(
+                        "the gzip header runs past {MAX_HEADER} bytes"
+                    )))
+                }
                 Ok(None) => return,
                 Ok(Some(len)) => {
                     body = seen.split_off(len);
@@ -487,6 +495,15 @@ mod tests {
         let mut reserved = gz.clone();
         reserved[3] = 0x20;
         damaged("reserved flags", reserved);
+        // A name that never ends is refused once the header passes its bound, fed in pieces.
+        let mut endless = HEADER.to_vec();
+        endless[3] = FNAME;
+        endless.extend(std::iter::repeat_n(b'n', MAX_HEADER + 10));
+        let mut gunzip = Gunzip::new(usize::MAX, 0);
+        for piece in endless.chunks(64 * 1024) {
+            gunzip.feed(piece);
+        }
+        assert!(matches!(gunzip.finish(), Err(GunzipFailure::Damaged(r)) if r.contains("header runs past")));
         // Bytes after the member are ignored.
         let mut trailing = gz.clone();
         trailing.extend_from_slice(b"trailing");
