@@ -11,7 +11,7 @@ use crate::entity::{LargeEncoding, LargeForm};
 use crate::error::{Error, Result};
 use crate::layout::{chunks_cell, enc_cell, json_cell, len_cell, sha256_cell};
 use crate::service::MAX_CELL_BYTES;
-use crate::value::{hex, utf16_len, Row, Value};
+use crate::value::{hex, sha256_hex, utf16_len, Row, Value};
 
 /// UTF-16 units in one text chunk.
 pub const TEXT_CHUNK_UNITS: usize = 32_000;
@@ -111,9 +111,28 @@ impl Write for Hashing {
 /// small enough to stay in cache between the two.
 const HASH_BLOCK: usize = 64 * 1024;
 
+/// Values of at least this many bytes are copied on a second core while
+/// this one hashes them.
+const PARALLEL_COPY: usize = 1 << 20;
+
+/// A copy of `raw` and its hex SHA-256, the copy made on a second thread
+/// while this one hashes (the hash takes several times as long as the copy).
+fn copy_while_hashing(raw: &[u8]) -> (Vec<u8>, String) {
+    std::thread::scope(|scope| {
+        let copy = std::thread::Builder::new().spawn_scoped(scope, || raw.to_vec());
+        let sha = sha256_hex(raw);
+        let bytes = match copy {
+            Ok(copying) => copying.join().unwrap_or_else(|_| raw.to_vec()),
+            Err(_) => raw.to_vec(),
+        };
+        (bytes, sha)
+    })
+}
+
 /// The stored bytes of a value and their lower-case hex SHA-256, in one
-/// pass over the value: gzip output is hashed as the compressor writes it,
-/// the bytes of `text` and `binary` while they are copied.
+/// pass over the value: gzip output is hashed as the compressor writes it;
+/// the bytes of `text` and `binary` are hashed while they are copied (a
+/// large value's copy made on another core).
 pub(crate) fn stored_bytes_hashed(value: &Value, encoding: LargeEncoding) -> (Vec<u8>, String) {
     let raw = raw_bytes(value);
     let mut out = Hashing {
@@ -127,6 +146,9 @@ pub(crate) fn stored_bytes_hashed(value: &Value, encoding: LargeEncoding) -> (Ve
         LargeEncoding::Gzip => {
             // Large values favour speed: level 1, in pieces on every core. Writing to memory cannot fail.
             let _ = gzip::pack(raw, &mut out);
+        }
+        LargeEncoding::Text | LargeEncoding::Binary if raw.len() >= PARALLEL_COPY && gzip::workers() > 1 => {
+            return copy_while_hashing(raw);
         }
         LargeEncoding::Text | LargeEncoding::Binary => {
             for block in raw.chunks(HASH_BLOCK) {
@@ -275,8 +297,35 @@ pub(crate) fn manifest(
 mod tests {
     use super::*;
     use crate::layout::chunk_cell;
-    use crate::value::sha256_hex;
     use flate2::{write::GzEncoder, Compression};
+
+    #[test]
+    fn stored_bytes_and_their_hash_at_every_size() {
+        for n in [0, 5, PARALLEL_COPY - 1, PARALLEL_COPY, 3 * PARALLEL_COPY + 7] {
+            let raw: Vec<u8> = (0..n).map(|i| (i * 31 % 253) as u8).collect();
+            for value in [
+                Value::Binary(raw.clone()),
+                Value::String(String::from_utf8_lossy(&raw).into_owned()),
+            ] {
+                let own = match &value {
+                    Value::Binary(b) => b.clone(),
+                    Value::String(s) => s.clone().into_bytes(),
+                    _ => unreachable!(),
+                };
+                for encoding in [LargeEncoding::Binary, LargeEncoding::Text] {
+                    let (bytes, sha) = stored_bytes_hashed(&value, encoding);
+                    assert!(bytes == own, "{n} bytes, {encoding:?}");
+                    assert_eq!(sha, sha256_hex(&own), "{n} bytes, {encoding:?}");
+                }
+                let (packed, sha) = stored_bytes_hashed(&value, LargeEncoding::Gzip);
+                assert_eq!(sha, sha256_hex(&packed));
+                assert!(
+                    super::gzip::unpack(&packed, usize::MAX).unwrap() == own,
+                    "{n} bytes gzip"
+                );
+            }
+        }
+    }
 
     #[test]
     fn text_chunks_never_split_a_surrogate_pair() {

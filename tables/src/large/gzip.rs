@@ -37,7 +37,8 @@ const FNAME: u8 = 0x08;
 const FCOMMENT: u8 = 0x10;
 const FRESERVED: u8 = 0xE0;
 
-fn workers() -> usize {
+/// The threads one value is packed (or copied) on: the machine's cores, at most [`MAX_WORKERS`].
+pub(crate) fn workers() -> usize {
     static WORKERS: OnceLock<usize> = OnceLock::new();
     *WORKERS.get_or_init(|| {
         std::thread::available_parallelism()
