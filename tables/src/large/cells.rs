@@ -118,8 +118,15 @@ const PARALLEL_COPY: usize = 1 << 20;
 /// A copy of `raw` and its hex SHA-256, the copy made on a second thread
 /// while this one hashes (the hash takes several times as long as the copy).
 fn copy_while_hashing(raw: &[u8]) -> (Vec<u8>, String) {
+    // Allocated here, filled there: the buffer comes from (and goes back to) this thread's
+    // allocator arena, where the next large buffer of this thread (a read's) finds it again.
+    let bytes = Vec::with_capacity(raw.len());
     std::thread::scope(|scope| {
-        let copy = std::thread::Builder::new().spawn_scoped(scope, || raw.to_vec());
+        let copy = std::thread::Builder::new().spawn_scoped(scope, move || {
+            let mut bytes = bytes;
+            bytes.extend_from_slice(raw);
+            bytes
+        });
         let sha = sha256_hex(raw);
         let bytes = match copy {
             Ok(copying) => copying.join().unwrap_or_else(|_| raw.to_vec()),
