@@ -23,6 +23,7 @@ use unified_tables::backend::blob::{BlobBackend, BlobCondition, BlobListing, Blo
 use unified_tables::{DateTime, Error};
 
 pub use crate::blob_lease_scenarios::*;
+pub use crate::blob_stream_scenarios::*;
 use crate::{CONNECTION_VAR, REQUIRE_VAR};
 
 /// Calls `$m! { scenario, ... }` with every blob scenario of this module.
@@ -54,6 +55,8 @@ macro_rules! for_each_blob_scenario {
             a_break_hands_the_lease_over,
             lease_durations_and_break_periods_out_of_range_are_400,
             conditional_reads_answer_304_and_412_as_the_service_does,
+            // Shared uploads and streamed reads (`blob_stream_scenarios`).
+            shared_puts_and_streamed_reads_see_the_same_blob,
         }
     };
 }

@@ -9,6 +9,7 @@
 
 pub mod blob_lease_scenarios;
 pub mod blob_scenarios;
+pub mod blob_stream_scenarios;
 pub mod connect;
 pub mod differential;
 pub mod gate;

@@ -4,8 +4,10 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use sha2::{Digest, Sha256};
 
 use crate::error::Result;
 use crate::value::{DateTime, Guid};
@@ -171,6 +173,37 @@ pub struct BlobListing {
     pub next_marker: Option<String>,
 }
 
+/// Where [`BlobBackend::get_into`] puts a blob as it arrives.
+pub trait BlobSink: Send {
+    /// The blob's properties, before its first byte (the length can size a buffer).
+    fn start(&mut self, properties: &BlobProperties) {
+        let _ = properties;
+    }
+
+    /// The next bytes of the blob, in order.
+    fn write(&mut self, bytes: &[u8]);
+}
+
+/// The bytes of a blob and their SHA-256, hashed as they arrive.
+#[derive(Default)]
+struct HashedBytes {
+    bytes: Vec<u8>,
+    hasher: Sha256,
+}
+
+impl BlobSink for HashedBytes {
+    fn start(&mut self, properties: &BlobProperties) {
+        // The stated length sizes the buffer once (within reason: it is the service's word).
+        let length = usize::try_from(properties.length).unwrap_or(0).min(256 << 20);
+        self.bytes.reserve_exact(length);
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.hasher.update(bytes);
+        self.bytes.extend_from_slice(bytes);
+    }
+}
+
 /// Blob storage with the service's semantics, in one container per call.
 ///
 /// Errors are [`Error::Service`](crate::Error::Service) with the blob
@@ -187,6 +220,19 @@ pub trait BlobBackend: Send + Sync + fmt::Debug + 'static {
 
     /// Uploads a whole blob under a condition.
     async fn put(&self, container: &str, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties>;
+
+    /// [`BlobBackend::put`] of bytes the caller may still share (a file the
+    /// entity holds): a backend that can send them without copying them
+    /// does; by default they are moved when nothing else holds them, else copied.
+    async fn put_shared(
+        &self,
+        container: &str,
+        name: &str,
+        bytes: Arc<Vec<u8>>,
+        options: PutOptions,
+    ) -> Result<BlobProperties> {
+        self.put(container, name, Arc::unwrap_or_clone(bytes), options).await
+    }
 
     /// Reads a blob, or a byte range of it (`None` if it does not exist). An
     /// empty blob reads as empty. A range past the end is clipped.
@@ -213,13 +259,27 @@ pub trait BlobBackend: Send + Sync + fmt::Debug + 'static {
         options: GetOptions,
     ) -> Result<Option<(BlobProperties, Vec<u8>)>>;
 
+    /// Reads a whole blob into `sink` as its bytes arrive (`None`, and
+    /// nothing written, if it does not exist): the properties first, then
+    /// the bytes in order. By default the blob is read whole, then written.
+    async fn get_into(&self, container: &str, name: &str, sink: &mut dyn BlobSink) -> Result<Option<BlobProperties>> {
+        let Some((props, bytes)) = self.get(container, name, None).await? else {
+            return Ok(None);
+        };
+        sink.start(&props);
+        sink.write(&bytes);
+        Ok(Some(props))
+    }
+
     /// Reads a whole blob with the lower-case hex SHA-256 of its bytes,
-    /// hashed as they arrive where the backend can (so a checked read costs
-    /// little more than a plain one).
+    /// hashed as they arrive (through [`BlobBackend::get_into`]), so a
+    /// checked read costs little more than a plain one.
     async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
-        Ok(self.get(container, name, None).await?.map(|(props, bytes)| {
-            let sha = crate::value::sha256_hex(&bytes);
-            (props, bytes, sha)
+        let mut sink = HashedBytes::default();
+        let props = self.get_into(container, name, &mut sink).await?;
+        Ok(props.map(|props| {
+            let sha = crate::value::hex(&sink.hasher.finalize());
+            (props, sink.bytes, sha)
         }))
     }
 
@@ -259,12 +319,21 @@ pub trait BlobBackend: Send + Sync + fmt::Debug + 'static {
 }
 
 #[async_trait]
-impl<B: BlobBackend + ?Sized> BlobBackend for std::sync::Arc<B> {
+impl<B: BlobBackend + ?Sized> BlobBackend for Arc<B> {
     async fn create_container(&self, container: &str) -> Result<()> {
         (**self).create_container(container).await
     }
     async fn put(&self, container: &str, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
         (**self).put(container, name, bytes, options).await
+    }
+    async fn put_shared(
+        &self,
+        container: &str,
+        name: &str,
+        bytes: Arc<Vec<u8>>,
+        options: PutOptions,
+    ) -> Result<BlobProperties> {
+        (**self).put_shared(container, name, bytes, options).await
     }
     async fn get(
         &self,
@@ -281,6 +350,9 @@ impl<B: BlobBackend + ?Sized> BlobBackend for std::sync::Arc<B> {
         options: GetOptions,
     ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
         (**self).get_with(container, name, options).await
+    }
+    async fn get_into(&self, container: &str, name: &str, sink: &mut dyn BlobSink) -> Result<Option<BlobProperties>> {
+        (**self).get_into(container, name, sink).await
     }
     async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
         (**self).get_hashed(container, name).await

@@ -16,7 +16,6 @@ mod scalar;
 
 pub use binary::{decode_binary, decode_optional_binary, encode_binary};
 pub use json::{decode_json, encode_json};
-pub(crate) use json::{gunzip_bounded, GunzipError};
 pub use json_value::JsonValue;
 pub use name::JoinedName;
 pub use scalar::take_scalar_value;

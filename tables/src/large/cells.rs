@@ -3,16 +3,15 @@
 
 use std::io::Write;
 
-use flate2::{write::GzEncoder, Compression};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::codec::{gunzip_bounded, GunzipError};
+use super::gzip::{self, GunzipFailure};
 use crate::entity::{LargeEncoding, LargeForm};
 use crate::error::{Error, Result};
 use crate::layout::{chunks_cell, enc_cell, json_cell, len_cell, sha256_cell};
 use crate::service::MAX_CELL_BYTES;
-use crate::value::{hex, utf16_len, Row, Value};
+use crate::value::{hex, sha256_hex, utf16_len, Row, Value};
 
 /// UTF-16 units in one text chunk.
 pub const TEXT_CHUNK_UNITS: usize = 32_000;
@@ -112,9 +111,35 @@ impl Write for Hashing {
 /// small enough to stay in cache between the two.
 const HASH_BLOCK: usize = 64 * 1024;
 
+/// Values of at least this many bytes are copied on a second core while
+/// this one hashes them.
+const PARALLEL_COPY: usize = 1 << 20;
+
+/// A copy of `raw` and its hex SHA-256, the copy made on a second thread
+/// while this one hashes (the hash takes several times as long as the copy).
+fn copy_while_hashing(raw: &[u8]) -> (Vec<u8>, String) {
+    // Allocated here, filled there: the buffer comes from (and goes back to) this thread's
+    // allocator arena, where the next large buffer of this thread (a read's) finds it again.
+    let bytes = Vec::with_capacity(raw.len());
+    std::thread::scope(|scope| {
+        let copy = std::thread::Builder::new().spawn_scoped(scope, move || {
+            let mut bytes = bytes;
+            bytes.extend_from_slice(raw);
+            bytes
+        });
+        let sha = sha256_hex(raw);
+        let bytes = match copy {
+            Ok(copying) => copying.join().unwrap_or_else(|_| raw.to_vec()),
+            Err(_) => raw.to_vec(),
+        };
+        (bytes, sha)
+    })
+}
+
 /// The stored bytes of a value and their lower-case hex SHA-256, in one
-/// pass over the value: gzip output is hashed as the compressor writes it,
-/// the bytes of `text` and `binary` while they are copied.
+/// pass over the value: gzip output is hashed as the compressor writes it;
+/// the bytes of `text` and `binary` are hashed while they are copied (a
+/// large value's copy made on another core).
 pub(crate) fn stored_bytes_hashed(value: &Value, encoding: LargeEncoding) -> (Vec<u8>, String) {
     let raw = raw_bytes(value);
     let mut out = Hashing {
@@ -126,10 +151,11 @@ pub(crate) fn stored_bytes_hashed(value: &Value, encoding: LargeEncoding) -> (Ve
     };
     match encoding {
         LargeEncoding::Gzip => {
-            // Large values favour speed: level 1 is several times faster than the default and still gzip.
-            let mut enc = GzEncoder::new(&mut out, Compression::fast());
-            let _ = enc.write_all(raw);
-            let _ = enc.finish();
+            // Large values favour speed: level 1, in pieces on every core. Writing to memory cannot fail.
+            let _ = gzip::pack(raw, &mut out);
+        }
+        LargeEncoding::Text | LargeEncoding::Binary if raw.len() >= PARALLEL_COPY && gzip::workers() > 1 => {
+            return copy_while_hashing(raw);
         }
         LargeEncoding::Text | LargeEncoding::Binary => {
             for block in raw.chunks(HASH_BLOCK) {
@@ -138,6 +164,20 @@ pub(crate) fn stored_bytes_hashed(value: &Value, encoding: LargeEncoding) -> (Ve
         }
     }
     (out.bytes, hex(&out.hasher.finalize()))
+}
+
+/// The [`Error::Integrity`] of `stored_len` bytes of gzip data that did not unpack.
+pub(crate) fn gunzip_failure(column: &str, stored_len: usize, failure: GunzipFailure) -> Error {
+    let reason = match failure {
+        GunzipFailure::Damaged(reason) => format!("the gzip data is damaged: {reason}"),
+        GunzipFailure::TooLarge => format!(
+            "the {stored_len} bytes of gzip data unpack to more than {MAX_INFLATED_VALUE_BYTES} bytes, the most a large value may hold"
+        ),
+    };
+    Error::Integrity {
+        column: column.to_owned(),
+        reason,
+    }
 }
 
 /// The one-cell form of a value from its stored bytes. Damaged data is an
@@ -151,13 +191,9 @@ pub(crate) fn value_from_stored(column: &str, stored: Vec<u8>, encoding: &str, f
         reason,
     };
     let raw = match encoding {
-        "gzip" => gunzip_bounded(&stored, MAX_INFLATED_VALUE_BYTES).map_err(|e| match e {
-            GunzipError::Damaged(reason) => damaged(format!("the gzip data is damaged: {reason}")),
-            GunzipError::TooLarge { limit } => damaged(format!(
-                "the {} bytes of gzip data unpack to more than {limit} bytes, the most a large value may hold",
-                stored.len()
-            )),
-        })?,
+        "gzip" => {
+            gzip::unpack(&stored, MAX_INFLATED_VALUE_BYTES).map_err(|e| gunzip_failure(column, stored.len(), e))?
+        }
         "text" | "binary" => stored,
         "utf16le" => {
             if stored.len() % 2 != 0 {
@@ -187,11 +223,17 @@ pub(crate) fn value_from_stored(column: &str, stored: Vec<u8>, encoding: &str, f
         }
         other => return Err(damaged(format!("unknown encoding `{other}`"))),
     };
+    value_from_raw(column, raw, form)
+}
+
+/// The one-cell form of a value from its own (unpacked) bytes: text must be UTF-8.
+pub(crate) fn value_from_raw(column: &str, raw: Vec<u8>, form: LargeForm) -> Result<Value> {
     Ok(match form {
         LargeForm::Bytes => Value::Binary(raw),
-        LargeForm::Text | LargeForm::Json => {
-            Value::String(String::from_utf8(raw).map_err(|_| damaged("the text is not UTF-8".into()))?)
-        }
+        LargeForm::Text | LargeForm::Json => Value::String(String::from_utf8(raw).map_err(|_| Error::Integrity {
+            column: column.to_owned(),
+            reason: "the text is not UTF-8".into(),
+        })?),
     })
 }
 
@@ -262,7 +304,35 @@ pub(crate) fn manifest(
 mod tests {
     use super::*;
     use crate::layout::chunk_cell;
-    use crate::value::sha256_hex;
+    use flate2::{write::GzEncoder, Compression};
+
+    #[test]
+    fn stored_bytes_and_their_hash_at_every_size() {
+        for n in [0, 5, PARALLEL_COPY - 1, PARALLEL_COPY, 3 * PARALLEL_COPY + 7] {
+            let raw: Vec<u8> = (0..n).map(|i| (i * 31 % 253) as u8).collect();
+            for value in [
+                Value::Binary(raw.clone()),
+                Value::String(String::from_utf8_lossy(&raw).into_owned()),
+            ] {
+                let own = match &value {
+                    Value::Binary(b) => b.clone(),
+                    Value::String(s) => s.clone().into_bytes(),
+                    _ => unreachable!(),
+                };
+                for encoding in [LargeEncoding::Binary, LargeEncoding::Text] {
+                    let (bytes, sha) = stored_bytes_hashed(&value, encoding);
+                    assert!(bytes == own, "{n} bytes, {encoding:?}");
+                    assert_eq!(sha, sha256_hex(&own), "{n} bytes, {encoding:?}");
+                }
+                let (packed, sha) = stored_bytes_hashed(&value, LargeEncoding::Gzip);
+                assert_eq!(sha, sha256_hex(&packed));
+                assert!(
+                    super::gzip::unpack(&packed, usize::MAX).unwrap() == own,
+                    "{n} bytes gzip"
+                );
+            }
+        }
+    }
 
     #[test]
     fn text_chunks_never_split_a_surrogate_pair() {

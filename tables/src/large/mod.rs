@@ -3,7 +3,9 @@
 //! Everything here is pure planning, encoding and reassembly; the store does the I/O.
 
 pub(crate) mod blob_content;
+pub(crate) mod blob_value;
 pub(crate) mod cells;
+pub(crate) mod gzip;
 pub(crate) mod hints;
 pub(crate) mod plan;
 pub(crate) mod stream;

@@ -9,12 +9,11 @@
 //! matter which row a chunk arrives in.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
-use flate2::write::GzDecoder;
 use sha2::{Digest, Sha256};
 
-use super::cells::{value_from_stored, MAX_INFLATED_VALUE_BYTES};
+use super::cells::{gunzip_failure, value_from_raw, value_from_stored, MAX_INFLATED_VALUE_BYTES};
+use super::gzip::{capacity_guess, Gunzip};
 use crate::entity::LargeForm;
 use crate::error::{Error, Result};
 use crate::layout::{chunks_cell, enc_cell, len_cell, parse_split_cell, sha256_cell, SplitCell};
@@ -55,37 +54,6 @@ enum Sink {
     Stored(Vec<u8>),
     /// Unpacked as they arrive.
     Gzip(Box<Gunzip>),
-}
-
-/// A streaming gunzip into a buffer bounded by [`MAX_INFLATED_VALUE_BYTES`].
-struct Gunzip {
-    decoder: GzDecoder<Bounded>,
-    /// The first error of the gzip stream; the bytes are still hashed.
-    failed: Option<String>,
-    /// The gzip member has ended; later bytes are ignored (as a reader does).
-    ended: bool,
-}
-
-/// A buffer that refuses to grow past a limit.
-struct Bounded {
-    bytes: Vec<u8>,
-    limit: usize,
-    overflowed: bool,
-}
-
-impl Write for Bounded {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.bytes.len() + buf.len() > self.limit {
-            self.overflowed = true;
-            return Err(std::io::Error::other("past the limit"));
-        }
-        self.bytes.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 fn damaged(column: &str, reason: String) -> Error {
@@ -138,72 +106,14 @@ fn manifest(name: &str, row: &Row) -> Result<Manifest> {
     })
 }
 
-impl Gunzip {
-    fn new(stored_len: Option<i64>) -> Gunzip {
-        // The stored length sizes the first allocation (a guess: text packs
-        // several times over), never past the bound.
-        let guess = stored_len
-            .and_then(|n| usize::try_from(n).ok())
-            .map_or(1 << 16, |n| n.saturating_mul(8))
-            .min(64 << 20);
-        Gunzip {
-            decoder: GzDecoder::new(Bounded {
-                bytes: Vec::with_capacity(guess),
-                limit: MAX_INFLATED_VALUE_BYTES,
-                overflowed: false,
-            }),
-            failed: None,
-            ended: false,
-        }
-    }
-
-    fn feed(&mut self, mut bytes: &[u8]) {
-        while !bytes.is_empty() && self.failed.is_none() && !self.ended {
-            match self.decoder.write(bytes) {
-                Ok(0) => self.ended = true,
-                Ok(n) => bytes = &bytes[n..],
-                Err(e) => self.failed = Some(e.to_string()),
-            }
-        }
-    }
-
-    /// The unpacked bytes, or why there are none.
-    fn finish(mut self, column: &str, stored_len: usize) -> Result<Vec<u8>> {
-        if self.failed.is_none() {
-            if let Err(e) = self.decoder.try_finish() {
-                self.failed = Some(e.to_string());
-            }
-        }
-        let out = self.decoder.get_ref();
-        if out.overflowed {
-            return Err(damaged(
-                column,
-                format!(
-                    "the {stored_len} bytes of gzip data unpack to more than {MAX_INFLATED_VALUE_BYTES} bytes, the most a large value may hold"
-                ),
-            ));
-        }
-        if let Some(e) = self.failed {
-            return Err(damaged(
-                column,
-                format!("the gzip data is damaged: not gzip data, or damaged: {e}"),
-            ));
-        }
-        match self.decoder.finish() {
-            Ok(out) => Ok(out.bytes),
-            Err(e) => Err(damaged(
-                column,
-                format!("the gzip data is damaged: not gzip data, or damaged: {e}"),
-            )),
-        }
-    }
-}
-
 impl Pending {
     fn new(name: &str, form: LargeForm, main: &Row) -> Pending {
         let manifest = manifest(name, main);
         let sink = match &manifest {
-            Ok(m) if m.encoding == "gzip" => Sink::Gzip(Box::new(Gunzip::new(m.len))),
+            Ok(m) if m.encoding == "gzip" => {
+                let stored = m.len.and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
+                Sink::Gzip(Box::new(Gunzip::new(MAX_INFLATED_VALUE_BYTES, capacity_guess(stored))))
+            }
             Ok(m) => Sink::Stored(Vec::with_capacity(
                 m.len.and_then(|n| usize::try_from(n).ok()).unwrap_or(0).min(64 << 20),
             )),
@@ -281,13 +191,10 @@ impl Pending {
         match self.sink {
             Sink::Stored(bytes) => value_from_stored(&self.name, bytes, &manifest.encoding, self.form),
             Sink::Gzip(gunzip) => {
-                let raw = gunzip.finish(&self.name, self.stored_len)?;
-                Ok(match self.form {
-                    LargeForm::Bytes => Value::Binary(raw),
-                    LargeForm::Text | LargeForm::Json => Value::String(
-                        String::from_utf8(raw).map_err(|_| damaged(&self.name, "the text is not UTF-8".into()))?,
-                    ),
-                })
+                let raw = gunzip
+                    .finish()
+                    .map_err(|e| gunzip_failure(&self.name, self.stored_len, e))?;
+                value_from_raw(&self.name, raw, self.form)
             }
         }
     }
@@ -340,6 +247,7 @@ mod tests {
     use crate::large::cells::{chunks, manifest as manifest_cells, stored_bytes};
     use crate::layout::chunk_cell;
     use crate::value::sha256_hex;
+    use std::io::Write;
 
     /// A split value's cells: the manifest and chunks on one row.
     fn split(text: &str, encoding: LargeEncoding) -> Row {

@@ -104,11 +104,9 @@ impl<T: TableEntity> Store<T> {
             for range in ranges {
                 let mut tx: Vec<(usize, Unit)> = rest.by_ref().take(range.len()).collect();
                 for (i, unit) in &mut tx {
-                    for upload in std::mem::take(&mut unit.uploads) {
-                        Box::pin(self.upload(upload))
-                            .await
-                            .map_err(|e| batch_failed(committed, entities[*i].key(), e))?;
-                    }
+                    Box::pin(self.upload_all(std::mem::take(&mut unit.uploads)))
+                        .await
+                        .map_err(|e| batch_failed(committed, entities[*i].key(), e))?;
                 }
                 // Which entity each operation belongs to, for the error.
                 let mut owners = Vec::new();

@@ -78,11 +78,10 @@ impl<T: TableEntity> Store<T> {
             condition: BlobCondition::IfNoneMatchAny,
             ..PutOptions::default()
         };
-        // Moved when this upload holds the only reference (a planned value), copied otherwise (a file).
-        let bytes = Arc::unwrap_or_clone(upload.bytes);
+        // Shared, not copied: a file's bytes stay with its entity while they are sent.
         match blobs
             .backend
-            .put(&blobs.options.container, &upload.path, bytes, options)
+            .put_shared(&blobs.options.container, &upload.path, upload.bytes, options)
             .await
         {
             Ok(_) => Ok(()),
@@ -93,6 +92,14 @@ impl<T: TableEntity> Store<T> {
                 .map(|_| ()),
             Err(e) => Err(e),
         }
+    }
+
+    /// Uploads the blobs of one write, all at once; the write's rows follow
+    /// only once every one is stored.
+    pub(crate) async fn upload_all(&self, uploads: Vec<Upload>) -> Result<()> {
+        futures::future::try_join_all(uploads.into_iter().map(|u| self.upload(u)))
+            .await
+            .map(|_| ())
     }
 
     /// Deletes the blobs `old` referenced and `new` does not, when they are

@@ -4,13 +4,22 @@
 //! rows (see [`ContinuationHints`](crate::large::hints::ContinuationHints)),
 //! else after it.
 
+use std::task::Poll;
+
+use futures::future::{BoxFuture, Either};
+
 use super::read::continuation_range;
 use super::Store;
 use crate::backend::{QueryRequest, UpdateMode, WriteOp};
-use crate::entity::{Key, TableEntity};
-use crate::error::Result;
-use crate::layout::{split_parts, MAX_CONTINUATION_ROWS, SPLIT_OF};
-use crate::value::Row;
+use crate::entity::{Key, LargeForm, TableEntity};
+use crate::error::{Error, Result};
+use crate::large::blob_value::BlobValue;
+use crate::layout::{split_parts, BlobRef, MAX_CONTINUATION_ROWS, SPLIT_OF};
+use crate::value::{Row, Value};
+
+/// The range query of an entity's continuation rows, sent beside the point
+/// read of its main row.
+pub(crate) type Prefetch<'a> = BoxFuture<'a, Result<Vec<Row>>>;
 
 /// The index of a continuation row of `main_key` from its RowKey
 /// (`{main_key}~0001` is 1), if the key is one.
@@ -24,23 +33,36 @@ pub(crate) fn continuation_index(main_key: &str, row_key: &str) -> Option<usize>
 
 impl<T: TableEntity> Store<T> {
     /// The stored row at `key`, and, when the read expects continuation
-    /// rows, every continuation row of the key read at the same time (the
-    /// caller checks which of them the main row declares).
-    pub(crate) async fn get_main_row(&self, key: &Key) -> Result<(Option<Row>, Option<Vec<Row>>)> {
+    /// rows, the range query of every continuation row of the key, sent at
+    /// the same time and still under way when the main row is back (the
+    /// caller unpacks the main row's chunks while it runs, and checks which
+    /// rows the main row declares).
+    pub(crate) async fn get_main_row<'a>(&'a self, key: &'a Key) -> Result<(Option<Row>, Option<Prefetch<'a>>)> {
         let (pk, rk) = (key.partition_key.as_str(), key.row_key.as_str());
         let backend = &self.tables.backend;
         let get = backend.get(&self.table, pk, rk);
         if !const { T::SCHEMA.has_large_values() } || !self.tables.continuation_hints.expects(&self.table, pk, rk) {
             return Ok((get.await?, None));
         }
-        let rest = self.continuation_rows(pk, rk, MAX_CONTINUATION_ROWS);
-        let (main, rest) = futures::join!(get, rest);
+        let mut get = Box::pin(get);
+        let mut rest: Prefetch<'a> = Box::pin(self.continuation_rows(pk, rk, MAX_CONTINUATION_ROWS));
+        // The point read goes first, and the range query is sent even when the main row is back at
+        // once (a backend in memory): the read costs the same requests on every backend.
+        let (main, rest) = match futures::poll!(get.as_mut()) {
+            Poll::Ready(main) => match futures::poll!(rest.as_mut()) {
+                Poll::Ready(rows) => (main, Box::pin(futures::future::ready(rows)) as Prefetch<'a>),
+                Poll::Pending => (main, rest),
+            },
+            Poll::Pending => match futures::future::select(get, rest).await {
+                Either::Left((main, rest)) => (main, rest),
+                Either::Right((rows, get)) => (get.await, Box::pin(futures::future::ready(rows)) as Prefetch<'a>),
+            },
+        };
         let main = main?;
         if main.is_none() {
             self.note_continuations(pk, rk, false);
         }
-        // A failed range query is not the read's failure: the rows are read again after the main row.
-        Ok((main, rest.ok()))
+        Ok((main, Some(rest)))
     }
 
     /// The continuation rows `1..=last` of a main row (one range query).
@@ -56,6 +78,29 @@ impl<T: TableEntity> Store<T> {
             rows.extend(page);
         }
         Ok(rows)
+    }
+
+    /// The one-cell form of the large value of `column` offloaded to the
+    /// blob `reference`, checked (and unpacked) as its bytes arrive.
+    pub(crate) async fn blob_value(&self, column: &str, reference: &BlobRef, form: LargeForm) -> Result<Value> {
+        let blobs = self.blobs().ok_or_else(|| Error::BlobOffloadNotConfigured {
+            column: column.to_owned(),
+        })?;
+        let mut value = BlobValue::new(column, reference, form);
+        let found = blobs
+            .backend
+            .get_into(&blobs.options.container, &reference.path, &mut value)
+            .await?;
+        if found.is_none() {
+            return Err(Error::Integrity {
+                column: column.to_owned(),
+                reason: format!(
+                    "the blob {} is missing; the row may have changed while it was read",
+                    reference.path
+                ),
+            });
+        }
+        value.finish()
     }
 
     /// Records whether the entity just read has continuation rows.

@@ -5,12 +5,12 @@
 use std::collections::BTreeSet;
 
 use super::cache::row_bytes;
-use super::large_read::continuation_index;
+use super::large_read::{continuation_index, Prefetch};
 use super::write::{race_backoff, RACE_ATTEMPTS};
 use super::Store;
 use crate::entity::{Column, ColumnKind, Key, LargeForm, Schema, TableEntity};
 use crate::error::{Error, Result};
-use crate::large::cells::{inline_name, value_from_stored};
+use crate::large::cells::inline_name;
 use crate::large::plan::large_columns;
 use crate::large::stream::SplitAssembler;
 use crate::layout::{
@@ -92,13 +92,13 @@ impl<T: TableEntity> Store<T> {
         self.decode_prefetched(row, weigh, None).await
     }
 
-    /// [`Store::decode_weighed`], with the continuation rows when they were
-    /// read together with the main row.
+    /// [`Store::decode_weighed`], with the query of the continuation rows
+    /// when it was sent together with the main row's read.
     async fn decode_prefetched(
         &self,
         row: Row,
         weigh: bool,
-        prefetched: Option<Vec<Row>>,
+        prefetched: Option<Prefetch<'_>>,
     ) -> Result<Option<(T, usize)>> {
         refuse_unassembled_large_values(T::SCHEMA, &row)?;
         if !const { T::SCHEMA.has_large_values() } {
@@ -113,7 +113,7 @@ impl<T: TableEntity> Store<T> {
         &self,
         row: Row,
         weigh: bool,
-        mut prefetched: Option<Vec<Row>>,
+        mut prefetched: Option<Prefetch<'_>>,
     ) -> Result<Option<(T, usize)>> {
         let mut main = row;
         let mut attempt = 0;
@@ -153,9 +153,9 @@ impl<T: TableEntity> Store<T> {
 
     /// The row with every large value back in its one-cell form, checked.
     /// Split values are hashed and unpacked as their rows arrive: the main
-    /// row's chunks while its continuation rows are read (`prefetched`, when
-    /// they were read together with it).
-    async fn assemble_row(&self, main: &Row, prefetched: Option<Vec<Row>>) -> Result<Row> {
+    /// row's chunks while its continuation rows are read (by `prefetched`,
+    /// when that query went with the main row's read).
+    async fn assemble_row(&self, main: &Row, prefetched: Option<Prefetch<'_>>) -> Result<Row> {
         let parts = split_parts(main);
         let mut merged = main.clone();
         merged.properties.remove(SPLIT_PARTS);
@@ -172,7 +172,11 @@ impl<T: TableEntity> Store<T> {
         let continuation = async {
             match (parts, prefetched) {
                 (0, _) => Ok(Vec::new()),
-                (_, Some(rows)) => Ok(rows),
+                // A failed query sent beside the point read is not the read's failure: the rows are read again.
+                (_, Some(query)) => match query.await {
+                    Ok(rows) => Ok(rows),
+                    Err(_) => self.continuation_rows(&main.partition_key, &main.row_key, parts).await,
+                },
                 (_, None) => self.continuation_rows(&main.partition_key, &main.row_key, parts).await,
             }
         };
@@ -239,31 +243,7 @@ impl<T: TableEntity> Store<T> {
                 column: column.to_owned(),
                 reason: format!("the blob reference is damaged: {e}"),
             })?;
-            let blobs = self.blobs().ok_or_else(|| Error::BlobOffloadNotConfigured {
-                column: column.to_owned(),
-            })?;
-            let found = blobs
-                .backend
-                .get_hashed(&blobs.options.container, &reference.path)
-                .await?;
-            let (_, bytes, sha) = found.ok_or_else(|| Error::Integrity {
-                column: column.to_owned(),
-                reason: format!(
-                    "the blob {} is missing; the row may have changed while it was read",
-                    reference.path
-                ),
-            })?;
-            if bytes.len() as u64 != reference.length || sha != reference.sha256 {
-                return Err(Error::Integrity {
-                    column: column.to_owned(),
-                    reason: format!(
-                        "the blob {} does not match its reference (length or SHA-256)",
-                        reference.path
-                    ),
-                });
-            }
-            let encoding = reference.encoding.as_deref().unwrap_or("binary");
-            return value_from_stored(column, bytes, encoding, form).map(Some);
+            return self.blob_value(column, &reference, form).await.map(Some);
         }
         if let Some(assembled) = split.finish(name) {
             let v = assembled.map_err(|e| renamed(e, name, column))?;

@@ -405,9 +405,7 @@ impl<T: TableEntity> Store<T> {
                 false => Cow::Owned(std::mem::take(&mut encoded_row)),
             };
             let mut unit = self.plan_unit(verb, read, row, &files, stored.as_ref(), &leftovers)?;
-            for upload in std::mem::take(&mut unit.uploads) {
-                Box::pin(self.upload(upload)).await?;
-            }
+            Box::pin(self.upload_all(std::mem::take(&mut unit.uploads))).await?;
             let new_refs = if unit.old_refs.is_empty() {
                 BTreeSet::new()
             } else {

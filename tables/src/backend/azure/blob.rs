@@ -58,6 +58,7 @@
 
 use std::fmt;
 use std::num::NonZeroU32;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use azure_core::headers::{self as h, HeaderName, Headers};
@@ -66,9 +67,8 @@ use azure_core::{Context, Method, Pipeline, Url};
 use azure_storage::clients::ServiceType;
 use azure_storage::CloudLocation;
 use azure_storage_blobs::container::operations::BlobItem as CrateBlobItem;
-use azure_storage_blobs::prelude::{
-    BlobClient, BlobContentEncoding, BlobContentType, BlobServiceClient, ClientBuilder,
-};
+use azure_storage_blobs::prelude::{BlobClient, BlobServiceClient, ClientBuilder};
+use bytes::Bytes;
 use futures::StreamExt as _;
 
 use super::blob_headers::{
@@ -79,7 +79,8 @@ use super::connect::AzureConnection;
 use super::connection::{self, ConnectionString};
 use super::http::{client_options, map_error};
 use crate::backend::blob::{
-    BlobBackend, BlobItem, BlobListing, BlobProperties, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer, PutOptions,
+    BlobBackend, BlobItem, BlobListing, BlobProperties, BlobSink, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer,
+    PutOptions,
 };
 use crate::error::{Error, Result};
 use crate::service::{check_container_name, BlobName, MAX_LIST_RESULTS};
@@ -234,39 +235,19 @@ impl BlobBackend for AzureBlobBackend {
     }
 
     async fn put(&self, container: &str, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
-        let name = BlobName::parse(name)?.into_string();
-        let client = self.blob_client(container, &name)?;
-        let length = bytes.len() as u64;
-        let mut builder = client.put_block_blob(bytes);
-        if let Some(content_type) = &options.content_type {
-            builder = builder.content_type(BlobContentType::from(content_type.clone()));
-        }
-        if let Some(content_encoding) = &options.content_encoding {
-            builder = builder.content_encoding(BlobContentEncoding::from(content_encoding.clone()));
-        }
-        let (etag_condition, date_condition) = if_match(&options.condition)?;
-        if let Some(condition) = etag_condition {
-            builder = builder.if_match(condition);
-        }
-        if let Some(condition) = date_condition {
-            builder = builder.if_modified_since(condition);
-        }
-        if let Some(lease) = options.lease {
-            builder = builder.lease_id(lease_id(lease)?);
-        }
-        let response = builder.await.map_err(map_error)?;
-        Ok(BlobProperties {
-            etag: quoted(&response.etag),
-            last_modified: DateTime::from_unix_nanos(response.last_modified.unix_timestamp_nanos()),
-            length,
-            // The service stores its default when the put names no type.
-            content_type: Some(
-                options
-                    .content_type
-                    .unwrap_or_else(|| "application/octet-stream".to_owned()),
-            ),
-            content_encoding: options.content_encoding,
-        })
+        self.put_bytes(container, name, Bytes::from(bytes), options).await
+    }
+
+    async fn put_shared(
+        &self,
+        container: &str,
+        name: &str,
+        bytes: Arc<Vec<u8>>,
+        options: PutOptions,
+    ) -> Result<BlobProperties> {
+        // Sent from the shared buffer: an 8 MiB file is not copied to be uploaded.
+        self.put_bytes(container, name, Bytes::from_owner(Shared(bytes)), options)
+            .await
     }
 
     async fn get_with(
@@ -305,8 +286,7 @@ impl BlobBackend for AzureBlobBackend {
         }
     }
 
-    async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
-        use sha2::{Digest, Sha256};
+    async fn get_into(&self, container: &str, name: &str, sink: &mut dyn BlobSink) -> Result<Option<BlobProperties>> {
         let name = BlobName::parse(name)?.into_string();
         let url = self.blob_url(container, &name)?;
         let mut request =
@@ -320,16 +300,23 @@ impl BlobBackend for AzureBlobBackend {
         };
         let (_, headers, mut body) = response.deconstruct();
         let props = properties_from_headers(&headers)?;
-        // Hash each chunk as it arrives, so the check overlaps the transfer.
-        let mut hasher = Sha256::new();
-        let mut bytes = Vec::with_capacity(usize::try_from(props.length).unwrap_or(0));
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(map_error)?;
-            hasher.update(&chunk);
-            bytes.extend_from_slice(&chunk);
+        sink.start(&props);
+        // The body is read by a task of its own, which keeps taking bytes off the connection while
+        // this one hands them to the sink: the sink's work (hashing, unpacking) overlaps the
+        // transfer instead of pausing it. The task stops when this read is dropped.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(chunk) = body.next().await {
+                let failed = chunk.is_err();
+                if tx.send(chunk).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        while let Some(chunk) = rx.recv().await {
+            sink.write(&chunk.map_err(map_error)?);
         }
-        let sha = crate::value::hex(&hasher.finalize());
-        Ok(Some((props, bytes, sha)))
+        Ok(Some(props))
     }
 
     async fn properties(&self, container: &str, name: &str) -> Result<Option<BlobProperties>> {
@@ -493,6 +480,10 @@ impl BlobBackend for AzureBlobBackend {
         parse_http_date(date)
     }
 }
+
+#[path = "blob_put.rs"]
+mod put;
+use put::Shared;
 
 #[cfg(test)]
 #[path = "blob_tests.rs"]

@@ -46,7 +46,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Bound;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -54,8 +54,8 @@ use base64::Engine as _;
 
 use super::lease::Lease;
 use crate::backend::blob::{
-    BlobBackend, BlobCondition, BlobItem, BlobListing, BlobProperties, DeleteOptions, GetOptions, LeaseAction,
-    LeaseAnswer, PutOptions, ReadCondition,
+    BlobBackend, BlobCondition, BlobItem, BlobListing, BlobProperties, BlobSink, DeleteOptions, GetOptions,
+    LeaseAction, LeaseAnswer, PutOptions, ReadCondition,
 };
 use crate::error::{Error, Result};
 use crate::service::{check_container_name, BlobName, DEFAULT_CONTENT_TYPE, MAX_LIST_RESULTS, MAX_PUT_BLOB_BYTES};
@@ -105,6 +105,44 @@ impl MemoryBlobBackend {
     fn lock(&self) -> MutexGuard<'_, State> {
         // No code panics while holding the lock, but never let one poison the backend.
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Put Blob: stores `bytes` under the options' condition.
+    fn store(&self, container: &str, name: &str, bytes: Arc<Vec<u8>>, options: PutOptions) -> Result<BlobProperties> {
+        let name = BlobName::parse(name)?.into_string();
+        let length = bytes.len() as u64;
+        if length > MAX_PUT_BLOB_BYTES {
+            return Err(Error::service(
+                413,
+                "RequestBodyTooLarge",
+                format!("The request body is too large ({length} bytes) and exceeds the maximum permissible limit ({MAX_PUT_BLOB_BYTES} bytes)."),
+            ));
+        }
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let key = ListedName(name);
+        let now = state.clock();
+        let existing = state.container(container)?.blobs.get(&key);
+        check_condition(existing, &options.condition, true)?;
+        let lease = match existing {
+            Some(blob) => blob.lease.check_write(now, options.lease)?,
+            None => Lease::Available.check_write(now, options.lease)?,
+        };
+        let (etag, last_modified) = state.new_version();
+        let properties = BlobProperties {
+            etag,
+            last_modified,
+            length,
+            content_type: Some(options.content_type.unwrap_or_else(|| DEFAULT_CONTENT_TYPE.to_owned())),
+            content_encoding: options.content_encoding,
+        };
+        let blob = Blob {
+            properties: properties.clone(),
+            bytes,
+            lease,
+        };
+        state.container_mut(container)?.blobs.insert(key, blob);
+        Ok(properties)
     }
 }
 
@@ -186,7 +224,8 @@ impl PartialOrd for ListedName {
 /// One stored blob.
 struct Blob {
     properties: BlobProperties,
-    bytes: Vec<u8>,
+    /// Shared with the writer's buffer when it was put shared, and with streamed reads.
+    bytes: Arc<Vec<u8>>,
     lease: Lease,
 }
 
@@ -307,40 +346,33 @@ impl BlobBackend for MemoryBlobBackend {
     }
 
     async fn put(&self, container: &str, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
+        self.store(container, name, Arc::new(bytes), options)
+    }
+
+    async fn put_shared(
+        &self,
+        container: &str,
+        name: &str,
+        bytes: Arc<Vec<u8>>,
+        options: PutOptions,
+    ) -> Result<BlobProperties> {
+        // Stored bytes never change, so they can stay shared with the writer.
+        self.store(container, name, bytes, options)
+    }
+
+    async fn get_into(&self, container: &str, name: &str, sink: &mut dyn BlobSink) -> Result<Option<BlobProperties>> {
         let name = BlobName::parse(name)?.into_string();
-        let length = bytes.len() as u64;
-        if length > MAX_PUT_BLOB_BYTES {
-            return Err(Error::service(
-                413,
-                "RequestBodyTooLarge",
-                format!("The request body is too large ({length} bytes) and exceeds the maximum permissible limit ({MAX_PUT_BLOB_BYTES} bytes)."),
-            ));
-        }
-        let mut guard = self.lock();
-        let state = &mut *guard;
-        let key = ListedName(name);
-        let now = state.clock();
-        let existing = state.container(container)?.blobs.get(&key);
-        check_condition(existing, &options.condition, true)?;
-        let lease = match existing {
-            Some(blob) => blob.lease.check_write(now, options.lease)?,
-            None => Lease::Available.check_write(now, options.lease)?,
+        let found = {
+            let state = self.lock();
+            let blob = state.container(container)?.blobs.get(&ListedName(name));
+            blob.map(|b| (b.properties.clone(), b.bytes.clone()))
         };
-        let (etag, last_modified) = state.new_version();
-        let properties = BlobProperties {
-            etag,
-            last_modified,
-            length,
-            content_type: Some(options.content_type.unwrap_or_else(|| DEFAULT_CONTENT_TYPE.to_owned())),
-            content_encoding: options.content_encoding,
-        };
-        let blob = Blob {
-            properties: properties.clone(),
-            bytes,
-            lease,
-        };
-        state.container_mut(container)?.blobs.insert(key, blob);
-        Ok(properties)
+        // Written outside the lock: the sink's work does not hold up other callers.
+        Ok(found.map(|(props, bytes)| {
+            sink.start(&props);
+            sink.write(&bytes);
+            props
+        }))
     }
 
     async fn get_with(
@@ -360,7 +392,7 @@ impl BlobBackend for MemoryBlobBackend {
         };
         check_read_condition(blob, &options.condition)?;
         let bytes = match options.range {
-            None => blob.bytes.clone(),
+            None => blob.bytes.to_vec(),
             Some(range) => {
                 let len = blob.bytes.len() as u64;
                 let start = range.start.min(len);
@@ -693,7 +725,7 @@ mod tests {
                         content_type: None,
                         content_encoding: None,
                     },
-                    bytes: Vec::new(),
+                    bytes: Arc::default(),
                     lease: Lease::default(),
                 };
                 container.blobs.insert(ListedName(format!("{i:05}")), blob);
