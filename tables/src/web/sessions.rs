@@ -55,7 +55,7 @@
 //! - **No read cache.** Whatever cache the [`Tables`] handle carries, the
 //!   store reads the table on every `load`: a session deleted by any process
 //!   is gone at the next request.
-//! - **Sweep.** [`ExpiredDeletion::delete_expired`] (and
+//! - **Sweep.** [`ExpiredDeletion::delete_expired`](tower_sessions_core::ExpiredDeletion::delete_expired) (and
 //!   [`TableSessionStore::sweep_expired`], which says what it did) queries the
 //!   table for expired records and deletes each on condition of the ETag the
 //!   query returned, so a record refreshed in the meantime is spared. The
@@ -70,7 +70,7 @@
 //! One entity per session: PartitionKey the session id as tower-sessions
 //! prints it (22 characters of URL-safe base64, so each session is a
 //! partition of its own and no id can contain a character the service
-//! refuses in a key), RowKey [`SESSION_ROW_KEY`](crate::layout::SESSION_ROW_KEY),
+//! refuses in a key), RowKey [`SESSION_ROW_KEY`],
 //! `ExpiresAt` an `Edm.DateTime`, and `Data` the session's data as one JSON
 //! value in the crate's large-value layout. The expiry is kept at the
 //! service's precision (100 ns, truncated) and clamped to its range (years
