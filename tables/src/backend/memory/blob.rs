@@ -52,10 +52,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use base64::Engine as _;
 
+use super::blob_answers::{
+    blob_not_found, check_condition, check_read_condition, condition_not_met, container_not_found,
+    invalid_query_parameter, unsatisfiable_condition,
+};
 use super::lease::Lease;
 use crate::backend::blob::{
-    BlobBackend, BlobCondition, BlobItem, BlobListing, BlobProperties, BlobSink, DeleteOptions, GetOptions,
-    LeaseAction, LeaseAnswer, PutOptions, ReadCondition,
+    BlobBackend, BlobItem, BlobListing, BlobProperties, BlobSink, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer,
+    PutOptions, ReadCondition,
 };
 use crate::error::{Error, Result};
 use crate::service::{check_container_name, BlobName, DEFAULT_CONTENT_TYPE, MAX_LIST_RESULTS, MAX_PUT_BLOB_BYTES};
@@ -123,7 +127,7 @@ impl MemoryBlobBackend {
         let key = ListedName(name);
         let now = state.clock();
         let existing = state.container(container)?.blobs.get(&key);
-        check_condition(existing, &options.condition, true)?;
+        check_condition(existing.map(|b| &b.properties), &options.condition, true)?;
         let lease = match existing {
             Some(blob) => blob.lease.check_write(now, options.lease)?,
             None => Lease::Available.check_write(now, options.lease)?,
@@ -230,95 +234,8 @@ struct Blob {
 }
 
 /// `at`, truncated to the whole second.
-fn whole_seconds(at: DateTime) -> DateTime {
+pub(super) fn whole_seconds(at: DateTime) -> DateTime {
     DateTime::from_ticks(at.ticks() - at.ticks().rem_euclid(TICKS_PER_SECOND)).unwrap_or(at)
-}
-
-fn container_not_found(name: &str) -> Error {
-    Error::service(
-        404,
-        "ContainerNotFound",
-        format!("The specified container does not exist: `{name}`."),
-    )
-}
-
-fn blob_not_found(container: &str, name: &str) -> Error {
-    Error::service(
-        404,
-        "BlobNotFound",
-        format!("The specified blob does not exist: `{container}/{name}`."),
-    )
-}
-
-fn condition_not_met() -> Error {
-    Error::service(
-        412,
-        "ConditionNotMet",
-        "The condition specified using HTTP conditional header(s) is not met.",
-    )
-}
-
-fn invalid_query_parameter(name: &str, value: &str, reason: &str) -> Error {
-    Error::service(
-        400,
-        "InvalidQueryParameterValue",
-        format!("Value for one of the query parameters specified in the request URI is invalid: {name}=`{value}`: {reason}."),
-    )
-}
-
-/// Checks a write's condition against the blob as stored. `put` tells a
-/// put (where `If-None-Match: *` on an existing blob is 409) from a delete.
-fn check_condition(existing: Option<&Blob>, condition: &BlobCondition, put: bool) -> Result<()> {
-    match (condition, existing) {
-        (BlobCondition::None, _) => Ok(()),
-        (BlobCondition::IfNoneMatchAny, None) => Ok(()),
-        (BlobCondition::IfNoneMatchAny, Some(_)) if put => Err(Error::service(
-            409,
-            "BlobAlreadyExists",
-            "The specified blob already exists.",
-        )),
-        (BlobCondition::IfNoneMatchAny, Some(_)) => Err(condition_not_met()),
-        (BlobCondition::IfMatch(_), None) => Err(condition_not_met()),
-        (BlobCondition::IfMatch(etag), Some(blob)) => {
-            if etag == "*" || *etag == blob.properties.etag {
-                Ok(())
-            } else {
-                Err(condition_not_met())
-            }
-        }
-        (BlobCondition::IfUnmodifiedSince(_), None) => Ok(()),
-        (BlobCondition::IfUnmodifiedSince(since), Some(blob)) => {
-            // The header carries whole seconds (RFC 1123), and so does Last-Modified.
-            if whole_seconds(*since) < blob.properties.last_modified {
-                Err(condition_not_met())
-            } else {
-                Ok(())
-            }
-        }
-    }
-}
-
-fn unsatisfiable_condition() -> Error {
-    Error::service(
-        400,
-        "UnsatisfiableCondition",
-        "The request includes an unsatisfiable condition for this operation.",
-    )
-}
-
-/// Checks a read's condition against the blob as stored.
-fn check_read_condition(blob: &Blob, condition: &ReadCondition) -> Result<()> {
-    match condition {
-        ReadCondition::None => Ok(()),
-        ReadCondition::IfNoneMatch(etag) if etag == "*" => Err(unsatisfiable_condition()),
-        ReadCondition::IfMatch(etag) if etag != "*" && *etag != blob.properties.etag => Err(condition_not_met()),
-        ReadCondition::IfNoneMatch(etag) if *etag == blob.properties.etag => Err(Error::service(
-            304,
-            "ConditionNotMet",
-            "The condition specified using HTTP conditional header(s) is not met.",
-        )),
-        ReadCondition::IfMatch(_) | ReadCondition::IfNoneMatch(_) => Ok(()),
-    }
 }
 
 fn encode_marker(name: &str) -> String {
@@ -390,7 +307,7 @@ impl BlobBackend for MemoryBlobBackend {
                 _ => Ok(None),
             };
         };
-        check_read_condition(blob, &options.condition)?;
+        check_read_condition(&blob.properties, &options.condition)?;
         let bytes = match options.range {
             None => blob.bytes.to_vec(),
             Some(range) => {
@@ -439,7 +356,7 @@ impl BlobBackend for MemoryBlobBackend {
         let now = guard.clock();
         let blobs = &mut guard.container_mut(container)?.blobs;
         let key = ListedName(name);
-        check_condition(blobs.get(&key), &options.condition, false)?;
+        check_condition(blobs.get(&key).map(|b| &b.properties), &options.condition, false)?;
         if let Some(blob) = blobs.get(&key) {
             blob.lease.check_write(now, options.lease)?;
         }
@@ -526,6 +443,7 @@ impl BlobBackend for MemoryBlobBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::blob::BlobCondition;
 
     const C: &str = "blobs";
 

@@ -6,6 +6,7 @@
 //! of at most 1000 rows with page tokens, and all-or-nothing transactions.
 
 mod blob;
+mod blob_answers;
 mod lease;
 mod validate;
 
