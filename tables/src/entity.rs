@@ -1,6 +1,6 @@
 //! The traits the derives implement, and the column metadata they generate.
 
-use crate::codec::{EncodeOptions, ValueKind};
+use crate::codec::{EncodeOptions, Prefix, ValueKind};
 use crate::error::{KeyKind, Result};
 use crate::value::{DateTime, ETag, Row};
 
@@ -178,11 +178,18 @@ pub trait TableRecord: Sized {
     /// The record's own columns (names relative to the parent's prefix).
     const COLUMNS: &'static [Column];
 
+    /// The names of the record's cells relative to the parent's prefix, in
+    /// field order: one per stored field, and a nested record's names
+    /// under its own prefix (`Geo_Lat`). A parent joins its prefix to them
+    /// at compile time and passes them in the [`Prefix`], so that each
+    /// cell is named by a `&'static str`.
+    const CELL_NAMES: &'static [&'static str];
+
     /// Writes the record's columns, each named `{prefix}{Column}`.
-    fn write_columns(&self, prefix: &str, row: &mut Row, options: &EncodeOptions) -> Result<()>;
+    fn write_columns(&self, prefix: Prefix<'_>, row: &mut Row, options: &EncodeOptions) -> Result<()>;
 
     /// Reads the record's columns back.
-    fn read_columns(row: &mut Row, prefix: &str) -> Result<Self>;
+    fn read_columns(row: &mut Row, prefix: Prefix<'_>) -> Result<Self>;
 
     /// The record's typed filter columns inside entity `E`.
     type Columns<E>;
@@ -194,7 +201,8 @@ pub trait TableRecord: Sized {
     type Updater<E, A>: crate::update::RecordUpdater<E, A>;
 
     /// Whether the row holds any column of the record (used for `Option<Record>`).
-    fn present_in(row: &Row, prefix: &str) -> bool {
+    fn present_in(row: &Row, prefix: Prefix<'_>) -> bool {
+        let prefix = prefix.as_str();
         row.properties.keys().any(|k| k.starts_with(prefix))
     }
 }

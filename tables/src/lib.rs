@@ -133,8 +133,9 @@ pub use value::{
 pub mod __private {
     pub use crate::codec::{
         decode_binary, decode_json, decode_optional_binary, encode_binary, encode_json, resolve_column,
-        take_scalar_value, EncodeOptions, JoinedName, JsonValue, TableValue, ValueKind,
+        take_scalar_value, EncodeOptions, JoinedName, JsonValue, Prefix, TableValue, ValueKind,
     };
+    pub use crate::codec::{pick_names, JSON_SUFFIX};
     pub use crate::entity::{
         normalize_id, restore_id, CloneProbe, Column, ColumnKind, HasETag, Key, KeyMode, LargeEncoding, LargeForm,
         ProbeClone, ProbeNoClone, Schema, TableEntity, TableRecord,
@@ -154,6 +155,7 @@ pub mod __private {
     pub use crate::update::refusal::{LargeFieldsCannotBePatched, MergeCannotClearAField};
     pub use crate::update::{Authorized, MaySetProtected, RecordUpdater, Unauthorized, Update, UpdateBuilder};
     pub use crate::value::{DateTime, ETag, EdmType, Properties, Row, Value};
+    pub use crate::{concat_names, joined_names};
     pub use core::default::Default;
     pub use core::option::Option::{self, None, Some};
     pub use core::result::Result::{Err, Ok};

@@ -836,3 +836,103 @@ fn an_oversized_json_value_that_is_not_a_list_is_dropped_with_a_marker() {
     let silent = bag.to_row(&policy(OversizedCellPolicy::TrimSilently)).expect("dropped");
     assert!(silent.get("Names__Truncated").is_none() && silent.get("Names__GZip").is_none());
 }
+
+// ---------------------------------------------------------------------------
+// Nested records: names spelled at compile time, aliases, records in records
+// ---------------------------------------------------------------------------
+
+#[derive(unified_tables::TableRecord, Debug, Clone, PartialEq, Default)]
+struct Point {
+    lat: f64,
+    #[alias("Longitude")]
+    lon: f64,
+}
+
+#[derive(unified_tables::TableRecord, Debug, Clone, PartialEq, Default)]
+struct Place {
+    #[alias("Town")]
+    city: String,
+    tags: Vec<String>,
+    #[table(flatten)]
+    at: Point,
+    #[table(flatten)]
+    backup: Option<Point>,
+}
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+struct Trip {
+    #[table(partition_key)]
+    pk: String,
+    #[table(row_key)]
+    rk: String,
+    title: String,
+    #[table(flatten)]
+    from: Place,
+    labels: Vec<String>,
+    #[table(flatten)]
+    to: Option<Place>,
+}
+
+fn trip() -> Trip {
+    Trip {
+        pk: "p".into(),
+        rk: "r".into(),
+        title: "North".into(),
+        from: Place {
+            city: "Oslo".into(),
+            tags: vec!["home".into()],
+            at: Point { lat: 59.9, lon: 10.7 },
+            backup: None,
+        },
+        labels: vec!["a".into(), "b".into()],
+        to: Some(Place {
+            city: "Tromsø".into(),
+            tags: vec![],
+            at: Point { lat: 69.6, lon: 18.9 },
+            backup: Some(Point { lat: 1.0, lon: 2.0 }),
+        }),
+    }
+}
+
+#[test]
+fn nested_records_write_their_columns_under_each_prefix() {
+    let row = trip().to_row(&EncodeOptions::default()).unwrap();
+    let mut names: Vec<&str> = row.properties.keys().map(|k| k.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "From_At_Lat",
+            "From_At_Lon",
+            "From_City",
+            "From_Tags__Json",
+            "Labels__Json",
+            "Title",
+            "To_At_Lat",
+            "To_At_Lon",
+            "To_Backup_Lat",
+            "To_Backup_Lon",
+            "To_City",
+            "To_Tags__Json",
+        ]
+    );
+    assert_eq!(row.get("To_Backup_Lon"), Some(&Value::Double(2.0)));
+    assert_eq!(row.get("From_Tags__Json"), Some(&Value::String(r#"["home"]"#.into())));
+    assert_eq!(Trip::from_row(row).unwrap(), trip());
+}
+
+#[test]
+fn nested_records_read_their_aliases_under_each_prefix() {
+    let row = Row::new("p", "r")
+        .with("Title", Value::String("North".into()))
+        .with("From_Town", Value::String("Oslo".into()))
+        .with("From_At_Lat", Value::Double(59.9))
+        .with("From_At_Longitude", Value::Double(10.7))
+        .with("To_Backup_Longitude", Value::Double(2.0));
+    let trip = Trip::from_row(row).unwrap();
+    assert_eq!(trip.from.city, "Oslo");
+    assert_eq!(trip.from.at, Point { lat: 59.9, lon: 10.7 });
+    let to = trip.to.expect("a column under To_ makes the record present");
+    assert_eq!(to.backup, Some(Point { lat: 0.0, lon: 2.0 }));
+    assert_eq!(to.city, "");
+}

@@ -69,23 +69,38 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
     };
 
     // to_row
-    let id_cell = id_field.map(|f| {
-        let c = &f.column;
-        quote!(__row.insert(#c, #p::Value::String(__id));)
+    // The names of the plain cells and of the nested records' cells, in the
+    // order they are written: the row borrows them instead of copying each.
+    let (offsets, names) = fields::name_table(&cont.fields, true, |f| {
+        matches!(
+            f.storage,
+            Storage::Value
+                | Storage::Binary { .. }
+                | Storage::Key(KeyRole::Id)
+                | Storage::Flatten { .. }
+                | Storage::Json
+        )
     });
-    // The names of the plain cells, in the order they are written: the row
-    // borrows them instead of copying each name.
-    let names: Vec<&String> = cont
+    // A JSON field is listed by its `{Col}__Json` name but passes its column name.
+    let namings: Vec<Naming> = cont
         .fields
         .iter()
-        .filter(|f| {
-            matches!(
-                f.storage,
-                Storage::Value | Storage::Binary { .. } | Storage::Key(KeyRole::Id)
-            )
+        .zip(offsets)
+        .map(|(f, at)| match at {
+            Some(at) if !matches!(f.storage, Storage::Json) => Naming::Listed(at),
+            _ => Naming::Literal,
         })
-        .map(|f| &f.column)
         .collect();
+    // The id field is listed, so its name is in the table.
+    let id_cell = cont
+        .fields
+        .iter()
+        .zip(&namings)
+        .find(|(f, _)| matches!(f.storage, Storage::Key(KeyRole::Id)))
+        .map(|(f, naming)| {
+            let c = naming.column(&f.column);
+            quote!(__row.insert(#c, #p::Value::String(__id));)
+        });
     // Room for every cell: one per stored field, the cells of each nested
     // record, a manifest for each large value.
     let mut cells = 0usize;
@@ -103,11 +118,12 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
         }
     }
     let properties = quote! {
-        #p::Properties::with_capacity(#cells #(+ #nested)*).expecting(__NAMES)
+        #p::Properties::with_capacity(#cells #(+ #nested)*).expecting(__names)
     };
     let row_start = match id_field {
         Some(_) => quote! {
-            const __NAMES: &[&str] = &[#(#names),*];
+            const __NAMES: &[&str] = #names;
+            let __names: &'static [&'static str] = __NAMES;
             let __id = __id_of(self);
             let __key = #p::Key::from_id(&__id);
             let mut __row_v = #p::Row::new(__key.partition_key, __key.row_key);
@@ -116,14 +132,20 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
             #id_cell
         },
         None => quote! {
-            const __NAMES: &[&str] = &[#(#names),*];
+            const __NAMES: &[&str] = #names;
+            let __names: &'static [&'static str] = __NAMES;
             let __key = <Self as #p::TableEntity>::key(self);
             let mut __row_v = #p::Row::new(__key.partition_key, __key.row_key);
             __row_v.properties = #properties;
             let __row = &mut __row_v;
         },
     };
-    let encodes: Vec<TokenStream> = cont.fields.iter().map(|f| fields::encode(f, Naming::Literal)).collect();
+    let encodes: Vec<TokenStream> = cont
+        .fields
+        .iter()
+        .zip(&namings)
+        .map(|(f, naming)| fields::encode(f, naming))
+        .collect();
 
     // from_row
     let decodes: Vec<TokenStream> = cont
@@ -160,7 +182,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
                         (true, Some(StampRole::Updated)) if f.column != "Modified" => Some("Modified"),
                         _ => None,
                     };
-                    fields::decode(f, Naming::Literal, implicit)
+                    fields::decode(f, &Naming::Literal, implicit)
                 }
             };
             quote!(let #local = #value;)

@@ -86,13 +86,14 @@ pub(crate) fn expand(input: &DeriveInput, derive: Option<Derive>, errors: syn::E
             #[automatically_derived]
             impl #impl_generics #p::TableRecord for #ident #ty_generics #where_clause {
                 const COLUMNS: &'static [#p::Column] = &[];
+                const CELL_NAMES: &'static [&'static str] = &[];
                 type Columns<__E> = ();
                 fn columns<__E>(_: &str) -> Self::Columns<__E> {}
                 type Updater<__E, __A> = #p::Update<__E, __A>;
-                fn write_columns(&self, _: &str, _: &mut #p::Row, _: &#p::EncodeOptions) -> #p::Result<()> {
+                fn write_columns(&self, _: #p::Prefix<'_>, _: &mut #p::Row, _: &#p::EncodeOptions) -> #p::Result<()> {
                     ::core::unreachable!()
                 }
-                fn read_columns(_: &mut #p::Row, _: &str) -> #p::Result<Self> {
+                fn read_columns(_: &mut #p::Row, _: #p::Prefix<'_>) -> #p::Result<Self> {
                     ::core::unreachable!()
                 }
             }

@@ -10,28 +10,97 @@ use crate::internals::ast::{Field, LargeCodec, Storage};
 use crate::internals::attr::SplitEncoding;
 use crate::internals::ty;
 
-/// How the generated code names a column: a literal at the top level, or
-/// the record's run-time prefix plus the name inside a nested record,
-/// joined on the stack (no allocation per field).
-#[derive(Clone, Copy)]
+/// How the generated code names a column.
+#[derive(Clone)]
 pub(crate) enum Naming {
+    /// A literal, at the top level.
     Literal,
-    Prefixed,
+    /// At the top level of `to_row`, the entry at this offset of the row's
+    /// expected names (`__names`), so that the row borrows that very text.
+    Listed(TokenStream),
+    /// Inside a nested record: the cell at this position of the record's
+    /// `CELL_NAMES`, under the run-time `__prefix` (spelled at compile time
+    /// when the parent could, else joined on the stack).
+    Prefixed(TokenStream),
 }
 
 impl Naming {
-    /// An expression for `name` of type `&str`, or a borrowed
-    /// `JoinedName` that derefs to it (its temporary lives as long as a
-    /// `let` binds it).
-    pub(crate) fn column(self, name: &str) -> TokenStream {
+    /// An expression for `name` of type `&str`, or a borrowed name that
+    /// derefs to it (its temporary lives as long as a `let` binds it).
+    pub(crate) fn column(&self, name: &str) -> TokenStream {
         match self {
             Naming::Literal => quote!(#name),
-            Naming::Prefixed => {
+            Naming::Listed(at) => quote!(__names[#at]),
+            Naming::Prefixed(at) => quote!(&__prefix.column(#at, #name)),
+        }
+    }
+
+    /// [`Naming::column`] for a name that is not in any table (an alias).
+    fn alias(&self, name: &str) -> TokenStream {
+        match self {
+            Naming::Literal | Naming::Listed(_) => quote!(#name),
+            Naming::Prefixed(_) => {
                 let p = private();
-                quote!(&#p::JoinedName::new(&[__prefix, #name]))
+                quote!(&#p::JoinedName::new(&[__prefix.as_str(), #name]))
             }
         }
     }
+}
+
+/// The names a field adds to a table of cell names (a record's
+/// `CELL_NAMES`, or the names `to_row` expects), as a constant list
+/// expression, and how many there are. With `json_forms`, a field stored
+/// as JSON is listed as `{Col}__Json`, the cell it writes; a record's
+/// `CELL_NAMES` name columns, so they list the column.
+pub(crate) fn listed_names(f: &Field, json_forms: bool) -> (TokenStream, TokenStream) {
+    let p = private();
+    let name = &f.column;
+    match &f.storage {
+        Storage::Flatten { inner, .. } => {
+            let lit = format!("{name}_");
+            (
+                quote_spanned!(inner.span()=> #p::joined_names!(#lit, <#inner as #p::TableRecord>::CELL_NAMES)),
+                quote_spanned!(inner.span()=> <#inner as #p::TableRecord>::CELL_NAMES.len()),
+            )
+        }
+        // A value stored as JSON writes `{Col}__Json`.
+        Storage::Value if json_forms => {
+            let ty = &f.ty;
+            (
+                quote_spanned! {ty.span()=>
+                    #p::pick_names(<#ty as #p::TableValue>::KIND, &[#name], #p::joined_names!(#name, &[#p::JSON_SUFFIX]))
+                },
+                quote!(1usize),
+            )
+        }
+        Storage::Json if json_forms => (quote!(#p::joined_names!(#name, &[#p::JSON_SUFFIX])), quote!(1usize)),
+        _ => (quote!(&[#name]), quote!(1usize)),
+    }
+}
+
+/// The offset of each of `fields` in a table of cell names, for the fields
+/// `listed` keeps (others get `None`), and the table's constant expression
+/// (see [`listed_names`] for `json_forms`).
+pub(crate) fn name_table(
+    fields: &[Field],
+    json_forms: bool,
+    listed: impl Fn(&Field) -> bool,
+) -> (Vec<Option<TokenStream>>, TokenStream) {
+    let p = private();
+    let mut offset = quote!(0usize);
+    let mut offsets = Vec::new();
+    let mut lists = Vec::new();
+    for f in fields {
+        if !listed(f) {
+            offsets.push(None);
+            continue;
+        }
+        let (list, len) = listed_names(f, json_forms);
+        offsets.push(Some(offset.clone()));
+        offset = quote!(#offset + #len);
+        lists.push(list);
+    }
+    (offsets, quote!(#p::concat_names!(#(#lists),*)))
 }
 
 /// The local a decoded field is bound to.
@@ -99,17 +168,24 @@ pub(crate) fn column_meta(f: &Field) -> TokenStream {
 }
 
 /// Statements writing the field's cells into `__row`.
-pub(crate) fn encode(f: &Field, naming: Naming) -> TokenStream {
+pub(crate) fn encode(f: &Field, naming: &Naming) -> TokenStream {
     let ident = &f.ident;
     encode_at(f, naming, quote!(self.#ident))
 }
 
 /// [`encode`] of the field's value at the place expression `place`
 /// (`self.field`, or a binding of an enum variant's field).
-pub(crate) fn encode_at(f: &Field, naming: Naming, place: TokenStream) -> TokenStream {
+pub(crate) fn encode_at(f: &Field, naming: &Naming, place: TokenStream) -> TokenStream {
     let p = private();
     let ty = &f.ty;
-    let col = naming.column(&f.column);
+    let col = match (&f.storage, naming) {
+        // The table lists `{Col}__Json` for a value stored as JSON; the codec adds the suffix.
+        (Storage::Value, Naming::Listed(at)) => {
+            let name = &f.column;
+            quote_spanned!(ty.span()=> if <#ty as #p::TableValue>::KIND.is_json() { #name } else { __names[#at] })
+        }
+        _ => naming.column(&f.column),
+    };
     match &f.storage {
         // A deletion stamp is always written: the live marker when unset.
         Storage::Value if f.attrs.soft_delete.is_some() => quote_spanned! {ty.span()=>
@@ -149,16 +225,20 @@ pub(crate) fn encode_at(f: &Field, naming: Naming, place: TokenStream) -> TokenS
             <#ty as #p::JsonValue>::encode_json_cell(&#place, #col, __row, __opts)?;
         },
         Storage::Flatten { inner, optional } => {
-            let prefix = nested_prefix(&f.column, naming);
+            let bind = nested_prefix(&f.column, inner, naming);
             if *optional {
                 quote_spanned! {inner.span()=>
                     if let #p::Some(__v) = &#place {
-                        <#inner as #p::TableRecord>::write_columns(__v, #prefix, __row, __opts)?;
+                        #bind
+                        <#inner as #p::TableRecord>::write_columns(__v, __pfx, __row, __opts)?;
                     }
                 }
             } else {
                 quote_spanned! {inner.span()=>
-                    <#inner as #p::TableRecord>::write_columns(&#place, #prefix, __row, __opts)?;
+                    {
+                        #bind
+                        <#inner as #p::TableRecord>::write_columns(&#place, __pfx, __row, __opts)?;
+                    }
                 }
             }
         }
@@ -174,22 +254,30 @@ pub(crate) fn encode_at(f: &Field, naming: Naming, place: TokenStream) -> TokenS
     }
 }
 
-/// `Parent_` prefix of a nested record's columns.
-fn nested_prefix(column: &str, naming: Naming) -> TokenStream {
+/// Statements binding `__pfx`, the `Prefix` of a nested record's columns
+/// (`Parent_`), with the record's cell names spelled at compile time where
+/// the parent's names are: at the top level, and under a parent that got
+/// its own names spelled.
+fn nested_prefix(column: &str, inner: &syn::Type, naming: &Naming) -> TokenStream {
+    let p = private();
+    let lit = format!("{column}_");
+    let len = quote_spanned!(inner.span()=> <#inner as #p::TableRecord>::CELL_NAMES.len());
     match naming {
-        Naming::Literal => {
-            let lit = format!("{column}_");
-            quote!(#lit)
-        }
-        Naming::Prefixed => {
-            let p = private();
-            quote!(&#p::JoinedName::new(&[__prefix, #column, "_"]))
-        }
+        Naming::Literal => quote_spanned! {inner.span()=>
+            let __pfx = #p::Prefix::with_names(#lit, #p::joined_names!(#lit, <#inner as #p::TableRecord>::CELL_NAMES));
+        },
+        Naming::Listed(at) => quote! {
+            let __pfx = #p::Prefix::with_names(#lit, &__names[#at..#at + #len]);
+        },
+        Naming::Prefixed(at) => quote! {
+            let __np = __prefix.nested(#at, #len, #column, "_");
+            let __pfx = __np.prefix();
+        },
     }
 }
 
 /// An expression decoding the field from `__row` (a `mut Row`).
-pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) -> TokenStream {
+pub(crate) fn decode(f: &Field, naming: &Naming, implicit_alias: Option<&str>) -> TokenStream {
     let p = private();
     let ty = &f.ty;
     let col = naming.column(&f.column);
@@ -199,7 +287,7 @@ pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) ->
         .iter()
         .map(|a| a.value.as_str())
         .chain(implicit_alias)
-        .map(|a| naming.column(a))
+        .map(|a| naming.alias(a))
         .collect();
     // Binds `__c`, the column actually read: the canonical one, or an alias
     // when only that exists. The names are bound first so that a nested
@@ -244,11 +332,11 @@ pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) ->
             { #resolved <#ty as #p::JsonValue>::decode_json_cell(&mut __row, __c)? }
         },
         Storage::Flatten { inner, optional } => {
-            let prefix = nested_prefix(&f.column, naming);
+            let bind = nested_prefix(&f.column, inner, naming);
             if *optional {
                 quote_spanned! {inner.span()=>
                     {
-                        let __pfx = #prefix;
+                        #bind
                         if <#inner as #p::TableRecord>::present_in(&__row, __pfx) {
                             #p::Some(<#inner as #p::TableRecord>::read_columns(&mut __row, __pfx)?)
                         } else {
@@ -258,7 +346,10 @@ pub(crate) fn decode(f: &Field, naming: Naming, implicit_alias: Option<&str>) ->
                 }
             } else {
                 quote_spanned! {inner.span()=>
-                    <#inner as #p::TableRecord>::read_columns(&mut __row, #prefix)?
+                    {
+                        #bind
+                        <#inner as #p::TableRecord>::read_columns(&mut __row, __pfx)?
+                    }
                 }
             }
         }

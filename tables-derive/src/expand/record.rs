@@ -16,17 +16,26 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
         .filter(|f| f.is_column())
         .map(fields::column_meta)
         .collect();
+    // Each stored field's cells in `CELL_NAMES`: its name, or a nested
+    // record's names under its prefix.
+    let (offsets, cell_names) = fields::name_table(&cont.fields, false, |f| f.is_column());
+    let namings: Vec<Naming> = offsets
+        .into_iter()
+        .map(|at| Naming::Prefixed(at.unwrap_or_else(|| quote!(usize::MAX))))
+        .collect();
     let encodes: Vec<TokenStream> = cont
         .fields
         .iter()
-        .map(|f| fields::encode(f, Naming::Prefixed))
+        .zip(&namings)
+        .map(|(f, naming)| fields::encode(f, naming))
         .collect();
     let decodes: Vec<TokenStream> = cont
         .fields
         .iter()
-        .map(|f| {
+        .zip(&namings)
+        .map(|(f, naming)| {
             let local = fields::local(f);
-            let value = fields::decode(f, Naming::Prefixed, None);
+            let value = fields::decode(f, naming, None);
             quote!(let #local = #value;)
         })
         .collect();
@@ -44,6 +53,8 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
         impl #p::TableRecord for #ident {
             const COLUMNS: &'static [#p::Column] = &[#(#columns),*];
 
+            const CELL_NAMES: &'static [&'static str] = #cell_names;
+
             type Columns<#entity> = #columns_ty;
 
             fn columns<#entity>(__prefix: &str) -> Self::Columns<#entity> {
@@ -53,13 +64,13 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
             type Updater<#entity, #auth> = #update_ident<#entity, #auth>;
 
             #[allow(unused_variables)]
-            fn write_columns(&self, __prefix: &str, __row: &mut #p::Row, __opts: &#p::EncodeOptions) -> #p::Result<()> {
+            fn write_columns(&self, __prefix: #p::Prefix<'_>, __row: &mut #p::Row, __opts: &#p::EncodeOptions) -> #p::Result<()> {
                 #(#encodes)*
                 #p::Ok(())
             }
 
             #[allow(unused_mut, unused_variables)]
-            fn read_columns(mut __row: &mut #p::Row, __prefix: &str) -> #p::Result<Self> {
+            fn read_columns(mut __row: &mut #p::Row, __prefix: #p::Prefix<'_>) -> #p::Result<Self> {
                 #(#decodes)*
                 #p::Ok(#ident { #(#inits),* })
             }

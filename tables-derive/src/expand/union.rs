@@ -36,10 +36,10 @@ pub(crate) fn expand(u: &Union) -> TokenStream {
             Payload::Record(ty) => {
                 tokens.push(quote!(#ident::#vi(..) => #p::Some(#token)));
                 writes.push(quote_spanned! {ty.span()=>
-                    #ident::#vi(__v) => <#ty as #p::TableRecord>::write_columns(__v, "", __row, __opts)?
+                    #ident::#vi(__v) => <#ty as #p::TableRecord>::write_columns(__v, #p::Prefix::with_names("", <#ty as #p::TableRecord>::CELL_NAMES), __row, __opts)?
                 });
                 reads.push(quote_spanned! {ty.span()=>
-                    #(#accepted)|* => #p::Ok(#p::Some(#ident::#vi(<#ty as #p::TableRecord>::read_columns(&mut __row, "")?)))
+                    #(#accepted)|* => #p::Ok(#p::Some(#ident::#vi(<#ty as #p::TableRecord>::read_columns(&mut __row, #p::Prefix::with_names("", <#ty as #p::TableRecord>::CELL_NAMES))?)))
                 });
             }
             Payload::Fields(fs) => {
@@ -52,14 +52,14 @@ pub(crate) fn expand(u: &Union) -> TokenStream {
                 });
                 let encodes = bound.iter().map(|f| {
                     let local = fields::local(f);
-                    fields::encode_at(f, Naming::Literal, quote!((*#local)))
+                    fields::encode_at(f, &Naming::Literal, quote!((*#local)))
                 });
                 writes.push(quote! {
                     #ident::#vi { #(#binds,)* .. } => { #(#encodes)* }
                 });
                 let decodes = fs.iter().map(|f| {
                     let local = fields::local(f);
-                    let value = fields::decode(f, Naming::Literal, None);
+                    let value = fields::decode(f, &Naming::Literal, None);
                     quote!(let #local = #value;)
                 });
                 let inits = fields::inits(fs);

@@ -1,6 +1,6 @@
 //! Binary cells: `Vec<u8>` fields, also read from .NET's JSON lists of bytes.
 
-use super::{type_mismatch, with_suffixed, EncodeOptions, GZIP_SUFFIX, JSON_SUFFIX, MAX_CELL_BYTES};
+use super::{type_mismatch, EncodeOptions, GZIP_SUFFIX, JSON_SUFFIX, MAX_CELL_BYTES};
 use crate::error::{Error, Result};
 use crate::value::{Row, Value};
 
@@ -34,8 +34,8 @@ pub fn decode_optional_binary(row: &mut Row, column: &str) -> Result<Option<Vec<
         Some(Value::Binary(b)) => Ok(Some(b)),
         Some(other) => Err(type_mismatch(column, "binary", &other)),
         None => {
-            let has_json = with_suffixed(column, JSON_SUFFIX, |name| row.get(name).is_some())
-                || with_suffixed(column, GZIP_SUFFIX, |name| row.get(name).is_some());
+            let has_json = row.properties.get_suffixed(column, JSON_SUFFIX).is_some()
+                || row.properties.get_suffixed(column, GZIP_SUFFIX).is_some();
             if has_json {
                 super::json::take_json(row, column)
             } else {

@@ -1,7 +1,7 @@
 //! Date cells: `Edm.DateTime` at 100 ns within 1601..9999, read from a
 //! date cell or strictly parsed text.
 
-use super::scalar::take_scalar;
+use super::scalar::scalar_cell;
 use super::{type_mismatch, EncodeOptions, TableValue, ValueKind};
 use crate::error::{Error, Result};
 use crate::value::{DateTime, EdmType, Row, Value};
@@ -21,8 +21,19 @@ fn check_storable(column: &str, t: DateTime) -> Result<DateTime> {
 
 /// Reads a date field's cell. Absent, it is the .NET library's default date,
 /// the sentinel 1601-01-01T00:00:00Z.
+#[inline]
 fn take_datetime(row: &mut Row, column: &str) -> Result<DateTime> {
-    let Some(cell) = take_scalar(row, column)? else {
+    match row.take(column) {
+        Some(Value::DateTime(t)) => Ok(t),
+        plain => datetime_of(row, column, plain),
+    }
+}
+
+/// [`take_datetime`] past its fast path.
+#[cold]
+#[inline(never)]
+fn datetime_of(row: &mut Row, column: &str, plain: Option<Value>) -> Result<DateTime> {
+    let Some(cell) = scalar_cell(row, column, plain)? else {
         return Ok(DateTime::MIN_STORABLE);
     };
     let column = cell.column(column);
@@ -54,6 +65,7 @@ macro_rules! datetime_cell {
         impl TableValue for $t {
             const KIND: ValueKind = ValueKind::Cell(EdmType::DateTime);
 
+            #[inline]
             fn encode(&self, column: &str, row: &mut Row, _: &EncodeOptions) -> Result<()> {
                 // Values far outside the range clamp in the conversion; compare the raw instant too.
                 let unix_nanos: fn(&$t) -> i128 = $unix_nanos;
@@ -74,11 +86,13 @@ macro_rules! datetime_cell {
 impl TableValue for DateTime {
     const KIND: ValueKind = ValueKind::Cell(EdmType::DateTime);
 
+    #[inline]
     fn encode(&self, column: &str, row: &mut Row, _: &EncodeOptions) -> Result<()> {
         row.insert(column, Value::DateTime(check_storable(column, *self)?));
         Ok(())
     }
 
+    #[inline]
     fn decode(row: &mut Row, column: &str) -> Result<Self> {
         take_datetime(row, column)
     }

@@ -9,8 +9,8 @@ use serde::{de::DeserializeOwned, Serialize};
 
 use super::scalar::gunzip_cell;
 use super::{
-    suffixed, with_suffixed, EncodeOptions, OversizedCellPolicy, TableValue, ValueKind, GZIP_SUFFIX, JSON_SUFFIX,
-    MAX_CELL_BYTES, MAX_GZIP_CELL_INFLATED_BYTES, TRUNCATED_SUFFIX,
+    suffixed, EncodeOptions, OversizedCellPolicy, TableValue, ValueKind, GZIP_SUFFIX, JSON_SUFFIX, MAX_CELL_BYTES,
+    MAX_GZIP_CELL_INFLATED_BYTES, TRUNCATED_SUFFIX,
 };
 use crate::error::{Error, Result};
 use crate::value::{casing, utf16_len, Row, Value};
@@ -101,13 +101,13 @@ pub fn encode_json<T: Serialize + ?Sized>(
     }
     // UTF-16 units never outnumber UTF-8 bytes: short text needs no count.
     if text.len() * 2 <= MAX_CELL_BYTES || utf16_len(&text) * 2 <= MAX_CELL_BYTES {
-        // The name is joined on the stack: a short one is then held in place.
-        with_suffixed(column, JSON_SUFFIX, |name| row.insert(name, Value::String(text)));
+        // The row's expected name, or one joined on the stack.
+        super::insert_suffixed(row, column, JSON_SUFFIX, Value::String(text));
         return Ok(());
     }
     let packed = gzip_base64(text.as_bytes());
     if packed.len() * 2 <= MAX_CELL_BYTES {
-        with_suffixed(column, GZIP_SUFFIX, |name| row.insert(name, Value::String(packed)));
+        super::insert_suffixed(row, column, GZIP_SUFFIX, Value::String(packed));
         return Ok(());
     }
     let json = match json {
@@ -169,7 +169,7 @@ pub(super) fn take_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Res
         expected: format!("JSON for {}", std::any::type_name::<T>()),
         found: e.to_string(),
     };
-    if let Some(cell) = with_suffixed(column, JSON_SUFFIX, |name| row.take(name)) {
+    if let Some(cell) = row.properties.remove_suffixed(column, JSON_SUFFIX) {
         return match cell {
             Value::String(text) => casing::from_str(&text)
                 .map(Some)
@@ -181,7 +181,7 @@ pub(super) fn take_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Res
             )),
         };
     }
-    if let Some(cell) = with_suffixed(column, GZIP_SUFFIX, |name| row.take(name)) {
+    if let Some(cell) = row.properties.remove_suffixed(column, GZIP_SUFFIX) {
         let bytes = gunzip_cell(column, &cell)?;
         return casing::from_slice(&bytes)
             .map(Some)

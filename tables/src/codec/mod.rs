@@ -12,12 +12,15 @@ mod ids;
 mod json;
 mod json_value;
 mod name;
+mod numbers;
+mod prefix;
 mod scalar;
 
 pub use binary::{decode_binary, decode_optional_binary, encode_binary};
 pub use json::{decode_json, encode_json};
 pub use json_value::JsonValue;
 pub use name::JoinedName;
+pub use prefix::{concat_lists, join_each, joined_len, split_joined, total_len, NestedPrefix, Prefix, PrefixedName};
 pub use scalar::take_scalar_value;
 
 use crate::error::{Error, Result};
@@ -61,6 +64,28 @@ pub enum ValueKind {
     Json,
 }
 
+impl ValueKind {
+    /// Whether the type is stored as one JSON cell.
+    pub const fn is_json(self) -> bool {
+        matches!(self, ValueKind::Json)
+    }
+}
+
+/// `json` for a type stored as JSON, else `plain`: the names a field of
+/// type kind `kind` is expected to write, chosen at compile time.
+#[doc(hidden)]
+pub const fn pick_names(
+    kind: ValueKind,
+    plain: &'static [&'static str],
+    json: &'static [&'static str],
+) -> &'static [&'static str] {
+    if kind.is_json() {
+        json
+    } else {
+        plain
+    }
+}
+
 /// A type that can be stored in a table column.
 ///
 /// Implemented for strings, `bool`, the integer types, `f32`/`f64`,
@@ -86,6 +111,18 @@ pub trait TableValue: Sized {
     /// Takes the value of `column` out of the row. An absent column reads as
     /// the type's default where it has one (as the .NET library does).
     fn decode(row: &mut Row, column: &str) -> Result<Self>;
+
+    /// [`decode`](TableValue::decode) when any form of `column` is present,
+    /// else `None`: how `Option<Self>` reads. Types override it to look the
+    /// column up once.
+    #[inline]
+    fn decode_present(row: &mut Row, column: &str) -> Result<Option<Self>> {
+        if has_any_form(row, column) {
+            Self::decode(row, column).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
 }
 
 /// Which stored column a field reads from: the canonical name when any of
@@ -104,15 +141,28 @@ pub fn resolve_column<'a>(row: &Row, canonical: &'a str, aliases: &[&'a str]) ->
 
 pub(crate) fn has_any_form(row: &Row, column: &str) -> bool {
     row.get(column).is_some()
-        || with_suffixed(column, JSON_SUFFIX, |name| row.get(name).is_some())
-        || with_suffixed(column, GZIP_SUFFIX, |name| row.get(name).is_some())
-        || with_suffixed(column, crate::layout::BLOB_SUFFIX, |name| row.get(name).is_some())
+        || row.properties.get_suffixed(column, JSON_SUFFIX).is_some()
+        || row.properties.get_suffixed(column, GZIP_SUFFIX).is_some()
+        || row
+            .properties
+            .get_suffixed(column, crate::layout::BLOB_SUFFIX)
+            .is_some()
 }
 
 /// Calls `f` with the name `{column}{suffix}`, built on the stack for
 /// ordinary column lengths so that probing the row does not allocate.
 pub(crate) fn with_suffixed<R>(column: &str, suffix: &str, f: impl FnOnce(&str) -> R) -> R {
     f(&JoinedName::new(&[column, suffix]))
+}
+
+/// Inserts the cell `{column}{suffix}`, naming it with the row's expected
+/// name when that is the one (see [`Properties::expecting`](crate::Properties::expecting)),
+/// else with the name joined on the stack.
+pub(crate) fn insert_suffixed(row: &mut Row, column: &str, suffix: &str, value: Value) {
+    match row.properties.expected_suffixed(column, suffix) {
+        Some(name) => row.insert(crate::ColumnName::from_static(name), value),
+        None => with_suffixed(column, suffix, |name| row.insert(name, value)),
+    }
 }
 
 /// The owned name `{column}{suffix}`.
@@ -152,12 +202,9 @@ impl<T: TableValue> TableValue for Option<T> {
         }
     }
 
+    #[inline]
     fn decode(row: &mut Row, column: &str) -> Result<Self> {
-        if has_any_form(row, column) {
-            T::decode(row, column).map(Some)
-        } else {
-            Ok(None)
-        }
+        T::decode_present(row, column)
     }
 }
 

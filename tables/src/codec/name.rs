@@ -3,12 +3,12 @@
 
 use std::ops::Deref;
 
-/// Bytes a joined name may take on the stack; longer names (never a name the
-/// service accepts, which allows 255 characters) go on the heap.
-const STACK_BYTES: usize = 256;
+/// Bytes a joined name may take on the stack; longer names (rare: the
+/// service allows 255 characters) go on the heap.
+const STACK_BYTES: usize = 64;
 
-/// A column name joined from parts, held on the stack for every name the
-/// service accepts. Derefs to `str`.
+/// A column name joined from parts, held on the stack for names of up to
+/// 64 bytes. Derefs to `str`.
 ///
 /// The derive's generated code builds one per nested-record field, so that
 /// encoding and decoding a nested record allocates no names of its own.
@@ -88,7 +88,9 @@ mod tests {
         let joined = JoinedName::new(&["A_", &long]);
         assert_eq!(joined.len(), 302);
         assert_eq!(&*joined, format!("A_{long}"));
-        let exact = "y".repeat(256);
-        assert_eq!(&*JoinedName::new(&[&exact[..200], &exact[200..]]), exact);
+        let exact = "y".repeat(64);
+        assert_eq!(&*JoinedName::new(&[&exact[..20], &exact[20..]]), exact);
+        let over = "z".repeat(65);
+        assert_eq!(&*JoinedName::new(&[&over[..20], &over[20..]]), over);
     }
 }

@@ -70,6 +70,7 @@ impl ColumnName {
     }
 
     /// The name's text.
+    #[inline]
     pub fn as_str(&self) -> &str {
         match &self.0 {
             Repr::Static(s) => s,
@@ -80,6 +81,7 @@ impl ColumnName {
     }
 
     /// The name's UTF-8 bytes (no check: the cheap way to compare names).
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         match &self.0 {
             Repr::Static(s) => s.as_bytes(),
@@ -103,6 +105,7 @@ impl Default for ColumnName {
 
 impl Deref for ColumnName {
     type Target = str;
+    #[inline]
     fn deref(&self) -> &str {
         self.as_str()
     }

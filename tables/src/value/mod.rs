@@ -7,6 +7,7 @@ mod guid;
 mod properties;
 mod row;
 mod sha256;
+mod to_column_name;
 pub mod wire;
 
 pub use column_name::ColumnName;

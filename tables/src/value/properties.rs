@@ -10,92 +10,7 @@ use std::fmt;
 
 use super::{ColumnName, Value};
 
-/// What names a column where a [`Properties`] takes one: `&str` (copied,
-/// or borrowed when it is one of the row's [expected
-/// names](Properties::expecting)), `String`, `&String`, or a
-/// [`ColumnName`] (kept as it is).
-pub trait ToColumnName: sealed::Sealed {
-    /// The name, as `properties` keeps it.
-    #[doc(hidden)]
-    fn to_column_name(self, properties: &mut Properties) -> ColumnName;
-    /// The name's text.
-    #[doc(hidden)]
-    fn text(&self) -> &str;
-}
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for &str {}
-    impl Sealed for String {}
-    impl Sealed for &String {}
-    impl Sealed for super::ColumnName {}
-    impl Sealed for &super::ColumnName {}
-    impl Sealed for std::sync::Arc<str> {}
-    impl Sealed for Box<str> {}
-}
-
-impl ToColumnName for &str {
-    fn to_column_name(self, properties: &mut Properties) -> ColumnName {
-        properties.intern(self)
-    }
-    fn text(&self) -> &str {
-        self
-    }
-}
-
-impl ToColumnName for &String {
-    fn to_column_name(self, properties: &mut Properties) -> ColumnName {
-        properties.intern(self)
-    }
-    fn text(&self) -> &str {
-        self
-    }
-}
-
-impl ToColumnName for String {
-    fn to_column_name(self, _: &mut Properties) -> ColumnName {
-        ColumnName::from(self)
-    }
-    fn text(&self) -> &str {
-        self
-    }
-}
-
-impl ToColumnName for ColumnName {
-    fn to_column_name(self, _: &mut Properties) -> ColumnName {
-        self
-    }
-    fn text(&self) -> &str {
-        self
-    }
-}
-
-impl ToColumnName for &ColumnName {
-    fn to_column_name(self, _: &mut Properties) -> ColumnName {
-        self.clone()
-    }
-    fn text(&self) -> &str {
-        self
-    }
-}
-
-impl ToColumnName for std::sync::Arc<str> {
-    fn to_column_name(self, _: &mut Properties) -> ColumnName {
-        ColumnName::from(self)
-    }
-    fn text(&self) -> &str {
-        self
-    }
-}
-
-impl ToColumnName for Box<str> {
-    fn to_column_name(self, _: &mut Properties) -> ColumnName {
-        ColumnName::from(self)
-    }
-    fn text(&self) -> &str {
-        self
-    }
-}
+pub use super::to_column_name::ToColumnName;
 
 /// Whether two names are the same, rejecting most others by their length
 /// and their first and last byte before comparing the whole.
@@ -199,6 +114,7 @@ impl Properties {
     }
 
     /// The slot holding a live cell named `name`, searched from the cursor.
+    #[inline]
     fn find(&self, name: &str) -> Option<usize> {
         let n = self.slots.len();
         let start = if self.cursor < n { self.cursor } else { 0 };
@@ -209,7 +125,39 @@ impl Properties {
             .or_else(|| (0..start).find(|&i| hit(&self.slots[i])))
     }
 
+    /// The slot holding a live cell named `{column}{suffix}`, found without
+    /// joining the name.
+    fn find_suffixed(&self, column: &str, suffix: &str) -> Option<usize> {
+        let (column, suffix) = (column.as_bytes(), suffix.as_bytes());
+        let len = column.len() + suffix.len();
+        let hit = |s: &Slot| {
+            let name = s.name.as_bytes();
+            s.value.is_some() && name.len() == len && name.starts_with(column) && name.ends_with(suffix)
+        };
+        let n = self.slots.len();
+        let start = if self.cursor < n { self.cursor } else { 0 };
+        (start..n)
+            .find(|&i| hit(&self.slots[i]))
+            .or_else(|| (0..start).find(|&i| hit(&self.slots[i])))
+    }
+
+    /// The value of the column `{column}{suffix}` (a JSON or compressed
+    /// form of `column`), if present.
+    pub fn get_suffixed(&self, column: &str, suffix: &str) -> Option<&Value> {
+        self.find_suffixed(column, suffix)
+            .and_then(|i| self.slots[i].value.as_ref())
+    }
+
+    /// Removes the column `{column}{suffix}` and returns its value.
+    pub fn remove_suffixed(&mut self, column: &str, suffix: &str) -> Option<Value> {
+        let i = self.find_suffixed(column, suffix)?;
+        let value = self.slots[i].value.take();
+        self.emptied(i);
+        value
+    }
+
     /// The value of a column, if present.
+    #[inline]
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.find(name).and_then(|i| self.slots[i].value.as_ref())
     }
@@ -235,6 +183,7 @@ impl Properties {
     /// Sets a cell; returns the value it replaces. A name given as `&str`
     /// is borrowed when it is one of the [expected
     /// names](Properties::expecting), else copied.
+    #[inline]
     pub fn insert(&mut self, name: impl ToColumnName, value: Value) -> Option<Value> {
         if let Some(i) = self.find(name.text()) {
             self.cursor = i + 1;
@@ -245,6 +194,7 @@ impl Properties {
         None
     }
 
+    #[inline]
     fn push(&mut self, name: ColumnName, value: Value) {
         self.slots.push(Slot {
             name,
@@ -254,18 +204,25 @@ impl Properties {
     }
 
     /// `name` as one of the expected names, or a copy of it.
-    fn intern(&mut self, name: &str) -> ColumnName {
-        let names = self.names;
-        // Cells come in the order of the names, a few skipped (absent
-        // values): only the next few are tried. A name not among them is
-        // copied, which for a short name costs about as much as the search.
-        // Generated code passes the very literal of the list: same address, same text.
-        if let Some(next) = names.get(self.next_name) {
+    #[inline]
+    pub(super) fn intern(&mut self, name: &str) -> ColumnName {
+        // Generated code passes the very text of the list: same address, same length.
+        if let Some(next) = self.names.get(self.next_name) {
             if std::ptr::eq(next.as_ptr(), name.as_ptr()) && next.len() == name.len() {
                 self.next_name += 1;
                 return ColumnName::from_static(next);
             }
         }
+        self.intern_by_text(name)
+    }
+
+    /// [`intern`](Properties::intern) of a name that is not the next expected one.
+    #[inline(never)]
+    fn intern_by_text(&mut self, name: &str) -> ColumnName {
+        let names = self.names;
+        // Cells come in the order of the names, a few skipped (absent
+        // values): only the next few are tried. A name not among them is
+        // copied, which for a short name costs about as much as the search.
         let from = self.next_name.min(names.len());
         let to = (from + 3).min(names.len());
         let at = (from..to).find(|&i| same_name(names[i].as_bytes(), name.as_bytes()));
@@ -278,7 +235,20 @@ impl Properties {
         }
     }
 
+    /// The next expected name when it is `{column}{suffix}` (a JSON or
+    /// compressed form of a column), counted as used: the caller then
+    /// inserts the cell under that borrowed name.
+    pub(crate) fn expected_suffixed(&mut self, column: &str, suffix: &str) -> Option<&'static str> {
+        let next = self.names.get(self.next_name)?;
+        let hit = next.len() == column.len() + suffix.len() && next.starts_with(column) && next.ends_with(suffix);
+        if hit {
+            self.next_name += 1;
+        }
+        hit.then_some(*next)
+    }
+
     /// Removes a cell and returns its value.
+    #[inline]
     pub fn remove(&mut self, name: &str) -> Option<Value> {
         let i = self.find(name)?;
         let value = self.slots[i].value.take();
@@ -296,6 +266,7 @@ impl Properties {
     }
 
     /// Slot `i` was just emptied.
+    #[inline]
     fn emptied(&mut self, i: usize) {
         self.live -= 1;
         self.cursor = i + 1;
@@ -489,6 +460,21 @@ mod tests {
         let (name, _) = p.get_key_value("Total").unwrap();
         assert!(std::ptr::eq(name.as_str(), NAMES[1]));
         assert_eq!(p.get("Other"), Some(&Value::Int32(2)));
+    }
+
+    #[test]
+    fn suffixed_names_are_found_without_joining() {
+        let mut p = Properties::new();
+        p.insert("Tags", Value::Int32(1));
+        p.insert("Tags__Json", Value::String("[]".into()));
+        p.insert("Tag__Jsons", Value::Int32(2));
+        assert_eq!(p.get_suffixed("Tags", "__Json"), Some(&Value::String("[]".into())));
+        assert_eq!(p.get_suffixed("Tag", "s__Json"), Some(&Value::String("[]".into())));
+        assert_eq!(p.get_suffixed("Tags", "__GZip"), None);
+        assert_eq!(p.get_suffixed("Tag", "__Json"), None);
+        assert_eq!(p.remove_suffixed("Tags", "__Json"), Some(Value::String("[]".into())));
+        assert_eq!(p.remove_suffixed("Tags", "__Json"), None);
+        assert_eq!(p.len(), 2);
     }
 
     #[test]

@@ -81,6 +81,7 @@ impl Row {
     }
 
     /// Sets a property, replacing any previous value of the column.
+    #[inline]
     pub fn insert(&mut self, column: impl ToColumnName, value: Value) {
         self.properties.insert(column, value);
     }
@@ -92,11 +93,13 @@ impl Row {
     }
 
     /// The value of a column, if present.
+    #[inline]
     pub fn get(&self, column: &str) -> Option<&Value> {
         self.properties.get(column)
     }
 
     /// Removes and returns the value of a column.
+    #[inline]
     pub fn take(&mut self, column: &str) -> Option<Value> {
         self.properties.remove(column)
     }
