@@ -412,11 +412,12 @@ pub fn check_routes_agree(o: &Order) {
 // ---------------------------------------------------------------------------
 
 /// Round trips timed per route in each round.
-pub const ITERATIONS: u32 = 200_000;
+pub const ITERATIONS: u32 = 100_000;
 /// Untimed round trips per route before the first round.
 pub const WARM_UP: u32 = 20_000;
-/// Interleaved rounds; the best round of each route is its figure.
-pub const ROUNDS: usize = 5;
+/// Interleaved rounds; the best round of each route is its figure (many
+/// short rounds, so that a neighbour's burst of work spoils few of them).
+pub const ROUNDS: usize = 11;
 /// The routes' names, in the order of [`RoundTrips::ns`].
 pub const ROUTES: [&str; 3] = ["derive", "hand-written", "generic serde"];
 
