@@ -154,7 +154,7 @@ pub mod __private {
     pub use crate::union::{TableUnion, UnionVariant};
     pub use crate::update::refusal::{LargeFieldsCannotBePatched, MergeCannotClearAField};
     pub use crate::update::{Authorized, MaySetProtected, RecordUpdater, Unauthorized, Update, UpdateBuilder};
-    pub use crate::value::{DateTime, ETag, EdmType, Properties, Row, Value};
+    pub use crate::value::{names_are_distinct, DateTime, ETag, EdmType, Properties, Row, Value};
     pub use crate::{concat_names, joined_names};
     pub use core::default::Default;
     pub use core::option::Option::{self, None, Some};

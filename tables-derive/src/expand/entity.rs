@@ -118,7 +118,8 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
         }
     }
     let properties = quote! {
-        #p::Properties::with_capacity(#cells #(+ #nested)*).expecting(__names)
+        #p::Properties::with_capacity(#cells #(+ #nested)*)
+            .expecting_distinct(__names, const { #p::names_are_distinct(__NAMES) })
     };
     let row_start = match id_field {
         Some(_) => quote! {

@@ -159,9 +159,8 @@ pub(crate) fn with_suffixed<R>(column: &str, suffix: &str, f: impl FnOnce(&str) 
 /// name when that is the one (see [`Properties::expecting`](crate::Properties::expecting)),
 /// else with the name joined on the stack.
 pub(crate) fn insert_suffixed(row: &mut Row, column: &str, suffix: &str, value: Value) {
-    match row.properties.expected_suffixed(column, suffix) {
-        Some(name) => row.insert(crate::ColumnName::from_static(name), value),
-        None => with_suffixed(column, suffix, |name| row.insert(name, value)),
+    if let Err(value) = row.properties.insert_expected_suffixed(column, suffix, value) {
+        with_suffixed(column, suffix, |name| row.insert(name, value));
     }
 }
 

@@ -13,7 +13,7 @@ pub mod wire;
 pub use column_name::ColumnName;
 pub use datetime::DateTime;
 pub use guid::{Guid, ParseGuidError};
-pub use properties::{Properties, ToColumnName};
+pub use properties::{names_are_distinct, Properties, ToColumnName};
 pub use row::{ETag, Row};
 pub(crate) use sha256::hex;
 pub use sha256::sha256_hex;

@@ -12,6 +12,37 @@ use super::{ColumnName, Value};
 
 pub use super::to_column_name::ToColumnName;
 
+/// Whether no two of `names` are the same (a `const fn`, for generated code
+/// to check its list at compile time).
+pub const fn names_are_distinct(names: &[&str]) -> bool {
+    let mut i = 0;
+    while i < names.len() {
+        let mut j = i + 1;
+        while j < names.len() {
+            if same_bytes(names[i].as_bytes(), names[j].as_bytes()) {
+                return false;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut k = 0;
+    while k < a.len() {
+        if a[k] != b[k] {
+            return false;
+        }
+        k += 1;
+    }
+    true
+}
+
 /// Whether two names are the same, rejecting most others by their length
 /// and their first and last byte before comparing the whole.
 #[inline]
@@ -56,6 +87,10 @@ pub struct Properties {
     names: &'static [&'static str],
     /// Where the next search of `names` starts.
     next_name: usize,
+    /// Every cell so far was inserted under one of `names`, in their order,
+    /// and the names are distinct: a cell under a later one of them cannot
+    /// be present yet, so its insert needs no search.
+    in_order: bool,
 }
 
 impl Properties {
@@ -67,6 +102,7 @@ impl Properties {
             cursor: 0,
             names: &[],
             next_name: 0,
+            in_order: false,
         }
     }
 
@@ -90,9 +126,23 @@ impl Properties {
     /// p.insert(String::from("Total").as_str(), Value::Int64(5));
     /// assert_eq!(p.get("Total"), Some(&Value::Int64(5)));
     /// ```
-    pub fn expecting(mut self, names: &'static [&'static str]) -> Properties {
+    pub fn expecting(self, names: &'static [&'static str]) -> Properties {
+        self.expecting_distinct(names, false)
+    }
+
+    /// [`expecting`](Properties::expecting) of `names` that the caller knows
+    /// to be distinct (generated code checks its list at compile time):
+    /// then, while the cells come in the order of the names, an insert
+    /// under the next name does not search the row for a cell to replace.
+    #[doc(hidden)]
+    pub fn expecting_distinct(mut self, names: &'static [&'static str], distinct: bool) -> Properties {
+        debug_assert!(
+            !distinct || names_are_distinct(names),
+            "expected names repeat: {names:?}"
+        );
         self.names = names;
         self.next_name = 0;
+        self.in_order = distinct && self.slots.is_empty();
         self
     }
 
@@ -185,6 +235,13 @@ impl Properties {
     /// names](Properties::expecting), else copied.
     #[inline]
     pub fn insert(&mut self, name: impl ToColumnName, value: Value) -> Option<Value> {
+        if self.in_order {
+            if let Some(next) = name.borrowed().and_then(|text| self.next_if_same(text)) {
+                self.push(ColumnName::from_static(next), value);
+                return None;
+            }
+            self.in_order = false;
+        }
         if let Some(i) = self.find(name.text()) {
             self.cursor = i + 1;
             return self.slots[i].value.replace(value);
@@ -203,17 +260,25 @@ impl Properties {
         self.live += 1;
     }
 
+    /// The expected name that is the very text `name` (same address, as
+    /// generated code passes it), among the next few (cells of absent
+    /// values are skipped), counted as used.
+    #[inline]
+    fn next_if_same(&mut self, name: &str) -> Option<&'static str> {
+        let ahead = self.names.get(self.next_name..)?;
+        let same = |next: &&str| std::ptr::eq(next.as_ptr(), name.as_ptr()) && next.len() == name.len();
+        let at = ahead.iter().take(4).position(same)?;
+        self.next_name += at + 1;
+        Some(ahead[at])
+    }
+
     /// `name` as one of the expected names, or a copy of it.
     #[inline]
     pub(super) fn intern(&mut self, name: &str) -> ColumnName {
-        // Generated code passes the very text of the list: same address, same length.
-        if let Some(next) = self.names.get(self.next_name) {
-            if std::ptr::eq(next.as_ptr(), name.as_ptr()) && next.len() == name.len() {
-                self.next_name += 1;
-                return ColumnName::from_static(next);
-            }
+        match self.next_if_same(name) {
+            Some(next) => ColumnName::from_static(next),
+            None => self.intern_by_text(name),
         }
-        self.intern_by_text(name)
     }
 
     /// [`intern`](Properties::intern) of a name that is not the next expected one.
@@ -235,16 +300,22 @@ impl Properties {
         }
     }
 
-    /// The next expected name when it is `{column}{suffix}` (a JSON or
-    /// compressed form of a column), counted as used: the caller then
-    /// inserts the cell under that borrowed name.
-    pub(crate) fn expected_suffixed(&mut self, column: &str, suffix: &str) -> Option<&'static str> {
-        let next = self.names.get(self.next_name)?;
-        let hit = next.len() == column.len() + suffix.len() && next.starts_with(column) && next.ends_with(suffix);
-        if hit {
-            self.next_name += 1;
+    /// Inserts the cell `{column}{suffix}` (a JSON or compressed form of a
+    /// column) under the next expected name when that is its name; else
+    /// gives the value back, for the caller to insert under the joined name.
+    pub(crate) fn insert_expected_suffixed(&mut self, column: &str, suffix: &str, value: Value) -> Result<(), Value> {
+        let is_it = |n: &&str| n.len() == column.len() + suffix.len() && n.starts_with(column) && n.ends_with(suffix);
+        let Some(next) = self.names.get(self.next_name).copied().filter(is_it) else {
+            self.in_order = false;
+            return Err(value);
+        };
+        self.next_name += 1;
+        if self.in_order {
+            self.push(ColumnName::from_static(next), value);
+        } else {
+            self.insert(ColumnName::from_static(next), value);
         }
-        hit.then_some(*next)
+        Ok(())
     }
 
     /// Removes a cell and returns its value.
@@ -460,6 +531,50 @@ mod tests {
         let (name, _) = p.get_key_value("Total").unwrap();
         assert!(std::ptr::eq(name.as_str(), NAMES[1]));
         assert_eq!(p.get("Other"), Some(&Value::Int32(2)));
+    }
+
+    static ORDERED: [&str; 4] = ["A", "B", "C", "D__Json"];
+
+    #[test]
+    fn cells_under_distinct_expected_names_in_order_are_pushed_and_borrowed() {
+        let mut p = Properties::with_capacity(4).expecting_distinct(&ORDERED, true);
+        p.insert(ORDERED[0], Value::Int32(1));
+        // B is absent (a None); C comes next.
+        p.insert(ORDERED[2], Value::Int32(3));
+        assert!(p.insert_expected_suffixed("D", "__Json", Value::Int32(4)).is_ok());
+        assert_eq!(p.len(), 3);
+        assert!(p
+            .keys()
+            .all(|k| ORDERED.iter().any(|n| std::ptr::eq(n.as_ptr(), k.as_str().as_ptr()))));
+        assert_eq!(p.get("D__Json"), Some(&Value::Int32(4)));
+        // An earlier expected name again, still in order so far: replaced, not pushed.
+        assert_eq!(p.insert(ORDERED[0], Value::Int32(10)), Some(Value::Int32(1)));
+        assert_eq!(p.len(), 3);
+    }
+
+    #[test]
+    fn a_cell_out_of_order_ends_the_fast_path_and_nothing_is_doubled() {
+        let mut p = Properties::new().expecting_distinct(&ORDERED, true);
+        p.insert(ORDERED[0], Value::Int32(1));
+        // A copy of a later name, not the literal: inserted by search.
+        p.insert(String::from("B"), Value::Int32(2));
+        // The literal of B now replaces that cell instead of adding a second one.
+        assert_eq!(p.insert(ORDERED[1], Value::Int32(20)), Some(Value::Int32(2)));
+        // And an expected name already present is replaced, not pushed.
+        assert_eq!(p.insert(ORDERED[0], Value::Int32(10)), Some(Value::Int32(1)));
+        assert_eq!(p.len(), 2);
+        assert_eq!(
+            (p.get("A"), p.get("B")),
+            (Some(&Value::Int32(10)), Some(&Value::Int32(20)))
+        );
+    }
+
+    #[test]
+    fn names_that_repeat_are_not_distinct() {
+        assert!(names_are_distinct(&ORDERED));
+        assert!(names_are_distinct(&[]));
+        assert!(!names_are_distinct(&["A", "B", "A"]));
+        const { assert!(!names_are_distinct(&["Ab", "Ab"])) };
     }
 
     #[test]

@@ -13,6 +13,13 @@ pub trait ToColumnName: sealed::Sealed {
     /// The name's text.
     #[doc(hidden)]
     fn text(&self) -> &str;
+    /// The text, for a name given by reference (`&str`): it may be the very
+    /// text of one of the row's expected names.
+    #[doc(hidden)]
+    #[inline]
+    fn borrowed(&self) -> Option<&str> {
+        None
+    }
 }
 
 mod sealed {
@@ -30,6 +37,10 @@ impl ToColumnName for &str {
     #[inline]
     fn to_column_name(self, properties: &mut Properties) -> ColumnName {
         properties.intern(self)
+    }
+    #[inline]
+    fn borrowed(&self) -> Option<&str> {
+        Some(self)
     }
     #[inline]
     fn text(&self) -> &str {
