@@ -141,12 +141,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
             let __row = &mut __row_v;
         },
     };
-    let encodes: Vec<TokenStream> = cont
-        .fields
-        .iter()
-        .zip(&namings)
-        .map(|(f, naming)| fields::encode(f, naming))
-        .collect();
+    let encodes = fields::encodes(&cont.fields, &namings);
 
     // from_row
     let decodes: Vec<TokenStream> = cont

@@ -173,6 +173,15 @@ pub(crate) fn encode(f: &Field, naming: &Naming) -> TokenStream {
     encode_at(f, naming, quote!(self.#ident))
 }
 
+/// [`encode`] of each of `fields` with its naming.
+pub(crate) fn encodes(fields: &[Field], namings: &[Naming]) -> Vec<TokenStream> {
+    fields
+        .iter()
+        .zip(namings)
+        .map(|(f, naming)| encode(f, naming))
+        .collect()
+}
+
 /// [`encode`] of the field's value at the place expression `place`
 /// (`self.field`, or a binding of an enum variant's field).
 pub(crate) fn encode_at(f: &Field, naming: &Naming, place: TokenStream) -> TokenStream {

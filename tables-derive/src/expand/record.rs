@@ -23,12 +23,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
         .into_iter()
         .map(|at| Naming::Prefixed(at.unwrap_or_else(|| quote!(usize::MAX))))
         .collect();
-    let encodes: Vec<TokenStream> = cont
-        .fields
-        .iter()
-        .zip(&namings)
-        .map(|(f, naming)| fields::encode(f, naming))
-        .collect();
+    let encodes = fields::encodes(&cont.fields, &namings);
     let decodes: Vec<TokenStream> = cont
         .fields
         .iter()

@@ -59,17 +59,6 @@ impl ToColumnName for &String {
     }
 }
 
-impl ToColumnName for String {
-    #[inline]
-    fn to_column_name(self, _: &mut Properties) -> ColumnName {
-        ColumnName::from(self)
-    }
-    #[inline]
-    fn text(&self) -> &str {
-        self
-    }
-}
-
 impl ToColumnName for ColumnName {
     #[inline]
     fn to_column_name(self, _: &mut Properties) -> ColumnName {
@@ -92,24 +81,20 @@ impl ToColumnName for &ColumnName {
     }
 }
 
-impl ToColumnName for std::sync::Arc<str> {
-    #[inline]
-    fn to_column_name(self, _: &mut Properties) -> ColumnName {
-        ColumnName::from(self)
-    }
-    #[inline]
-    fn text(&self) -> &str {
-        self
-    }
+/// Owned names, kept as they are.
+macro_rules! owned_names {
+    ($($ty:ty),*) => {$(
+        impl ToColumnName for $ty {
+            #[inline]
+            fn to_column_name(self, _: &mut Properties) -> ColumnName {
+                ColumnName::from(self)
+            }
+            #[inline]
+            fn text(&self) -> &str {
+                self
+            }
+        }
+    )*};
 }
 
-impl ToColumnName for Box<str> {
-    #[inline]
-    fn to_column_name(self, _: &mut Properties) -> ColumnName {
-        ColumnName::from(self)
-    }
-    #[inline]
-    fn text(&self) -> &str {
-        self
-    }
-}
+owned_names!(String, std::sync::Arc<str>, Box<str>);
