@@ -533,7 +533,7 @@ mod tests {
         assert_eq!(p.get("Other"), Some(&Value::Int32(2)));
     }
 
-    static ORDERED: [&str; 4] = ["A", "B", "C", "D__Json"];
+    static ORDERED: [&str; 4] = ["A", "B", "C", "D__Form"];
 
     #[test]
     fn cells_under_distinct_expected_names_in_order_are_pushed_and_borrowed() {
@@ -541,12 +541,12 @@ mod tests {
         p.insert(ORDERED[0], Value::Int32(1));
         // B is absent (a None); C comes next.
         p.insert(ORDERED[2], Value::Int32(3));
-        assert!(p.insert_expected_suffixed("D", "__Json", Value::Int32(4)).is_ok());
+        assert!(p.insert_expected_suffixed("D", "__Form", Value::Int32(4)).is_ok());
         assert_eq!(p.len(), 3);
         assert!(p
             .keys()
             .all(|k| ORDERED.iter().any(|n| std::ptr::eq(n.as_ptr(), k.as_str().as_ptr()))));
-        assert_eq!(p.get("D__Json"), Some(&Value::Int32(4)));
+        assert_eq!(p.get("D__Form"), Some(&Value::Int32(4)));
         // An earlier expected name again, still in order so far: replaced, not pushed.
         assert_eq!(p.insert(ORDERED[0], Value::Int32(10)), Some(Value::Int32(1)));
         assert_eq!(p.len(), 3);
@@ -581,14 +581,14 @@ mod tests {
     fn suffixed_names_are_found_without_joining() {
         let mut p = Properties::new();
         p.insert("Tags", Value::Int32(1));
-        p.insert("Tags__Json", Value::String("[]".into()));
-        p.insert("Tag__Jsons", Value::Int32(2));
-        assert_eq!(p.get_suffixed("Tags", "__Json"), Some(&Value::String("[]".into())));
-        assert_eq!(p.get_suffixed("Tag", "s__Json"), Some(&Value::String("[]".into())));
-        assert_eq!(p.get_suffixed("Tags", "__GZip"), None);
-        assert_eq!(p.get_suffixed("Tag", "__Json"), None);
-        assert_eq!(p.remove_suffixed("Tags", "__Json"), Some(Value::String("[]".into())));
-        assert_eq!(p.remove_suffixed("Tags", "__Json"), None);
+        p.insert("Tags__Form", Value::String("[]".into()));
+        p.insert("Tag__Forms", Value::Int32(2));
+        assert_eq!(p.get_suffixed("Tags", "__Form"), Some(&Value::String("[]".into())));
+        assert_eq!(p.get_suffixed("Tag", "s__Form"), Some(&Value::String("[]".into())));
+        assert_eq!(p.get_suffixed("Tags", "__Other"), None);
+        assert_eq!(p.get_suffixed("Tag", "__Form"), None);
+        assert_eq!(p.remove_suffixed("Tags", "__Form"), Some(Value::String("[]".into())));
+        assert_eq!(p.remove_suffixed("Tags", "__Form"), None);
         assert_eq!(p.len(), 2);
     }
 
