@@ -295,8 +295,10 @@ pub async fn figures(
         cell(&looped, "req"),
     );
     // The loop pays one round trip per row: the target is set for a network.
+    // The raw transactions against the same loop are the best this run allows.
     figures.push(if on_azure {
-        against_loop.target(Target::AtMost(0.05))
+        let best = cell(&reference, "tx").1 / cell(&looped, "req").1;
+        against_loop.target(Target::AtMost(0.05)).ceiling(best)
     } else {
         against_loop
     });

@@ -4,12 +4,14 @@
 //! `azure_data_tables` crate on a pooled client (get entity, insert or
 //! replace, insert), with the target of at least 0.95x the crate's rate.
 //!
-//! Library and crate take turns over interleaved rounds; each figure is the
-//! median of the rounds. Beside the rates, the client's CPU time per
+//! Library and crate take turns over interleaved rounds, and within a round
+//! over slices of its operations (so a slow spell of the emulator falls on
+//! both); each figure is the median of the rounds. Beside the rates, the client's CPU time per
 //! operation at 16 in flight (Linux), against the crate's: where the
 //! emulator shares the client's cores, that is what the client takes from it.
 
 use std::future::Future;
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use azure_data_tables::prelude::{TableClient, TableServiceClient};
@@ -25,6 +27,8 @@ const PARTITION: &str = "point";
 const ROUNDS: usize = 7;
 /// Requests in flight.
 const IN_FLIGHT: [usize; 2] = [1, 16];
+/// The most slices a round's operations are cut into on Azure.
+const MAX_SLICES: usize = 10;
 
 /// A point operation.
 #[derive(Debug, Clone, Copy)]
@@ -53,16 +57,28 @@ struct Timing {
     cpu: Option<Duration>,
 }
 
-/// Runs `n` operations, `in_flight` at a time, and returns the wall time
-/// and the client's CPU time.
-async fn run<F, Fut>(n: usize, in_flight: usize, op: F) -> Result<Timing, Failure>
+/// The sum of two timings (the CPU time where both have one).
+impl std::ops::Add for Timing {
+    type Output = Timing;
+
+    fn add(self, other: Timing) -> Timing {
+        Timing {
+            wall: self.wall + other.wall,
+            cpu: self.cpu.zip(other.cpu).map(|(a, b)| a + b),
+        }
+    }
+}
+
+/// Runs the operations `ops`, `in_flight` at a time, and returns the wall
+/// time and the client's CPU time.
+async fn run<F, Fut>(ops: Range<usize>, in_flight: usize, op: F) -> Result<Timing, Failure>
 where
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<(), Failure>>,
 {
     let cpu_before = process_cpu();
     let started = Instant::now();
-    stream::iter(0..n)
+    stream::iter(ops)
         .map(op)
         .buffer_unordered(in_flight)
         .try_for_each(|()| async { Ok(()) })
@@ -74,9 +90,15 @@ where
     Ok(Timing { wall, cpu })
 }
 
-/// `n` operations through the typed store. `round` keeps created keys apart.
-async fn library(store: &Store<Reading>, op: Op, n: usize, in_flight: usize, round: usize) -> Result<Timing, Failure> {
-    run(n, in_flight, |i| async move {
+/// The operations `ops` through the typed store. `round` keeps created keys apart.
+async fn library(
+    store: &Store<Reading>,
+    op: Op,
+    ops: Range<usize>,
+    in_flight: usize,
+    round: usize,
+) -> Result<Timing, Failure> {
+    run(ops, in_flight, |i| async move {
         match op {
             Op::Get => {
                 let got = store.get((PARTITION, format!("s{i:07}").as_str())).await?;
@@ -99,9 +121,15 @@ async fn library(store: &Store<Reading>, op: Op, n: usize, in_flight: usize, rou
     .await
 }
 
-/// The same `n` operations with the raw crate.
-async fn raw(table: &TableClient, op: Op, n: usize, in_flight: usize, round: usize) -> Result<Timing, Failure> {
-    run(n, in_flight, |i| async move {
+/// The same operations with the raw crate.
+async fn raw(
+    table: &TableClient,
+    op: Op,
+    ops: Range<usize>,
+    in_flight: usize,
+    round: usize,
+) -> Result<Timing, Failure> {
+    run(ops, in_flight, |i| async move {
         match op {
             Op::Get => {
                 let got = table
@@ -142,9 +170,9 @@ pub async fn figures(db: &Tables, service: Option<&TableServiceClient>, n: usize
     let client = service.map(|s| s.table_client(&table));
     // Warm-up (not measured): a few of each, through each path.
     for op in Op::ALL {
-        library(&store, op, 16, 16, usize::MAX).await?;
+        library(&store, op, 0..16, 16, usize::MAX).await?;
         if let Some(client) = &client {
-            raw(client, op, 16, 16, usize::MAX).await?;
+            raw(client, op, 0..16, 16, usize::MAX).await?;
         }
     }
 
@@ -155,16 +183,28 @@ pub async fn figures(db: &Tables, service: Option<&TableServiceClient>, n: usize
             for (f, &in_flight) in IN_FLIGHT.iter().enumerate() {
                 let (lib_times, raw_times) = &mut times[o][f];
                 let Some(client) = &client else {
-                    lib_times.push(library(&store, op, n, in_flight, round).await?);
+                    lib_times.push(library(&store, op, 0..n, in_flight, round).await?);
                     continue;
                 };
-                if round % 2 == 0 {
-                    lib_times.push(library(&store, op, n, in_flight, round).await?);
-                    raw_times.push(raw(client, op, n, in_flight, round).await?);
-                } else {
-                    raw_times.push(raw(client, op, n, in_flight, round).await?);
-                    lib_times.push(library(&store, op, n, in_flight, round).await?);
+                // Slices of at least 4 x in_flight operations, library and crate taking turns.
+                let slices = (n / (4 * in_flight)).clamp(1, MAX_SLICES);
+                let zero = Timing {
+                    wall: Duration::ZERO,
+                    cpu: Some(Duration::ZERO),
+                };
+                let (mut lib_round, mut raw_round) = (zero, zero);
+                for slice in 0..slices {
+                    let ops = slice * n / slices..(slice + 1) * n / slices;
+                    if (round + slice) % 2 == 0 {
+                        lib_round = lib_round + library(&store, op, ops.clone(), in_flight, round).await?;
+                        raw_round = raw_round + raw(client, op, ops, in_flight, round).await?;
+                    } else {
+                        raw_round = raw_round + raw(client, op, ops.clone(), in_flight, round).await?;
+                        lib_round = lib_round + library(&store, op, ops, in_flight, round).await?;
+                    }
                 }
+                lib_times.push(lib_round);
+                raw_times.push(raw_round);
             }
         }
     }

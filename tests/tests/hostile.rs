@@ -14,6 +14,7 @@ use flate2::{write::GzEncoder, Compression};
 use proptest::prelude::*;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use unified_tables::layout::{BLOB_SUFFIX, GZIP_SUFFIX, JSON_SUFFIX};
 use unified_tables::wire::row_from_json;
 use unified_tables::{BlobContent, DateTime, Error, Guid, Row, TableEntity, TableEnum, Value};
 use unified_tables_tests::model::Dates;
@@ -533,7 +534,7 @@ fn hostile_row() -> impl Strategy<Value = Row> {
     proptest::collection::vec(
         (
             0..n,
-            prop_oneof![Just(""), Just("__Json"), Just("__GZip"), Just("__blob")],
+            prop_oneof![Just(""), Just(JSON_SUFFIX), Just(GZIP_SUFFIX), Just(BLOB_SUFFIX)],
             any_value(),
         ),
         0..24,

@@ -349,7 +349,7 @@ pub fn generic_from_row(row: Row) -> Order {
     root.insert("Customer".into(), Json::String(row.partition_key));
     root.insert("OrderNo".into(), Json::String(row.row_key));
     for (name, value) in row.properties {
-        if let Some(base) = name.strip_suffix("__Json") {
+        if let Some(base) = name.strip_suffix(unified_tables::layout::JSON_SUFFIX) {
             let parsed = match &value {
                 Value::String(s) => serde_json::from_str(s).unwrap_or(Json::Null),
                 _ => Json::Null,

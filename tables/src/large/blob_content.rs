@@ -263,31 +263,26 @@ impl BlobContent {
 
     /// The whole stored content in one request, checked.
     async fn read_remote(&self, reference: &BlobRef, source: &BlobSource) -> Result<Vec<u8>> {
-        {
-            {
-                let (_, bytes, actual) = source
-                    .backend
-                    .get_hashed(&source.container, &reference.path)
-                    .await?
-                    .ok_or_else(|| Error::Integrity {
-                        column: reference.path.clone(),
-                        reason: "the blob is gone; the row may have changed since it was read: read the entity again"
-                            .into(),
-                    })?;
-                if bytes.len() as u64 != reference.length || actual != reference.sha256 {
-                    return Err(Error::Integrity {
-                        column: reference.path.clone(),
-                        reason: format!(
-                            "the blob does not match its reference: {} bytes hashing to {actual}, expected {} bytes hashing to {}",
-                            bytes.len(),
-                            reference.length,
-                            reference.sha256
-                        ),
-                    });
-                }
-                Ok(bytes)
-            }
+        let (_, bytes, actual) = source
+            .backend
+            .get_hashed(&source.container, &reference.path)
+            .await?
+            .ok_or_else(|| Error::Integrity {
+                column: reference.path.clone(),
+                reason: "the blob is gone; the row may have changed since it was read: read the entity again".into(),
+            })?;
+        if bytes.len() as u64 != reference.length || actual != reference.sha256 {
+            return Err(Error::Integrity {
+                column: reference.path.clone(),
+                reason: format!(
+                    "the blob does not match its reference: {} bytes hashing to {actual}, expected {} bytes hashing to {}",
+                    bytes.len(),
+                    reference.length,
+                    reference.sha256
+                ),
+            });
         }
+        Ok(bytes)
     }
 }
 
