@@ -90,15 +90,23 @@ where
     Ok(Timing { wall, cpu })
 }
 
-/// The operations `ops` through the typed store. `round` keeps created keys apart.
-async fn library(
-    store: &Store<Reading>,
+/// One measured run of operations.
+#[derive(Debug, Clone)]
+struct Slice {
     op: Op,
+    /// The indexes of the rows operated on.
     ops: Range<usize>,
     in_flight: usize,
+    /// Keeps the keys created in different rounds apart.
     round: usize,
-) -> Result<Timing, Failure> {
-    run(ops, in_flight, |i| async move {
+}
+
+/// The slice's operations through the typed store.
+async fn library(store: &Store<Reading>, slice: Slice) -> Result<Timing, Failure> {
+    let Slice {
+        op, in_flight, round, ..
+    } = slice;
+    run(slice.ops, in_flight, |i| async move {
         match op {
             Op::Get => {
                 let got = store.get((PARTITION, format!("s{i:07}").as_str())).await?;
@@ -121,15 +129,12 @@ async fn library(
     .await
 }
 
-/// The same operations with the raw crate.
-async fn raw(
-    table: &TableClient,
-    op: Op,
-    ops: Range<usize>,
-    in_flight: usize,
-    round: usize,
-) -> Result<Timing, Failure> {
-    run(ops, in_flight, |i| async move {
+/// The slice's operations with the raw crate.
+async fn raw(table: &TableClient, slice: Slice) -> Result<Timing, Failure> {
+    let Slice {
+        op, in_flight, round, ..
+    } = slice;
+    run(slice.ops, in_flight, |i| async move {
         match op {
             Op::Get => {
                 let got = table
@@ -170,9 +175,15 @@ pub async fn figures(db: &Tables, service: Option<&TableServiceClient>, n: usize
     let client = service.map(|s| s.table_client(&table));
     // Warm-up (not measured): a few of each, through each path.
     for op in Op::ALL {
-        library(&store, op, 0..16, 16, usize::MAX).await?;
+        let warm = Slice {
+            op,
+            ops: 0..16,
+            in_flight: 16,
+            round: usize::MAX,
+        };
+        library(&store, warm.clone()).await?;
         if let Some(client) = &client {
-            raw(client, op, 0..16, 16, usize::MAX).await?;
+            raw(client, warm).await?;
         }
     }
 
@@ -183,7 +194,13 @@ pub async fn figures(db: &Tables, service: Option<&TableServiceClient>, n: usize
             for (f, &in_flight) in IN_FLIGHT.iter().enumerate() {
                 let (lib_times, raw_times) = &mut times[o][f];
                 let Some(client) = &client else {
-                    lib_times.push(library(&store, op, 0..n, in_flight, round).await?);
+                    let slice = Slice {
+                        op,
+                        ops: 0..n,
+                        in_flight,
+                        round,
+                    };
+                    lib_times.push(library(&store, slice).await?);
                     continue;
                 };
                 // Slices of at least 4 x in_flight operations, library and crate taking turns.
@@ -194,13 +211,18 @@ pub async fn figures(db: &Tables, service: Option<&TableServiceClient>, n: usize
                 };
                 let (mut lib_round, mut raw_round) = (zero, zero);
                 for slice in 0..slices {
-                    let ops = slice * n / slices..(slice + 1) * n / slices;
+                    let part = Slice {
+                        op,
+                        ops: slice * n / slices..(slice + 1) * n / slices,
+                        in_flight,
+                        round,
+                    };
                     if (round + slice) % 2 == 0 {
-                        lib_round = lib_round + library(&store, op, ops.clone(), in_flight, round).await?;
-                        raw_round = raw_round + raw(client, op, ops, in_flight, round).await?;
+                        lib_round = lib_round + library(&store, part.clone()).await?;
+                        raw_round = raw_round + raw(client, part).await?;
                     } else {
-                        raw_round = raw_round + raw(client, op, ops.clone(), in_flight, round).await?;
-                        lib_round = lib_round + library(&store, op, ops, in_flight, round).await?;
+                        raw_round = raw_round + raw(client, part.clone()).await?;
+                        lib_round = lib_round + library(&store, part).await?;
                     }
                 }
                 lib_times.push(lib_round);
