@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use tokio::sync::oneshot;
 use unified_tables::backend::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
+use unified_tables::layout::is_continuation_key;
 use unified_tables::{Result, Row};
 
 /// Where a request is held.
@@ -14,6 +15,8 @@ use unified_tables::{Result, Row};
 pub enum Point {
     /// After a point read has its answer, before the store sees it.
     AfterGet,
+    /// Before a point read of a continuation row (`{RowKey}~0001` ..) is sent.
+    BeforeContinuationGet,
     /// Before a single write or a transaction is sent.
     BeforeWrite,
     /// After a single write or a transaction took effect, before the store sees its answer.
@@ -94,6 +97,9 @@ impl<B: Backend> Backend for GateBackend<B> {
     }
 
     async fn get(&self, table: &str, partition_key: &str, row_key: &str) -> Result<Option<Row>> {
+        if is_continuation_key(row_key) {
+            self.pass(Point::BeforeContinuationGet).await;
+        }
         let row = self.inner.get(table, partition_key, row_key).await;
         self.pass(Point::AfterGet).await;
         row

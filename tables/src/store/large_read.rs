@@ -1,13 +1,10 @@
 //! Reading the rows of an entity with large values: the main row, and its
-//! continuation rows in one range query — sent together with the point read
-//! when the entity's last version seen through the handle had continuation
-//! rows (see [`ContinuationHints`](crate::large::hints::ContinuationHints)),
+//! continuation rows (see [`ContinuationRead`]) — sent together with the
+//! point read when the entity's last version seen through the handle had
+//! continuation rows (see [`ContinuationHints`](crate::large::hints::ContinuationHints)),
 //! else after it.
 
-use std::task::Poll;
-
-use futures::future::{BoxFuture, Either};
-
+use super::continuation::ContinuationRead;
 use super::read::continuation_range;
 use super::Store;
 use crate::backend::{QueryRequest, UpdateMode, WriteOp};
@@ -16,10 +13,6 @@ use crate::error::{Error, Result};
 use crate::large::blob_value::BlobValue;
 use crate::layout::{split_parts, BlobRef, MAX_CONTINUATION_ROWS, SPLIT_OF};
 use crate::value::{Row, Value};
-
-/// The range query of an entity's continuation rows, sent beside the point
-/// read of its main row.
-pub(crate) type Prefetch<'a> = BoxFuture<'a, Result<Vec<Row>>>;
 
 /// The index of a continuation row of `main_key` from its RowKey
 /// (`{main_key}~0001` is 1), if the key is one.
@@ -33,34 +26,30 @@ pub(crate) fn continuation_index(main_key: &str, row_key: &str) -> Option<usize>
 
 impl<T: TableEntity> Store<T> {
     /// The stored row at `key`, and, when the read expects continuation
-    /// rows, the range query of every continuation row of the key, sent at
-    /// the same time and still under way when the main row is back (the
-    /// caller unpacks the main row's chunks while it runs, and checks which
-    /// rows the main row declares).
-    pub(crate) async fn get_main_row<'a>(&'a self, key: &'a Key) -> Result<(Option<Row>, Option<Prefetch<'a>>)> {
+    /// rows, the reads of as many continuation rows as the entity's last
+    /// version seen had, sent at the same time and still under way when the
+    /// main row is back (the caller unpacks the main row's chunks while they
+    /// run, and checks which rows the main row declares).
+    pub(crate) async fn get_main_row<'a>(
+        &'a self,
+        key: &'a Key,
+    ) -> Result<(Option<Row>, Option<ContinuationRead<'a>>)> {
         let (pk, rk) = (key.partition_key.as_str(), key.row_key.as_str());
-        let backend = &self.tables.backend;
-        let get = backend.get(&self.table, pk, rk);
-        if !const { T::SCHEMA.has_large_values() } || !self.tables.continuation_hints.expects(&self.table, pk, rk) {
+        let get = self.tables.backend.get(&self.table, pk, rk);
+        let expected = match const { T::SCHEMA.has_large_values() } {
+            true => self.tables.continuation_hints.expects(&self.table, pk, rk),
+            false => 0,
+        };
+        if expected == 0 {
             return Ok((get.await?, None));
         }
-        let mut get = Box::pin(get);
-        let mut rest: Prefetch<'a> = Box::pin(self.continuation_rows(pk, rk, MAX_CONTINUATION_ROWS));
-        // The point read goes first, and the range query is sent even when the main row is back at
+        // Past the point reads' bound, the range query takes every row the entity may have now.
+        let mut rest = self.read_continuations(pk, rk, 1..expected + 1, MAX_CONTINUATION_ROWS);
+        // The point read goes first, and the other reads are sent even when the main row is back at
         // once (a backend in memory): the read costs the same requests on every backend.
-        let (main, rest) = match futures::poll!(get.as_mut()) {
-            Poll::Ready(main) => match futures::poll!(rest.as_mut()) {
-                Poll::Ready(rows) => (main, Box::pin(futures::future::ready(rows)) as Prefetch<'a>),
-                Poll::Pending => (main, rest),
-            },
-            Poll::Pending => match futures::future::select(get, rest).await {
-                Either::Left((main, rest)) => (main, rest),
-                Either::Right((rows, get)) => (get.await, Box::pin(futures::future::ready(rows)) as Prefetch<'a>),
-            },
-        };
-        let main = main?;
+        let main = rest.alongside(get).await?;
         if main.is_none() {
-            self.note_continuations(pk, rk, false);
+            self.note_continuations(pk, rk, 0);
         }
         Ok((main, Some(rest)))
     }
@@ -103,12 +92,12 @@ impl<T: TableEntity> Store<T> {
         value.finish()
     }
 
-    /// Records whether the entity just read has continuation rows.
-    pub(crate) fn note_continuations(&self, partition_key: &str, row_key: &str, has: bool) {
+    /// Records how many continuation rows the entity just read has.
+    pub(crate) fn note_continuations(&self, partition_key: &str, row_key: &str, parts: usize) {
         if const { T::SCHEMA.has_large_values() } {
             self.tables
                 .continuation_hints
-                .note(&self.table, partition_key, row_key, has);
+                .note(&self.table, partition_key, row_key, parts);
         }
     }
 }
@@ -121,21 +110,21 @@ impl<T> Store<T> {
     pub(crate) fn note_written(&self, ops: &[WriteOp]) {
         let hints = &self.tables.continuation_hints;
         for op in ops {
-            let has = match op {
+            let parts = match op {
                 WriteOp::Update {
                     mode: UpdateMode::Merge,
                     ..
                 } => continue,
-                WriteOp::Delete { .. } => false,
+                WriteOp::Delete { .. } => 0,
                 WriteOp::Insert(row) | WriteOp::Upsert { row, .. } | WriteOp::Update { row, .. } => {
                     if row.get(SPLIT_OF).is_some() {
                         continue;
                     }
-                    split_parts(row) > 0
+                    split_parts(row)
                 }
             };
             let (pk, rk) = op.keys();
-            hints.note(&self.table, pk, rk, has);
+            hints.note(&self.table, pk, rk, parts);
         }
     }
 }

@@ -5,6 +5,7 @@ mod blobs;
 pub mod cache;
 mod cached;
 mod concurrency;
+mod continuation;
 mod crud;
 mod delete;
 mod large_read;

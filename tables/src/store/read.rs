@@ -5,7 +5,8 @@
 use std::collections::BTreeSet;
 
 use super::cache::row_bytes;
-use super::large_read::{continuation_index, Prefetch};
+use super::continuation::ContinuationRead;
+use super::large_read::continuation_index;
 use super::write::{race_backoff, RACE_ATTEMPTS};
 use super::Store;
 use crate::entity::{Column, ColumnKind, Key, LargeForm, Schema, TableEntity};
@@ -43,6 +44,40 @@ pub(crate) fn continuation_owner(row: &Row) -> Option<&str> {
 /// Whether a row is a continuation row of a large value (never an entity).
 pub(crate) fn is_continuation_row(row: &Row) -> bool {
     row.get(SPLIT_OF).is_some()
+}
+
+/// The continuation rows of one main row taken so far.
+struct TakenRows<'r> {
+    main_key: &'r str,
+    /// How many the main row declares.
+    parts: usize,
+    seen: BTreeSet<usize>,
+}
+
+impl TakenRows<'_> {
+    /// Feeds `row` to the split values when it is one of the main row's
+    /// continuation rows not taken yet (anything else is left out). Its
+    /// chunk cells of no value being reassembled go to `merged`, for the
+    /// checks of the values they belong to.
+    fn take(&mut self, mut row: Row, split: &mut SplitAssembler, merged: &mut Row) {
+        let index = continuation_index(self.main_key, &row.row_key).filter(|i| *i <= self.parts);
+        let owned = continuation_owner(&row) == Some(self.main_key);
+        let Some(index) = index.filter(|i| owned && !self.seen.contains(i)) else {
+            return;
+        };
+        self.seen.insert(index);
+        split.feed(&mut row);
+        for (k, v) in row.properties {
+            if matches!(parse_split_cell(&k), Some((_, SplitCell::Chunk(_)))) {
+                merged.properties.insert(k, v);
+            }
+        }
+    }
+
+    /// The first declared continuation row not taken.
+    fn missing(&self) -> Option<usize> {
+        (1..=self.parts).find(|i| !self.seen.contains(i))
+    }
 }
 
 impl<T: TableEntity> Store<T> {
@@ -92,13 +127,13 @@ impl<T: TableEntity> Store<T> {
         self.decode_prefetched(row, weigh, None).await
     }
 
-    /// [`Store::decode_weighed`], with the query of the continuation rows
-    /// when it was sent together with the main row's read.
+    /// [`Store::decode_weighed`], with the reads of the continuation rows
+    /// when they were sent together with the main row's read.
     async fn decode_prefetched(
         &self,
         row: Row,
         weigh: bool,
-        prefetched: Option<Prefetch<'_>>,
+        prefetched: Option<ContinuationRead<'_>>,
     ) -> Result<Option<(T, usize)>> {
         refuse_unassembled_large_values(T::SCHEMA, &row)?;
         if !const { T::SCHEMA.has_large_values() } {
@@ -113,7 +148,7 @@ impl<T: TableEntity> Store<T> {
         &self,
         row: Row,
         weigh: bool,
-        mut prefetched: Option<Prefetch<'_>>,
+        mut prefetched: Option<ContinuationRead<'_>>,
     ) -> Result<Option<(T, usize)>> {
         let mut main = row;
         let mut attempt = 0;
@@ -154,8 +189,9 @@ impl<T: TableEntity> Store<T> {
     /// The row with every large value back in its one-cell form, checked.
     /// Split values are hashed and unpacked as their rows arrive: the main
     /// row's chunks while its continuation rows are read (by `prefetched`,
-    /// when that query went with the main row's read).
-    async fn assemble_row(&self, main: &Row, prefetched: Option<Prefetch<'_>>) -> Result<Row> {
+    /// when those reads went with the main row's read), then each
+    /// continuation row as soon as it and the rows before it are back.
+    async fn assemble_row(&self, main: &Row, prefetched: Option<ContinuationRead<'_>>) -> Result<Row> {
         let parts = split_parts(main);
         let mut merged = main.clone();
         merged.properties.remove(SPLIT_PARTS);
@@ -169,45 +205,34 @@ impl<T: TableEntity> Store<T> {
                 split.start(name, column.form, &merged);
             }
         }
-        let continuation = async {
-            match (parts, prefetched) {
-                (0, _) => Ok(Vec::new()),
-                // A failed query sent beside the point read is not the read's failure: the rows are read again.
-                (_, Some(query)) => match query.await {
-                    Ok(rows) => Ok(rows),
-                    Err(_) => self.continuation_rows(&main.partition_key, &main.row_key, parts).await,
-                },
-                (_, None) => self.continuation_rows(&main.partition_key, &main.row_key, parts).await,
-            }
+        let (pk, rk) = (main.partition_key.as_str(), main.row_key.as_str());
+        let mut taken = TakenRows {
+            main_key: rk,
+            parts,
+            seen: BTreeSet::new(),
         };
-        let (rows, ()) = futures::join!(continuation, async { split.feed(&mut merged) });
-        let rows = rows?;
-        if parts > 0 {
-            let mut seen = BTreeSet::new();
-            for mut cont in rows {
-                let index = continuation_index(&main.row_key, &cont.row_key).filter(|i| *i <= parts);
-                let (Some(index), Some(true)) = (index, continuation_owner(&cont).map(|o| o == main.row_key)) else {
-                    continue;
-                };
-                seen.insert(index);
-                split.feed(&mut cont);
-                // Chunk cells of no value being reassembled stay for the checks below.
-                for (k, v) in cont.properties {
-                    if matches!(parse_split_cell(&k), Some((_, SplitCell::Chunk(_)))) {
-                        merged.properties.insert(k, v);
-                    }
-                }
+        match (parts, prefetched) {
+            (0, _) => split.feed(&mut merged),
+            // Rows read beside the main row were a guess from the handle's last sight of the entity.
+            (_, Some(reads)) => {
+                self.take_continuations(reads, true, pk, &mut taken, &mut split, &mut merged)
+                    .await?
             }
-            if let Some(index) = (1..=parts).find(|i| !seen.contains(i)) {
-                return Err(Error::Integrity {
-                    column: SPLIT_PARTS.into(),
-                    reason: format!(
-                        "continuation row {index} of {parts} is missing; the row may have changed while it was read"
-                    ),
-                });
+            (_, None) => {
+                let reads = self.read_continuations(pk, rk, 1..parts + 1, parts);
+                self.take_continuations(reads, false, pk, &mut taken, &mut split, &mut merged)
+                    .await?
             }
         }
-        self.note_continuations(&main.partition_key, &main.row_key, parts > 0);
+        if let Some(index) = taken.missing() {
+            return Err(Error::Integrity {
+                column: SPLIT_PARTS.into(),
+                reason: format!(
+                    "continuation row {index} of {parts} is missing; the row may have changed while it was read"
+                ),
+            });
+        }
+        self.note_continuations(pk, rk, parts);
         for column in columns {
             let stored_under = stored_name(&merged, column.name, column.aliases);
             let Some(name) = stored_under else { continue };
@@ -219,6 +244,41 @@ impl<T: TableEntity> Store<T> {
             }
         }
         Ok(merged)
+    }
+
+    /// Takes the continuation rows `reads` brings into `taken`, feeding
+    /// the main row's chunks once the reads are sent. When the reads were a
+    /// guess (`guessed`), a failure is not the read's failure, and a row the
+    /// guess did not cover is not missing yet: the rows still missing are
+    /// read after it.
+    async fn take_continuations(
+        &self,
+        mut reads: ContinuationRead<'_>,
+        guessed: bool,
+        partition_key: &str,
+        taken: &mut TakenRows<'_>,
+        split: &mut SplitAssembler,
+        merged: &mut Row,
+    ) -> Result<()> {
+        reads.send().await;
+        // The main row's chunks are unpacked while the continuation rows are read.
+        split.feed(merged);
+        while let Some(row) = reads.next().await {
+            match row {
+                Ok(row) => taken.take(row, split, merged),
+                Err(_) if guessed => break,
+                Err(e) => return Err(e),
+            }
+        }
+        if guessed && taken.missing().is_some() {
+            let missing: Vec<usize> = (1..=taken.parts).filter(|i| !taken.seen.contains(i)).collect();
+            let (main_key, parts) = (taken.main_key, taken.parts);
+            let mut again = self.read_continuations(partition_key, main_key, missing.into_iter(), parts);
+            while let Some(row) = again.next().await {
+                taken.take(row?, split, merged);
+            }
+        }
+        Ok(())
     }
 
     /// The one-cell form of the large value stored under `name` (the

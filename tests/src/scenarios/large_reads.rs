@@ -6,11 +6,18 @@ use std::time::Duration;
 
 use unified_tables::backend::counting::Counts;
 use unified_tables::backend::{Backend, IfMatch, UpdateMode, WriteOp};
+use unified_tables::layout::{
+    chunk_cell, continuation_key, len_cell, parse_split_cell, sha256_cell, SplitCell, SPLIT_INDEX, SPLIT_OF,
+    SPLIT_PARTS,
+};
 use unified_tables::{sha256_hex, Error, Row, Store, Tables, Value};
 
 use crate::gate::{GateBackend, Point};
 use crate::model::Document;
 use crate::{blob_options, noise, Env};
+
+/// The most continuation rows a read fetches by point reads (more take one range query).
+const POINT_READS: usize = 8;
 
 /// Asserts the counts since the last reset are exactly `expected`, then resets them.
 fn measure(env: &Env, what: &str, expected: Counts) {
@@ -38,13 +45,13 @@ fn fresh_handle(env: &Env) -> Store<Document> {
 async fn stored_rows(env: &Env, rk: &str) -> Vec<Row> {
     let b = env.backend();
     let main = b.get(&env.table, "p", rk).await.unwrap().expect("main row");
-    let parts = match main.get("_SplitParts") {
+    let parts = match main.get(SPLIT_PARTS) {
         Some(Value::Int32(n)) => *n as usize,
         _ => 0,
     };
     let mut rows = vec![main];
     for i in 1..=parts {
-        let key = unified_tables::layout::continuation_key(rk, i);
+        let key = continuation_key(rk, i);
         rows.push(b.get(&env.table, "p", &key).await.unwrap().expect("continuation row"));
     }
     rows
@@ -74,7 +81,10 @@ async fn damage_notes(env: &Env, notes: &Document, damage: fn(&mut Vec<u8>)) {
     let mut chunks: Vec<(usize, usize, Vec<u8>)> = Vec::new();
     for (at, row) in rows.iter().enumerate() {
         for (k, v) in &row.properties {
-            let index = k.strip_prefix("Notes__c").and_then(|i| i.parse::<usize>().ok());
+            let index = match parse_split_cell(k) {
+                Some(("Notes", SplitCell::Chunk(i))) => Some(i),
+                _ => None,
+            };
             if let (Some(i), Value::Binary(b)) = (index, v) {
                 chunks.push((i, at, b.clone()));
             }
@@ -86,9 +96,9 @@ async fn damage_notes(env: &Env, notes: &Document, damage: fn(&mut Vec<u8>)) {
     assert!(in_row > 0, "the last chunk is on a continuation row");
     damage(&mut chunks[last].2);
     let stored: Vec<u8> = chunks.iter().flat_map(|c| c.2.clone()).collect();
-    rows[in_row].insert(format!("Notes__c{index}"), Value::Binary(chunks[last].2.clone()));
-    rows[0].insert("Notes__sha256", Value::String(sha256_hex(&stored)));
-    rows[0].insert("Notes__len", Value::Int64(stored.len() as i64));
+    rows[in_row].insert(chunk_cell("Notes", index), Value::Binary(chunks[last].2.clone()));
+    rows[0].insert(sha256_cell("Notes"), Value::String(sha256_hex(&stored)));
+    rows[0].insert(len_cell("Notes"), Value::Int64(stored.len() as i64));
     for row in rows {
         put_back(env, row).await;
     }
@@ -99,19 +109,24 @@ pub async fn continuation_rows_are_read_with_the_main_row_when_the_handle_saw_th
     let mut doc = big("big", 80);
     store.create(&mut doc).await.unwrap();
     store.create(&mut Document::new("p", "small")).await.unwrap();
+    let parts = stored_rows(env, "big").await.len() - 1;
+    assert!(
+        (2..=POINT_READS).contains(&parts),
+        "the body takes {parts} continuation rows"
+    );
     env.reset_counts();
-    let one_of_each = Counts {
-        gets: 1,
-        queries: 1,
+    // One point read for the main row and one for each continuation row; no range query.
+    let main_and_parts = Counts {
+        gets: 1 + parts as u64,
         ..Counts::default()
     };
     let one_get = Counts {
         gets: 1,
         ..Counts::default()
     };
-    // This handle wrote it with continuation rows: the range query goes with the point read.
+    // This handle wrote it with continuation rows: their reads go with the point read.
     assert!(store.get(("p", "big")).await.unwrap().unwrap().same(&doc));
-    measure(env, "read of an entity written with continuation rows", one_of_each);
+    measure(env, "read of an entity written with continuation rows", main_and_parts);
     assert!(store
         .get(("p", "small"))
         .await
@@ -119,20 +134,44 @@ pub async fn continuation_rows_are_read_with_the_main_row_when_the_handle_saw_th
         .unwrap()
         .same(&Document::new("p", "small")));
     measure(env, "read of an entity without them", one_get);
-    // A handle that has not seen the entity sends the range query after the point read: the same requests.
+    // A handle that has not seen the entity reads them after the point read: the same requests.
     let other = fresh_handle(env);
     other.ensure_created().await.unwrap();
     env.reset_counts();
     assert!(other.get(("p", "big")).await.unwrap().unwrap().same(&doc));
-    measure(env, "first read through another handle", one_of_each);
-    // Another writer shrinks it: the guess costs one range query that finds nothing, once.
+    measure(env, "first read through another handle", main_and_parts);
+    // Another writer shrinks it: the guess costs reads that find nothing, once.
     doc.body = "short".into();
     other.update(&mut doc).await.unwrap();
     env.reset_counts();
     assert!(store.get(("p", "big")).await.unwrap().unwrap().same(&doc));
-    measure(env, "read after another writer shrank the entity", one_of_each);
+    measure(env, "read after another writer shrank the entity", main_and_parts);
     assert!(store.get(("p", "big")).await.unwrap().unwrap().same(&doc));
     measure(env, "the next read", one_get);
+    // Another writer grows it past what the handle last saw: the rows the guess did not cover are read after it.
+    let mut grown = big("big", 79);
+    grown.etag = doc.etag.clone();
+    other.update(&mut grown).await.unwrap();
+    assert!(store.get(("p", "big")).await.unwrap().unwrap().same(&grown));
+    let mut bigger = grown.clone();
+    bigger.body = noise(2_600_000, 78);
+    other.update(&mut bigger).await.unwrap();
+    let more = stored_rows(env, "big").await.len() - 1;
+    assert!(
+        more > parts && more <= POINT_READS,
+        "the bigger body takes {more} continuation rows"
+    );
+    env.reset_counts();
+    assert!(store.get(("p", "big")).await.unwrap().unwrap().same(&bigger));
+    let main_and_more = Counts {
+        gets: 1 + more as u64,
+        ..Counts::default()
+    };
+    measure(
+        env,
+        "read of a version with more rows than the handle saw",
+        main_and_more,
+    );
     // The main row gone under the handle: `None`, its leftover continuation rows read along and left out.
     store.create(&mut big("gone", 81)).await.unwrap();
     env.backend()
@@ -148,7 +187,7 @@ pub async fn continuation_rows_are_read_with_the_main_row_when_the_handle_saw_th
         .unwrap();
     env.reset_counts();
     assert!(store.get(("p", "gone")).await.unwrap().is_none());
-    measure(env, "read of a main row deleted by another writer", one_of_each);
+    measure(env, "read of a main row deleted by another writer", main_and_parts);
     assert!(store.get(("p", "gone")).await.unwrap().is_none());
     measure(env, "the next read", one_get);
     // A continuation row missing when the rows are read together is Integrity.
@@ -171,6 +210,69 @@ pub async fn continuation_rows_are_read_with_the_main_row_when_the_handle_saw_th
     );
 }
 
+pub async fn a_value_over_more_rows_than_point_reads_cover_takes_one_range_query(env: &Env) {
+    let store = env.tables.store_in::<Document>(&env.table);
+    let doc = big("wide", 85);
+    store.create(&mut doc.clone()).await.unwrap();
+    // The same chunks spread over more continuation rows than point reads cover, as another
+    // writer may lay them out: the main row keeps the manifest, each row a few chunks.
+    let rows = stored_rows(env, "wide").await;
+    let mut main = rows[0].clone();
+    let mut chunks: Vec<(String, Value)> = Vec::new();
+    for row in &rows {
+        for (k, v) in &row.properties {
+            if matches!(parse_split_cell(k), Some(("Body", SplitCell::Chunk(_)))) {
+                chunks.push((k.to_string(), v.clone()));
+            }
+        }
+    }
+    for (k, _) in &chunks {
+        main.properties.remove(k.as_str());
+    }
+    let wide = POINT_READS + 2;
+    assert!(chunks.len() >= wide, "{} chunks", chunks.len());
+    for row in &rows[1..] {
+        env.backend()
+            .execute(
+                &env.table,
+                WriteOp::Delete {
+                    partition_key: "p".into(),
+                    row_key: row.row_key.clone(),
+                    condition: IfMatch::Any,
+                },
+            )
+            .await
+            .unwrap();
+    }
+    main.insert(SPLIT_PARTS, Value::Int32(wide as i32));
+    let per_row = chunks.len().div_ceil(wide);
+    for (i, part) in chunks.chunks(per_row).enumerate() {
+        let mut row = Row::new("p", continuation_key("wide", i + 1));
+        row.insert(SPLIT_OF, Value::String("wide".into()));
+        row.insert(SPLIT_INDEX, Value::Int32(i as i32 + 1));
+        for (k, v) in part {
+            row.insert(k.as_str(), v.clone());
+        }
+        put_back(env, row).await;
+    }
+    assert_eq!(chunks.len().div_ceil(per_row), wide, "every row holds chunks");
+    main.etag = None;
+    put_back(env, main).await;
+    let one_of_each = Counts {
+        gets: 1,
+        queries: 1,
+        ..Counts::default()
+    };
+    // Read after the point read by a handle that has not seen it, then beside it by one that has.
+    let other = fresh_handle(env);
+    other.ensure_created().await.unwrap();
+    env.reset_counts();
+    assert!(other.get(("p", "wide")).await.unwrap().unwrap().same(&doc));
+    measure(env, "first read of the wide layout", one_of_each);
+    assert!(other.get(("p", "wide")).await.unwrap().unwrap().same(&doc));
+    measure(env, "the read beside the point read", one_of_each);
+}
+
 pub async fn a_read_whose_continuation_rows_are_in_flight_never_mixes_versions(env: &Env) {
     let gate = GateBackend::new(env.backend().clone());
     let tables = Tables::with_backend(gate.clone())
@@ -179,22 +281,28 @@ pub async fn a_read_whose_continuation_rows_are_in_flight_never_mixes_versions(e
     let store = tables.store_in::<Document>(&env.table);
     let mut first = big("doc", 84);
     store.create(&mut first).await.unwrap();
-    // The read's point read has its answer (the first version) and its range
-    // query has not been sent: both are in flight at once, and held there.
+    let parts = stored_rows(env, "doc").await.len() - 1;
+    // The read's point read has its answer (the first version) and the reads
+    // of its continuation rows have not been sent: all are in flight at once,
+    // and held there.
     let get = gate.arm(Point::AfterGet);
-    let query = gate.arm(Point::BeforeQuery);
+    let rows: Vec<_> = (0..parts).map(|_| gate.arm(Point::BeforeContinuationGet)).collect();
     let reader = {
         let store = store.clone();
         tokio::spawn(async move { store.get(("p", "doc")).await })
     };
-    let both = async {
-        get.reached.await.unwrap();
-        query.reached.await.unwrap();
-    };
-    tokio::time::timeout(Duration::from_secs(30), both)
+    let (mut releases, mut reached) = (Vec::new(), vec![get.reached]);
+    releases.push(get.release);
+    for row in rows {
+        reached.push(row.reached);
+        releases.push(row.release);
+    }
+    let all = futures::future::join_all(reached);
+    let all_reached = tokio::time::timeout(Duration::from_secs(30), all)
         .await
-        .expect("the point read and the range query are sent together");
-    // A replace lands between them: the range query reads the second version's rows.
+        .expect("the point read and the continuation rows' reads are sent together");
+    assert!(all_reached.iter().all(Result::is_ok), "every read reached its point");
+    // A replace lands between them: the continuation rows read are the second version's.
     let mut second = first.clone();
     second.body = noise(1_400_000, 82);
     env.tables
@@ -202,8 +310,9 @@ pub async fn a_read_whose_continuation_rows_are_in_flight_never_mixes_versions(e
         .update(&mut second)
         .await
         .unwrap();
-    let _ = query.release.send(());
-    let _ = get.release.send(());
+    for release in releases.into_iter().rev() {
+        let _ = release.send(());
+    }
     let read = reader.await.unwrap().unwrap().unwrap();
     assert!(read.same(&second), "the read is the second version whole");
 }

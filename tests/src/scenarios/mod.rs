@@ -230,6 +230,7 @@ macro_rules! for_each_scenario {
             reading_ahead::a_stream_asks_for_the_next_page_before_it_yields_the_first_entity,
             reading_ahead::bounded_reads_fetch_no_page_their_limit_makes_needless,
             large_reads::continuation_rows_are_read_with_the_main_row_when_the_handle_saw_them,
+            large_reads::a_value_over_more_rows_than_point_reads_cover_takes_one_range_query,
             large_reads::a_read_whose_continuation_rows_are_in_flight_never_mixes_versions,
             large_reads::damaged_gzip_is_integrity_while_it_streams,
         }
