@@ -74,9 +74,9 @@ impl TakenRows<'_> {
         }
     }
 
-    /// The first declared continuation row not taken.
-    fn missing(&self) -> Option<usize> {
-        (1..=self.parts).find(|i| !self.seen.contains(i))
+    /// The declared continuation rows not taken, in order.
+    fn missing(&self) -> impl Iterator<Item = usize> + '_ {
+        (1..=self.parts).filter(|i| !self.seen.contains(i))
     }
 }
 
@@ -224,7 +224,7 @@ impl<T: TableEntity> Store<T> {
                     .await?
             }
         }
-        if let Some(index) = taken.missing() {
+        if let Some(index) = taken.missing().next() {
             return Err(Error::Integrity {
                 column: SPLIT_PARTS.into(),
                 reason: format!(
@@ -270,8 +270,8 @@ impl<T: TableEntity> Store<T> {
                 Err(e) => return Err(e),
             }
         }
-        if guessed && taken.missing().is_some() {
-            let missing: Vec<usize> = (1..=taken.parts).filter(|i| !taken.seen.contains(i)).collect();
+        if guessed && taken.missing().next().is_some() {
+            let missing: Vec<usize> = taken.missing().collect();
             let (main_key, parts) = (taken.main_key, taken.parts);
             let mut again = self.read_continuations(partition_key, main_key, missing.into_iter(), parts);
             while let Some(row) = again.next().await {
