@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use sha2::{Digest, Sha256};
 
 use super::cells::{gunzip_failure, value_from_raw, value_from_stored, MAX_INFLATED_VALUE_BYTES};
-use super::gzip::{capacity_guess, Gunzip};
+use super::gzip::{self, capacity_guess, Gunzip};
 use crate::entity::LargeForm;
 use crate::error::{Error, Result};
 use crate::layout::{chunks_cell, enc_cell, len_cell, parse_split_cell, sha256_cell, SplitCell};
@@ -54,6 +54,18 @@ enum Sink {
     Stored(Vec<u8>),
     /// Unpacked as they arrive.
     Gzip(Box<Gunzip>),
+}
+
+/// The fewest bytes of one run of chunks hashed on a thread of their own.
+const PARALLEL_HASH: usize = 256 * 1024;
+
+/// The stored bytes of a chunk (text or binary; anything else holds none).
+fn chunk_bytes(chunk: &Value) -> &[u8] {
+    match chunk {
+        Value::String(s) => s.as_bytes(),
+        Value::Binary(b) => b,
+        _ => &[],
+    }
 }
 
 fn damaged(column: &str, reason: String) -> Error {
@@ -132,31 +144,56 @@ impl Pending {
         }
     }
 
-    /// Consumes the held chunks that are next in order.
+    /// Consumes the held chunks that are next in order. A run of at least
+    /// [`PARALLEL_HASH`] bytes is hashed on a thread of its own while this
+    /// one unpacks (or keeps) it: a continuation row's work, which the read
+    /// waits for, takes the time of the longer of the two.
     fn drain(&mut self) {
         if self.manifest.is_err() || self.bad_chunk.is_some() {
             return;
         }
+        let mut run = Vec::new();
         while let Some(chunk) = self.held.remove(&self.next) {
-            let bytes: &[u8] = match &chunk {
-                Value::String(s) => s.as_bytes(),
-                Value::Binary(b) => b,
-                other => {
-                    self.bad_chunk = Some(damaged(
-                        &self.name,
-                        format!("chunk {} is not text or binary: {other:?}", self.next),
-                    ));
-                    return;
-                }
-            };
-            self.hasher.update(bytes);
-            self.stored_len += bytes.len();
-            match &mut self.sink {
-                Sink::Stored(out) => out.extend_from_slice(bytes),
-                Sink::Gzip(gunzip) => gunzip.feed(bytes),
+            if !matches!(chunk, Value::String(_) | Value::Binary(_)) {
+                self.bad_chunk = Some(damaged(
+                    &self.name,
+                    format!("chunk {} is not text or binary: {chunk:?}", self.next),
+                ));
+                break;
             }
+            run.push(chunk);
             self.next += 1;
         }
+        let total: usize = run.iter().map(|chunk| chunk_bytes(chunk).len()).sum();
+        self.stored_len += total;
+        let (hasher, sink, run) = (&mut self.hasher, &mut self.sink, &run);
+        let keep = |sink: &mut Sink| {
+            for chunk in run {
+                match sink {
+                    Sink::Stored(out) => out.extend_from_slice(chunk_bytes(chunk)),
+                    Sink::Gzip(gunzip) => gunzip.feed(chunk_bytes(chunk)),
+                }
+            }
+        };
+        let hash_into = |hasher: &mut Sha256| run.iter().for_each(|chunk| hasher.update(chunk_bytes(chunk)));
+        if total < PARALLEL_HASH || gzip::workers() < 2 {
+            hash_into(hasher);
+            keep(sink);
+            return;
+        }
+        std::thread::scope(|scope| {
+            let mut copy = hasher.clone();
+            let hashing = std::thread::Builder::new().spawn_scoped(scope, move || {
+                hash_into(&mut copy);
+                copy
+            });
+            keep(sink);
+            // A thread that cannot start (or stops) leaves the hash to this one.
+            match hashing.map(|thread| thread.join()) {
+                Ok(Ok(hashed)) => *hasher = hashed,
+                _ => hash_into(hasher),
+            }
+        });
     }
 
     fn finish(self) -> Result<Value> {
