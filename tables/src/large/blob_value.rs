@@ -4,7 +4,8 @@
 
 use sha2::{Digest, Sha256};
 
-use super::cells::{gunzip_failure, value_from_raw, value_from_stored, MAX_INFLATED_VALUE_BYTES};
+use super::cells::{gunzip_failure, is_utf8_encoding, value_from_raw, value_from_stored, MAX_INFLATED_VALUE_BYTES};
+use super::gather::Gather;
 use super::gzip::{capacity_guess, Gunzip};
 use crate::backend::blob::BlobSink;
 use crate::entity::LargeForm;
@@ -14,8 +15,9 @@ use crate::value::{hex, Value};
 
 /// Where the blob's bytes go.
 enum Out {
-    /// Kept as stored (`text`, `binary`, `utf16le`), converted at the end.
-    Stored(Vec<u8>),
+    /// Kept as stored (text checked as it comes), converted at the end
+    /// (`text`, `binary`, `utf16le`).
+    Stored(Gather),
     /// Unpacked as they arrive.
     Gzip(Box<Gunzip>),
 }
@@ -35,9 +37,17 @@ impl<'r> BlobValue<'r> {
     pub(crate) fn new(column: &'r str, reference: &'r BlobRef, form: LargeForm) -> BlobValue<'r> {
         // The reference's length is the row's word, checked at the end: it only sizes buffers, within a bound.
         let stored = usize::try_from(reference.length).unwrap_or(usize::MAX);
-        let out = match reference.encoding.as_deref() {
-            Some("gzip") => Out::Gzip(Box::new(Gunzip::new(MAX_INFLATED_VALUE_BYTES, capacity_guess(stored)))),
-            _ => Out::Stored(Vec::with_capacity(stored.min(MAX_INFLATED_VALUE_BYTES))),
+        let text = form != LargeForm::Bytes;
+        let out = match reference.encoding.as_deref().unwrap_or("binary") {
+            "gzip" => Out::Gzip(Box::new(Gunzip::new(
+                MAX_INFLATED_VALUE_BYTES,
+                capacity_guess(stored),
+                text,
+            ))),
+            encoding => Out::Stored(Gather::new(
+                text && is_utf8_encoding(encoding),
+                stored.min(MAX_INFLATED_VALUE_BYTES),
+            )),
         };
         BlobValue {
             column,
@@ -65,7 +75,7 @@ impl<'r> BlobValue<'r> {
         match self.out {
             Out::Stored(bytes) => {
                 let encoding = self.reference.encoding.as_deref().unwrap_or("binary");
-                value_from_stored(self.column, bytes, encoding, self.form)
+                value_from_stored(self.column, bytes.finish(), encoding, self.form)
             }
             Out::Gzip(gunzip) => {
                 let raw = gunzip
@@ -86,7 +96,7 @@ impl BlobSink for BlobValue<'_> {
             return;
         }
         match &mut self.out {
-            Out::Stored(out) => out.extend_from_slice(bytes),
+            Out::Stored(out) => out.extend(bytes),
             Out::Gzip(gunzip) => gunzip.feed(bytes),
         }
     }

@@ -6,6 +6,7 @@ use std::io::Write;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::gather::Gathered;
 use super::gzip::{self, GunzipFailure};
 use crate::entity::{LargeEncoding, LargeForm};
 use crate::error::{Error, Result};
@@ -185,17 +186,21 @@ pub(crate) fn gunzip_failure(column: &str, stored_len: usize, failure: GunzipFai
 /// unpacks past [`MAX_INFLATED_VALUE_BYTES`], `utf16le` of an odd length or
 /// with an unpaired surrogate (which a Rust string cannot hold), text that is
 /// not UTF-8.
-pub(crate) fn value_from_stored(column: &str, stored: Vec<u8>, encoding: &str, form: LargeForm) -> Result<Value> {
+pub(crate) fn value_from_stored(column: &str, stored: Gathered, encoding: &str, form: LargeForm) -> Result<Value> {
     let damaged = |reason: String| Error::Integrity {
         column: column.to_owned(),
         reason,
     };
     let raw = match encoding {
         "gzip" => {
-            gzip::unpack(&stored, MAX_INFLATED_VALUE_BYTES).map_err(|e| gunzip_failure(column, stored.len(), e))?
+            let stored = stored.into_bytes();
+            let raw =
+                gzip::unpack(&stored, MAX_INFLATED_VALUE_BYTES).map_err(|e| gunzip_failure(column, stored.len(), e))?;
+            Gathered::Bytes(raw)
         }
         "text" | "binary" => stored,
         "utf16le" => {
+            let stored = stored.into_bytes();
             if stored.len() % 2 != 0 {
                 return Err(damaged(format!(
                     "utf16le data must have an even number of bytes, found {}",
@@ -219,21 +224,31 @@ pub(crate) fn value_from_stored(column: &str, stored: Vec<u8>, encoding: &str, f
                     }
                 }
             }
-            text.into_bytes()
+            Gathered::Text(text)
         }
         other => return Err(damaged(format!("unknown encoding `{other}`"))),
     };
     value_from_raw(column, raw, form)
 }
 
-/// The one-cell form of a value from its own (unpacked) bytes: text must be UTF-8.
-pub(crate) fn value_from_raw(column: &str, raw: Vec<u8>, form: LargeForm) -> Result<Value> {
-    Ok(match form {
-        LargeForm::Bytes => Value::Binary(raw),
-        LargeForm::Text | LargeForm::Json => Value::String(String::from_utf8(raw).map_err(|_| Error::Integrity {
-            column: column.to_owned(),
-            reason: "the text is not UTF-8".into(),
-        })?),
+/// Whether the bytes stored under `encoding` are the value's own bytes
+/// (UTF-8, for text), so that they can be checked as they arrive.
+pub(crate) fn is_utf8_encoding(encoding: &str) -> bool {
+    matches!(encoding, "text" | "binary")
+}
+
+/// The one-cell form of a value from its own (unpacked) bytes: text must be
+/// UTF-8 (text gathered as [`Gathered::Text`] was checked on the way).
+pub(crate) fn value_from_raw(column: &str, raw: Gathered, form: LargeForm) -> Result<Value> {
+    Ok(match (form, raw) {
+        (LargeForm::Bytes, raw) => Value::Binary(raw.into_bytes()),
+        (LargeForm::Text | LargeForm::Json, Gathered::Text(text)) => Value::String(text),
+        (LargeForm::Text | LargeForm::Json, Gathered::Bytes(raw)) => {
+            Value::String(String::from_utf8(raw).map_err(|_| Error::Integrity {
+                column: column.to_owned(),
+                reason: "the text is not UTF-8".into(),
+            })?)
+        }
     })
 }
 
@@ -443,7 +458,10 @@ mod tests {
             enc.write_all(&zeros).unwrap();
         }
         let stored = enc.finish().unwrap();
-        let reason = integrity_reason(value_from_stored("Body", stored, "gzip", LargeForm::Bytes), "Body");
+        let reason = integrity_reason(
+            value_from_stored("Body", Gathered::Bytes(stored), "gzip", LargeForm::Bytes),
+            "Body",
+        );
         assert!(reason.contains("more than 268435456 bytes"), "{reason}");
     }
 
@@ -451,13 +469,16 @@ mod tests {
     fn gzip_within_the_bound_and_damaged_gzip() {
         let stored = stored_bytes(&Value::Binary(vec![7; 100_000]), LargeEncoding::Gzip);
         assert_eq!(
-            value_from_stored("Body", stored.clone(), "gzip", LargeForm::Bytes).unwrap(),
+            value_from_stored("Body", Gathered::Bytes(stored.clone()), "gzip", LargeForm::Bytes).unwrap(),
             Value::Binary(vec![7; 100_000])
         );
         let mut damaged = stored;
         let at = damaged.len() - 5;
         damaged[at] ^= 1;
-        let reason = integrity_reason(value_from_stored("Body", damaged, "gzip", LargeForm::Bytes), "Body");
+        let reason = integrity_reason(
+            value_from_stored("Body", Gathered::Bytes(damaged), "gzip", LargeForm::Bytes),
+            "Body",
+        );
         assert!(reason.contains("damaged"), "{reason}");
     }
 

@@ -19,6 +19,8 @@ use std::sync::{Mutex, OnceLock};
 use crc32fast::Hasher as Crc;
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
+use super::gather::{Gather, Gathered};
+
 /// Bytes of the value deflated as one piece.
 const PIECE: usize = 1 << 20;
 /// The deflate window: the bytes before a piece that prime its compressor.
@@ -185,10 +187,16 @@ enum Part {
 pub(crate) struct Gunzip {
     part: Part,
     inflate: Decompress,
+    /// The unpacked bytes; for text, the last step's, moved onto `text` after it.
     out: Vec<u8>,
+    /// The text unpacked so far, checked as UTF-8 while each step was in the cache.
+    text: Option<Gather>,
     crc: Crc,
     limit: usize,
 }
+
+/// Bytes of text unpacked in one step, before they move onto the value.
+const TEXT_STEP: usize = 256 * 1024;
 
 /// The length of a complete gzip header at the start of `bytes`, `None`
 /// while more bytes are needed.
@@ -237,15 +245,27 @@ fn header_len(bytes: &[u8]) -> Result<Option<usize>, String> {
 
 impl Gunzip {
     /// A decoder whose output may reach `limit` bytes; `capacity` sizes the
-    /// first allocation (a guess, never past the limit).
-    pub(crate) fn new(limit: usize, capacity: usize) -> Gunzip {
+    /// first allocation (a guess, never past the limit). The output of a
+    /// decoder of `text` is checked as UTF-8 as it grows (see [`Gather`]).
+    pub(crate) fn new(limit: usize, capacity: usize, text: bool) -> Gunzip {
+        let capacity = capacity.min(limit.saturating_add(1));
+        let (out, text) = match text {
+            true => (Vec::with_capacity(TEXT_STEP), Some(Gather::new(true, capacity))),
+            false => (Vec::with_capacity(capacity), None),
+        };
         Gunzip {
             part: Part::Header(Vec::new()),
             inflate: Decompress::new(false),
-            out: Vec::with_capacity(capacity.min(limit.saturating_add(1))),
+            out,
+            text,
             crc: Crc::new(),
             limit,
         }
+    }
+
+    /// Bytes unpacked so far.
+    fn unpacked(&self) -> usize {
+        self.out.len() + self.text.as_ref().map_or(0, Gather::len)
     }
 
     fn fail(&mut self, failure: GunzipFailure) {
@@ -288,10 +308,10 @@ impl Gunzip {
                         "the CRC-32 of the unpacked bytes is {:08x}, the trailer says {crc:08x}",
                         self.crc.clone().finalize()
                     )))
-                } else if size != self.out.len() as u32 {
+                } else if size != self.unpacked() as u32 {
                     Part::Failed(GunzipFailure::Damaged(format!(
                         "{} bytes unpacked, the trailer says {size} (mod 2^32)",
-                        self.out.len()
+                        self.unpacked()
                     )))
                 } else {
                     Part::Done
@@ -305,7 +325,7 @@ impl Gunzip {
     fn inflate_some<'a>(&mut self, mut input: &'a [u8]) -> &'a [u8] {
         while !input.is_empty() {
             if self.out.len() == self.out.capacity() {
-                let room = self.limit.saturating_add(1) - self.out.len();
+                let room = self.limit.saturating_add(1) - self.unpacked();
                 if room == 0 {
                     self.fail(GunzipFailure::TooLarge);
                     return &[];
@@ -317,7 +337,12 @@ impl Gunzip {
             let consumed = (self.inflate.total_in() - before_in) as usize;
             input = &input[consumed..];
             self.crc.update(&self.out[before_out..]);
-            if self.out.len() > self.limit {
+            let (grew, full) = (self.out.len() > before_out, self.out.len() == self.out.capacity());
+            if let Some(text) = &mut self.text {
+                text.extend(&self.out);
+                self.out.clear();
+            }
+            if self.unpacked() > self.limit {
                 self.fail(GunzipFailure::TooLarge);
                 return &[];
             }
@@ -326,7 +351,7 @@ impl Gunzip {
                     self.part = Part::Trailer(Vec::with_capacity(8));
                     return input;
                 }
-                Ok(_) if consumed > 0 || self.out.len() > before_out || self.out.len() == self.out.capacity() => {}
+                Ok(_) if consumed > 0 || grew || full => {}
                 Ok(_) => {
                     self.fail(GunzipFailure::Damaged(
                         "the deflate stream stopped making progress".into(),
@@ -342,10 +367,14 @@ impl Gunzip {
         input
     }
 
-    /// The unpacked bytes, or why there are none.
-    pub(crate) fn finish(self) -> Result<Vec<u8>, GunzipFailure> {
+    /// The unpacked bytes (text, for a decoder of text whose bytes are
+    /// UTF-8), or why there are none.
+    pub(crate) fn finish(self) -> Result<Gathered, GunzipFailure> {
         match self.part {
-            Part::Done => Ok(self.out),
+            Part::Done => Ok(match self.text {
+                Some(text) => text.finish(),
+                None => Gathered::Bytes(self.out),
+            }),
             Part::Failed(failure) => Err(failure),
             Part::Header(_) => Err(GunzipFailure::Damaged("the data ends inside the gzip header".into())),
             Part::Body => Err(GunzipFailure::Damaged("the deflate stream ends early".into())),
@@ -356,9 +385,9 @@ impl Gunzip {
 
 /// Unpacks one gzip member of at most `limit` bytes.
 pub(crate) fn unpack(stored: &[u8], limit: usize) -> Result<Vec<u8>, GunzipFailure> {
-    let mut gunzip = Gunzip::new(limit, capacity_guess(stored.len()));
+    let mut gunzip = Gunzip::new(limit, capacity_guess(stored.len()), false);
     gunzip.feed(stored);
-    gunzip.finish()
+    gunzip.finish().map(Gathered::into_bytes)
 }
 
 /// A first allocation for the unpacked bytes of `stored` packed bytes: text
@@ -426,16 +455,47 @@ mod tests {
     fn streamed_in_any_pieces_unpacks_the_same() {
         let raw = text(2 * PIECE + 777);
         let gz = packed(&raw, 2);
-        for step in [1, 7, 10, 11, 4096, 64_000, gz.len()] {
-            let mut gunzip = Gunzip::new(usize::MAX, 0);
-            for piece in gz.chunks(step.max(1)).take(if step == 1 { 400 } else { usize::MAX }) {
-                gunzip.feed(piece);
+        for text_mode in [false, true] {
+            for step in [1, 7, 10, 11, 4096, 64_000, gz.len()] {
+                let mut gunzip = Gunzip::new(usize::MAX, 0, text_mode);
+                for piece in gz.chunks(step.max(1)).take(if step == 1 { 400 } else { usize::MAX }) {
+                    gunzip.feed(piece);
+                }
+                if step == 1 {
+                    gunzip.feed(&gz[400..]);
+                }
+                match gunzip.finish().unwrap() {
+                    Gathered::Text(got) if text_mode => assert_eq!(got.as_bytes(), raw, "step {step}"),
+                    Gathered::Bytes(got) if !text_mode => assert_eq!(got, raw, "step {step}"),
+                    other => panic!("step {step}, text {text_mode}: gathered as {other:?}"),
+                }
             }
-            if step == 1 {
-                gunzip.feed(&gz[400..]);
-            }
-            assert_eq!(gunzip.finish().unwrap(), raw, "step {step}");
         }
+    }
+
+    #[test]
+    fn text_unpacks_as_text_only_when_it_is_utf8() {
+        let words = "Grüße, 日本語 and 🎉 ".repeat(40_000);
+        let mut broken = words.clone().into_bytes();
+        broken[TEXT_STEP + 5] = 0xFF;
+        for (raw, is_text) in [(words.into_bytes(), true), (broken, false)] {
+            let gz = packed(&raw, 2);
+            let mut gunzip = Gunzip::new(usize::MAX, 0, true);
+            gz.chunks(64_000).for_each(|piece| gunzip.feed(piece));
+            match gunzip.finish().unwrap() {
+                Gathered::Text(got) => assert!(is_text && got.as_bytes() == raw),
+                Gathered::Bytes(got) => assert!(!is_text && got == raw),
+            }
+        }
+    }
+
+    #[test]
+    fn text_past_the_bound_is_refused() {
+        let raw = text(3 * TEXT_STEP);
+        let gz = packed(&raw, 1);
+        let mut gunzip = Gunzip::new(TEXT_STEP, 0, true);
+        gunzip.feed(&gz);
+        assert_eq!(gunzip.finish().unwrap_err(), GunzipFailure::TooLarge);
     }
 
     #[test]
@@ -474,6 +534,13 @@ mod tests {
         let damaged = |reason: &str, bytes: Vec<u8>| {
             let got = unpack(&bytes, usize::MAX);
             assert!(matches!(got, Err(GunzipFailure::Damaged(_))), "{reason}: {got:?}");
+            let mut text = Gunzip::new(usize::MAX, 0, true);
+            text.feed(&bytes);
+            let got = text.finish();
+            assert!(
+                matches!(got, Err(GunzipFailure::Damaged(_))),
+                "{reason}, as text: {got:?}"
+            );
         };
         let mut flipped = gz.clone();
         let at = flipped.len() / 2;
@@ -499,7 +566,7 @@ mod tests {
         let mut endless = HEADER.to_vec();
         endless[3] = FNAME;
         endless.extend(std::iter::repeat_n(b'n', MAX_HEADER + 10));
-        let mut gunzip = Gunzip::new(usize::MAX, 0);
+        let mut gunzip = Gunzip::new(usize::MAX, 0, true);
         for piece in endless.chunks(64 * 1024) {
             gunzip.feed(piece);
         }

@@ -5,6 +5,7 @@
 pub(crate) mod blob_content;
 pub(crate) mod blob_value;
 pub(crate) mod cells;
+pub(crate) mod gather;
 pub(crate) mod gzip;
 pub(crate) mod hints;
 pub(crate) mod plan;

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 
-use super::cells::{gunzip_failure, value_from_raw, value_from_stored, MAX_INFLATED_VALUE_BYTES};
+use super::cells::{gunzip_failure, is_utf8_encoding, value_from_raw, value_from_stored, MAX_INFLATED_VALUE_BYTES};
+use super::gather::Gather;
 use super::gzip::{self, capacity_guess, Gunzip};
 use crate::entity::LargeForm;
 use crate::error::{Error, Result};
@@ -50,8 +51,9 @@ struct Pending {
 
 /// Where the stored bytes go.
 enum Sink {
-    /// Kept as they are, converted at the end (`text`, `binary`, `utf16le`).
-    Stored(Vec<u8>),
+    /// Kept as they are (text checked as it comes), converted at the end
+    /// (`text`, `binary`, `utf16le`).
+    Stored(Gather),
     /// Unpacked as they arrive.
     Gzip(Box<Gunzip>),
 }
@@ -121,15 +123,20 @@ fn manifest(name: &str, row: &Row) -> Result<Manifest> {
 impl Pending {
     fn new(name: &str, form: LargeForm, main: &Row) -> Pending {
         let manifest = manifest(name, main);
+        let text = form != LargeForm::Bytes;
         let sink = match &manifest {
-            Ok(m) if m.encoding == "gzip" => {
+            Ok(m) => {
                 let stored = m.len.and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
-                Sink::Gzip(Box::new(Gunzip::new(MAX_INFLATED_VALUE_BYTES, capacity_guess(stored))))
+                match m.encoding.as_str() {
+                    "gzip" => Sink::Gzip(Box::new(Gunzip::new(
+                        MAX_INFLATED_VALUE_BYTES,
+                        capacity_guess(stored),
+                        text,
+                    ))),
+                    encoding => Sink::Stored(Gather::new(text && is_utf8_encoding(encoding), stored.min(64 << 20))),
+                }
             }
-            Ok(m) => Sink::Stored(Vec::with_capacity(
-                m.len.and_then(|n| usize::try_from(n).ok()).unwrap_or(0).min(64 << 20),
-            )),
-            Err(_) => Sink::Stored(Vec::new()),
+            Err(_) => Sink::Stored(Gather::new(false, 0)),
         };
         Pending {
             name: name.to_owned(),
@@ -170,7 +177,10 @@ impl Pending {
         let keep = |sink: &mut Sink| {
             for chunk in run {
                 match sink {
-                    Sink::Stored(out) => out.extend_from_slice(chunk_bytes(chunk)),
+                    Sink::Stored(out) => match chunk {
+                        Value::String(text) => out.push_str(text),
+                        _ => out.extend(chunk_bytes(chunk)),
+                    },
                     Sink::Gzip(gunzip) => gunzip.feed(chunk_bytes(chunk)),
                 }
             }
@@ -226,7 +236,7 @@ impl Pending {
             ));
         }
         match self.sink {
-            Sink::Stored(bytes) => value_from_stored(&self.name, bytes, &manifest.encoding, self.form),
+            Sink::Stored(bytes) => value_from_stored(&self.name, bytes.finish(), &manifest.encoding, self.form),
             Sink::Gzip(gunzip) => {
                 let raw = gunzip
                     .finish()

@@ -7,7 +7,7 @@ use std::time::Duration;
 use unified_tables::backend::counting::Counts;
 use unified_tables::backend::{Backend, IfMatch, UpdateMode, WriteOp};
 use unified_tables::layout::{
-    chunk_cell, continuation_key, len_cell, parse_split_cell, sha256_cell, SplitCell, SPLIT_INDEX, SPLIT_OF,
+    blob_cell, chunk_cell, continuation_key, len_cell, parse_split_cell, sha256_cell, SplitCell, SPLIT_INDEX, SPLIT_OF,
     SPLIT_PARTS,
 };
 use unified_tables::{sha256_hex, Error, Row, Store, Tables, Value};
@@ -342,5 +342,56 @@ pub async fn damaged_gzip_is_integrity_while_it_streams(env: &Env) {
     store.upsert(&mut notes.clone()).await.unwrap();
     for reader in [store.clone(), fresh_handle(env)] {
         assert!(reader.get(("p", "notes")).await.unwrap().unwrap().same(&notes));
+    }
+}
+
+/// Text of characters one to four bytes long, `chars` of them: the bytes
+/// of a gzip step or a blob download piece end inside a character.
+fn mixed_text(chars: usize, seed: u64) -> String {
+    use rand::{Rng, SeedableRng};
+    const ALPHABET: [char; 8] = ['a', 'é', '日', '🎉', 'z', 'ß', '語', '𝄞'];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..chars).map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())]).collect()
+}
+
+/// Text whose bytes a read receives cut inside characters (gzip unpacked
+/// in steps, over continuation rows, blobs downloaded in pieces) reads back
+/// whole, through a handle that saw it and one that did not.
+pub async fn text_cut_inside_characters_reads_back_on_every_path(env: &Env) {
+    let blobs = env.blobs.clone().expect("a blob backend");
+    let in_blobs = blob_options().with_threshold_bytes(0).unwrap();
+    let handles = [
+        (env.tables.store_in::<Document>(&env.table), fresh_handle(env), "rows"),
+        (
+            env.tables
+                .clone()
+                .with_blobs(blobs.clone(), in_blobs.clone())
+                .store_in::<Document>(&env.table),
+            Tables::with_backend(env.backend().clone())
+                .without_cache()
+                .with_blobs(blobs, in_blobs)
+                .store_in::<Document>(&env.table),
+            "blobs",
+        ),
+    ];
+    for (at, (store, fresh, layout)) in handles.into_iter().enumerate() {
+        let rk = format!("chars-{layout}");
+        let mut doc = Document::new("p", &rk);
+        doc.body = mixed_text(300_000, 90 + at as u64);
+        doc.notes = Some(mixed_text(400_000, 92 + at as u64));
+        store.create(&mut doc).await.unwrap();
+        let rows = stored_rows(env, &rk).await;
+        let in_blob = rows[0].get(&blob_cell("Body")).is_some();
+        assert_eq!(in_blob, layout == "blobs", "{layout}: where the body went");
+        if layout == "rows" {
+            assert!(rows.len() > 1, "the body and notes take continuation rows");
+        }
+        for reader in [store, fresh] {
+            let read = reader.get(("p", rk.as_str())).await.unwrap().expect("the document");
+            assert!(
+                read.body == doc.body && read.notes == doc.notes,
+                "{layout}: the text reads back whole"
+            );
+        }
     }
 }

@@ -145,6 +145,7 @@ macro_rules! for_each_scenario {
             hostile_rows::foreign_cells_are_typed_errors_naming_the_column,
             hostile_rows::a_utf16_value_with_an_odd_length_is_integrity,
             hostile_rows::a_gzip_value_that_unpacks_without_bound_is_integrity,
+            hostile_rows::stored_text_that_is_not_utf8_is_integrity,
             hostile_rows::a_file_reference_that_is_not_text_is_a_decode_error,
             cache::cached_reads_make_no_requests_and_each_write_leaves_what_it_says,
             cache::whole_partition_lists_are_cached_and_every_write_in_the_partition_drops_them,
@@ -233,6 +234,7 @@ macro_rules! for_each_scenario {
             large_reads::a_value_over_more_rows_than_point_reads_cover_takes_one_range_query,
             large_reads::a_read_whose_continuation_rows_are_in_flight_never_mixes_versions,
             large_reads::damaged_gzip_is_integrity_while_it_streams,
+            large_reads::text_cut_inside_characters_reads_back_on_every_path,
         }
     };
 }
