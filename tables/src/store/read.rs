@@ -154,8 +154,10 @@ impl<T: TableEntity> Store<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            // The row is taken apart as it is assembled: its key and version are what a retry needs.
+            let (partition_key, row_key, etag) = (main.partition_key.clone(), main.row_key.clone(), main.etag.clone());
             // Rows read beside the main row serve the first attempt only; a retry reads them after it.
-            match self.assemble_row(&main, prefetched.take()).await {
+            match self.assemble_row(main, prefetched.take()).await {
                 Ok(row) => {
                     let bytes = if weigh { row_bytes(&row) } else { 0 };
                     let mut entity = T::from_row(row)?;
@@ -163,19 +165,15 @@ impl<T: TableEntity> Store<T> {
                     return Ok(Some((entity, bytes)));
                 }
                 Err(e @ Error::Integrity { .. }) => {
-                    let again = self
-                        .tables
-                        .backend
-                        .get(&self.table, &main.partition_key, &main.row_key)
-                        .await?;
+                    let again = self.tables.backend.get(&self.table, &partition_key, &row_key).await?;
                     match again {
                         None => return Ok(None),
-                        Some(fresh) if fresh.etag != main.etag && attempt < RACE_ATTEMPTS => {
+                        Some(fresh) if fresh.etag != etag && attempt < RACE_ATTEMPTS => {
                             tokio::time::sleep(race_backoff(attempt)).await;
                             main = fresh;
                         }
-                        Some(fresh) if fresh.etag != main.etag => {
-                            let key = Key::new(main.partition_key, main.row_key);
+                        Some(fresh) if fresh.etag != etag => {
+                            let key = Key::new(partition_key, row_key);
                             return Err(Error::conflict(&self.table, &key));
                         }
                         Some(_) => return Err(e),
@@ -191,9 +189,9 @@ impl<T: TableEntity> Store<T> {
     /// row's chunks while its continuation rows are read (by `prefetched`,
     /// when those reads went with the main row's read), then each
     /// continuation row as soon as it and the rows before it are back.
-    async fn assemble_row(&self, main: &Row, prefetched: Option<ContinuationRead<'_>>) -> Result<Row> {
-        let parts = split_parts(main);
-        let mut merged = main.clone();
+    async fn assemble_row(&self, main: Row, prefetched: Option<ContinuationRead<'_>>) -> Result<Row> {
+        let parts = split_parts(&main);
+        let mut merged = main;
         merged.properties.remove(SPLIT_PARTS);
         let columns = large_columns(T::SCHEMA.columns);
         let mut split = SplitAssembler::default();
@@ -205,7 +203,8 @@ impl<T: TableEntity> Store<T> {
                 split.start(name, column.form, &merged);
             }
         }
-        let (pk, rk) = (main.partition_key.as_str(), main.row_key.as_str());
+        let (pk, rk) = (merged.partition_key.clone(), merged.row_key.clone());
+        let (pk, rk) = (pk.as_str(), rk.as_str());
         let mut taken = TakenRows {
             main_key: rk,
             parts,
