@@ -7,7 +7,9 @@ use std::time::Duration;
 use unified_tables::backend::blob::{BlobCondition, PutOptions};
 use unified_tables::backend::Backend;
 use unified_tables::backend::{QueryRequest, WriteOp};
-use unified_tables::layout::{continuation_key, is_blob_cell, BlobRef, SPLIT_OF, SPLIT_PARTS};
+use unified_tables::layout::{
+    continuation_key, is_blob_cell, parse_split_cell, BlobRef, SplitCell, SPLIT_OF, SPLIT_PARTS,
+};
 use unified_tables::query::{CmpOp, Filter};
 use unified_tables::{Row, Value};
 
@@ -27,6 +29,29 @@ impl Layout {
         match self.blobs.first() {
             Some((reference, ..)) => format!("blob {:.2} MB", reference.length as f64 / 1e6),
             None => format!("rows 1+{}", self.rows.len() - 1),
+        }
+    }
+
+    /// The share of the value's stored bytes that its last continuation
+    /// row holds, for a value on continuation rows. A read unpacks a row
+    /// once all of it is in (the emulator answers a row in one burst), so
+    /// its work on that share comes after the last byte.
+    pub(super) fn last_row_share(&self) -> Option<f64> {
+        let chunk_bytes = |row: &Row| -> usize {
+            row.properties
+                .iter()
+                .filter(|(cell, _)| matches!(parse_split_cell(cell), Some((_, SplitCell::Chunk(_)))))
+                .map(|(_, value)| match value {
+                    Value::Binary(b) => b.len(),
+                    Value::String(s) => s.len(),
+                    _ => 0,
+                })
+                .sum()
+        };
+        let total: usize = self.rows.iter().map(chunk_bytes).sum();
+        match self.rows.last() {
+            Some(last) if self.rows.len() > 1 && total > 0 => Some(chunk_bytes(last) as f64 / total as f64),
+            _ => None,
         }
     }
 
