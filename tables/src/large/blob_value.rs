@@ -4,23 +4,13 @@
 
 use sha2::{Digest, Sha256};
 
-use super::cells::{gunzip_failure, is_utf8_encoding, value_from_raw, value_from_stored, MAX_INFLATED_VALUE_BYTES};
-use super::gather::Gather;
-use super::gzip::{capacity_guess, Gunzip};
+use super::cells::MAX_INFLATED_VALUE_BYTES;
+use super::sink::StoredSink;
 use crate::backend::blob::BlobSink;
 use crate::entity::LargeForm;
 use crate::error::{Error, Result};
 use crate::layout::BlobRef;
 use crate::value::{hex, Value};
-
-/// Where the blob's bytes go.
-enum Out {
-    /// Kept as stored (text checked as it comes), converted at the end
-    /// (`text`, `binary`, `utf16le`).
-    Stored(Gather),
-    /// Unpacked as they arrive.
-    Gzip(Box<Gunzip>),
-}
 
 /// Reads one large value's blob (see the module docs).
 pub(crate) struct BlobValue<'r> {
@@ -29,7 +19,7 @@ pub(crate) struct BlobValue<'r> {
     form: LargeForm,
     hasher: Sha256,
     len: u64,
-    out: Out,
+    out: StoredSink,
 }
 
 impl<'r> BlobValue<'r> {
@@ -37,18 +27,8 @@ impl<'r> BlobValue<'r> {
     pub(crate) fn new(column: &'r str, reference: &'r BlobRef, form: LargeForm) -> BlobValue<'r> {
         // The reference's length is the row's word, checked at the end: it only sizes buffers, within a bound.
         let stored = usize::try_from(reference.length).unwrap_or(usize::MAX);
-        let text = form != LargeForm::Bytes;
-        let out = match reference.encoding.as_deref().unwrap_or("binary") {
-            "gzip" => Out::Gzip(Box::new(Gunzip::new(
-                MAX_INFLATED_VALUE_BYTES,
-                capacity_guess(stored),
-                text,
-            ))),
-            encoding => Out::Stored(Gather::new(
-                text && is_utf8_encoding(encoding),
-                stored.min(MAX_INFLATED_VALUE_BYTES),
-            )),
-        };
+        let encoding = reference.encoding.as_deref().unwrap_or("binary");
+        let out = StoredSink::new(encoding, form, stored, MAX_INFLATED_VALUE_BYTES);
         BlobValue {
             column,
             reference,
@@ -72,18 +52,8 @@ impl<'r> BlobValue<'r> {
                 ),
             });
         }
-        match self.out {
-            Out::Stored(bytes) => {
-                let encoding = self.reference.encoding.as_deref().unwrap_or("binary");
-                value_from_stored(self.column, bytes.finish(), encoding, self.form)
-            }
-            Out::Gzip(gunzip) => {
-                let raw = gunzip
-                    .finish()
-                    .map_err(|e| gunzip_failure(self.column, self.len as usize, e))?;
-                value_from_raw(self.column, raw, self.form)
-            }
-        }
+        let encoding = self.reference.encoding.as_deref().unwrap_or("binary");
+        self.out.finish(self.column, self.len as usize, encoding, self.form)
     }
 }
 
@@ -95,9 +65,6 @@ impl BlobSink for BlobValue<'_> {
         if self.len > self.reference.length {
             return;
         }
-        match &mut self.out {
-            Out::Stored(out) => out.extend(bytes),
-            Out::Gzip(gunzip) => gunzip.feed(bytes),
-        }
+        self.out.extend(bytes);
     }
 }

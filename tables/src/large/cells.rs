@@ -231,12 +231,6 @@ pub(crate) fn value_from_stored(column: &str, stored: Gathered, encoding: &str, 
     value_from_raw(column, raw, form)
 }
 
-/// Whether the bytes stored under `encoding` are the value's own bytes
-/// (UTF-8, for text), so that they can be checked as they arrive.
-pub(crate) fn is_utf8_encoding(encoding: &str) -> bool {
-    matches!(encoding, "text" | "binary")
-}
-
 /// The one-cell form of a value from its own (unpacked) bytes: text must be
 /// UTF-8 (text gathered as [`Gathered::Text`] was checked on the way).
 pub(crate) fn value_from_raw(column: &str, raw: Gathered, form: LargeForm) -> Result<Value> {

@@ -9,6 +9,7 @@ pub(crate) mod gather;
 pub(crate) mod gzip;
 pub(crate) mod hints;
 pub(crate) mod plan;
+pub(crate) mod sink;
 pub(crate) mod stream;
 
 pub use blob_content::{decode_blob_ref, encode_blob_ref, BlobContent};

@@ -12,9 +12,8 @@ use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 
-use super::cells::{gunzip_failure, is_utf8_encoding, value_from_raw, value_from_stored, MAX_INFLATED_VALUE_BYTES};
-use super::gather::Gather;
-use super::gzip::{self, capacity_guess, Gunzip};
+use super::gzip;
+use super::sink::StoredSink;
 use crate::entity::LargeForm;
 use crate::error::{Error, Result};
 use crate::layout::{chunks_cell, enc_cell, len_cell, parse_split_cell, sha256_cell, SplitCell};
@@ -46,16 +45,7 @@ struct Pending {
     stored_len: usize,
     /// The first chunk that is neither text nor binary.
     bad_chunk: Option<Error>,
-    sink: Sink,
-}
-
-/// Where the stored bytes go.
-enum Sink {
-    /// Kept as they are (text checked as it comes), converted at the end
-    /// (`text`, `binary`, `utf16le`).
-    Stored(Gather),
-    /// Unpacked as they arrive.
-    Gzip(Box<Gunzip>),
+    sink: StoredSink,
 }
 
 /// The fewest bytes of one run of chunks hashed on a thread of their own.
@@ -123,20 +113,12 @@ fn manifest(name: &str, row: &Row) -> Result<Manifest> {
 impl Pending {
     fn new(name: &str, form: LargeForm, main: &Row) -> Pending {
         let manifest = manifest(name, main);
-        let text = form != LargeForm::Bytes;
         let sink = match &manifest {
             Ok(m) => {
                 let stored = m.len.and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
-                match m.encoding.as_str() {
-                    "gzip" => Sink::Gzip(Box::new(Gunzip::new(
-                        MAX_INFLATED_VALUE_BYTES,
-                        capacity_guess(stored),
-                        text,
-                    ))),
-                    encoding => Sink::Stored(Gather::new(text && is_utf8_encoding(encoding), stored.min(64 << 20))),
-                }
+                StoredSink::new(&m.encoding, form, stored, 64 << 20)
             }
-            Err(_) => Sink::Stored(Gather::new(false, 0)),
+            Err(_) => StoredSink::discard(),
         };
         Pending {
             name: name.to_owned(),
@@ -174,14 +156,11 @@ impl Pending {
         let total: usize = run.iter().map(|chunk| chunk_bytes(chunk).len()).sum();
         self.stored_len += total;
         let (hasher, sink, run) = (&mut self.hasher, &mut self.sink, &run);
-        let keep = |sink: &mut Sink| {
+        let keep = |sink: &mut StoredSink| {
             for chunk in run {
-                match sink {
-                    Sink::Stored(out) => match chunk {
-                        Value::String(text) => out.push_str(text),
-                        _ => out.extend(chunk_bytes(chunk)),
-                    },
-                    Sink::Gzip(gunzip) => gunzip.feed(chunk_bytes(chunk)),
+                match chunk {
+                    Value::String(text) => sink.push_str(text),
+                    _ => sink.extend(chunk_bytes(chunk)),
                 }
             }
         };
@@ -235,15 +214,8 @@ impl Pending {
                 format!("SHA-256 mismatch: stored {}, computed {actual}", manifest.sha256),
             ));
         }
-        match self.sink {
-            Sink::Stored(bytes) => value_from_stored(&self.name, bytes.finish(), &manifest.encoding, self.form),
-            Sink::Gzip(gunzip) => {
-                let raw = gunzip
-                    .finish()
-                    .map_err(|e| gunzip_failure(&self.name, self.stored_len, e))?;
-                value_from_raw(&self.name, raw, self.form)
-            }
-        }
+        self.sink
+            .finish(&self.name, self.stored_len, &manifest.encoding, self.form)
     }
 }
 
@@ -291,6 +263,7 @@ impl SplitAssembler {
 mod tests {
     use super::*;
     use crate::entity::LargeEncoding;
+    use crate::large::cells::MAX_INFLATED_VALUE_BYTES;
     use crate::large::cells::{chunks, manifest as manifest_cells, stored_bytes};
     use crate::layout::chunk_cell;
     use crate::value::sha256_hex;
