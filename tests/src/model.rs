@@ -490,3 +490,20 @@ pub struct UnsplitDocument {
     pub title: String,
     pub body: String,
 }
+
+/// A reader of the `Document` table whose fields are all plain: it reads
+/// values split on the main row, as any reader of the format does.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[table(name = "Document")]
+pub struct PlainDocument {
+    #[table(partition_key)]
+    pub pk: String,
+    #[table(row_key)]
+    pub rk: String,
+    pub title: String,
+    pub body: String,
+    pub notes: Option<String>,
+    pub data: Vec<u8>,
+    #[table(etag)]
+    pub etag: Option<ETag>,
+}

@@ -138,11 +138,13 @@ impl Pending {
     /// one unpacks (or keeps) it: a continuation row's work, which the read
     /// waits for, takes the time of the longer of the two.
     fn drain(&mut self) {
-        if self.manifest.is_err() || self.bad_chunk.is_some() {
-            return;
-        }
+        let count = match &self.manifest {
+            Ok(m) if self.bad_chunk.is_none() => m.count,
+            _ => return,
+        };
         let mut run = Vec::new();
-        while let Some(chunk) = self.held.remove(&self.next) {
+        // Chunks past the count stay held: `finish` reports them.
+        while let Some(chunk) = (self.next < count).then(|| self.held.remove(&self.next)).flatten() {
             if !matches!(chunk, Value::String(_) | Value::Binary(_)) {
                 self.bad_chunk = Some(damaged(
                     &self.name,
@@ -196,6 +198,15 @@ impl Pending {
                 format!(
                     "chunk {} of {} is missing; the row may have been damaged or changed while it was read",
                     self.next, manifest.count
+                ),
+            ));
+        }
+        if let Some(extra) = self.held.keys().find(|i| **i >= manifest.count) {
+            return Err(damaged(
+                &self.name,
+                format!(
+                    "the row holds chunk {extra} but the manifest counts {} chunks",
+                    manifest.count
                 ),
             ));
         }
@@ -408,5 +419,37 @@ mod tests {
         row.insert("Body__c0", Value::Binary(packed));
         let err = streamed(&row, &[]).unwrap_err();
         assert!(err.to_string().contains("more than 268435456 bytes"), "{err}");
+    }
+
+    #[test]
+    fn a_chunk_count_that_differs_from_the_chunks_held_is_integrity() {
+        for encoding in [LargeEncoding::Text, LargeEncoding::Gzip] {
+            let row = split(&text(300_000), encoding);
+            let count = match row.get("Body__chunks") {
+                Some(Value::Int32(n)) => *n,
+                _ => panic!("no count"),
+            };
+            // A count smaller than the chunks held: the value would read back whole, and must not.
+            let mut fewer = row.clone();
+            fewer.insert("Body__chunks", Value::Int32(count - 1));
+            let err = streamed(&fewer, &[vec![1], vec![2]]).unwrap_err();
+            assert!(
+                matches!(&err, Error::Integrity { reason, .. } if reason.contains("manifest counts")),
+                "{err}"
+            );
+            // A count larger than the chunks held.
+            let mut more = row.clone();
+            more.insert("Body__chunks", Value::Int32(count + 1));
+            let err = streamed(&more, &[]).unwrap_err();
+            assert!(
+                matches!(&err, Error::Integrity { reason, .. } if reason.contains("is missing")),
+                "{err}"
+            );
+            // One chunk too many, on a continuation row.
+            let mut extra = row.clone();
+            extra.insert(chunk_cell("Body", count as usize), Value::String("x".into()));
+            let err = streamed(&extra, &[vec![count as usize]]).unwrap_err();
+            assert!(matches!(&err, Error::Integrity { .. }), "{err}");
+        }
     }
 }

@@ -13,6 +13,7 @@ mod logs;
 mod ordering;
 mod paging;
 mod patch;
+mod plain_fields;
 mod prefetch;
 mod projection;
 pub(crate) mod protect;

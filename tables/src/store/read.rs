@@ -7,19 +7,28 @@ use std::collections::BTreeSet;
 use super::cache::row_bytes;
 use super::continuation::ContinuationRead;
 use super::large_read::continuation_index;
+use super::plain_fields::take_split_values_of_plain_fields;
 use super::write::{race_backoff, RACE_ATTEMPTS};
 use super::Store;
-use crate::entity::{Column, ColumnKind, Key, LargeForm, Schema, TableEntity};
+use crate::entity::{Key, LargeForm, TableEntity};
 use crate::error::{Error, Result};
 use crate::large::cells::inline_name;
 use crate::large::plan::large_columns;
 use crate::large::stream::SplitAssembler;
 use crate::layout::{
     blob_cell, chunks_cell, continuation_key, is_cell_of, parse_split_cell, split_cell, split_parts, BlobRef,
-    SplitCell, BLOB_SUFFIX, CHUNKS_SUFFIX, GZIP_SUFFIX, JSON_SUFFIX, SPLIT_OF, SPLIT_PARTS,
+    SplitCell, SPLIT_OF, SPLIT_PARTS,
 };
 use crate::query::{CmpOp, Filter};
 use crate::value::{ETag, Row, Value};
+
+/// How many more times a read whose row failed its check, and is still at
+/// the same version, is read again before the failure is reported as damage.
+/// The service applies a transaction at once, so for it the first re-read
+/// settles the question; an emulator that shows a transaction's rows one by
+/// one needs the writer's transaction to finish, which the backoff between
+/// these reads (about half a second in all) waits for.
+const DAMAGE_CONFIRMATIONS: u32 = 6;
 
 /// The rows `{row_key}~0001` ..= `{row_key}~{last}` of a partition.
 pub(crate) fn continuation_range(partition_key: &str, row_key: &str, last: usize) -> Filter {
@@ -135,7 +144,8 @@ impl<T: TableEntity> Store<T> {
         weigh: bool,
         prefetched: Option<ContinuationRead<'_>>,
     ) -> Result<Option<(T, usize)>> {
-        refuse_unassembled_large_values(T::SCHEMA, &row)?;
+        let mut row = row;
+        take_split_values_of_plain_fields(T::SCHEMA, &mut row)?;
         if !const { T::SCHEMA.has_large_values() } {
             let bytes = if weigh { row_bytes(&row) } else { 0 };
             return T::from_row(row).map(|e| Some((e, bytes)));
@@ -151,9 +161,10 @@ impl<T: TableEntity> Store<T> {
         mut prefetched: Option<ContinuationRead<'_>>,
     ) -> Result<Option<(T, usize)>> {
         let mut main = row;
-        let mut attempt = 0;
+        // Re-reads after a failed check: those that found the row at a new
+        // version (a replace raced the read), and those that found it unchanged.
+        let (mut moved, mut unchanged) = (0u32, 0u32);
         loop {
-            attempt += 1;
             // The row is taken apart as it is assembled: its key and version are what a retry needs.
             let (partition_key, row_key, etag) = (main.partition_key.clone(), main.row_key.clone(), main.etag.clone());
             // Rows read beside the main row serve the first attempt only; a retry reads them after it.
@@ -165,19 +176,27 @@ impl<T: TableEntity> Store<T> {
                     return Ok(Some((entity, bytes)));
                 }
                 Err(e @ Error::Integrity { .. }) => {
-                    let again = self.tables.backend.get(&self.table, &partition_key, &row_key).await?;
-                    match again {
-                        None => return Ok(None),
-                        Some(fresh) if fresh.etag != etag && attempt < RACE_ATTEMPTS => {
-                            tokio::time::sleep(race_backoff(attempt)).await;
-                            main = fresh;
-                        }
-                        Some(fresh) if fresh.etag != etag => {
+                    let Some(fresh) = self.tables.backend.get(&self.table, &partition_key, &row_key).await? else {
+                        return Ok(None);
+                    };
+                    if fresh.etag != etag {
+                        moved += 1;
+                        if moved >= RACE_ATTEMPTS {
                             let key = Key::new(partition_key, row_key);
                             return Err(Error::conflict(&self.table, &key));
                         }
-                        Some(_) => return Err(e),
+                    } else {
+                        // The same version failed its check again: damage, unless a
+                        // transaction that has not finished showing its rows is
+                        // still under way (an emulator can show some of a
+                        // transaction's rows before the rest).
+                        unchanged += 1;
+                        if unchanged > DAMAGE_CONFIRMATIONS {
+                            return Err(e);
+                        }
                     }
+                    tokio::time::sleep(race_backoff(moved + unchanged)).await;
+                    main = fresh;
                 }
                 Err(e) => return Err(e),
             }
@@ -328,67 +347,6 @@ impl<T: TableEntity> Store<T> {
         }
         Ok(None)
     }
-}
-
-/// Refuses a row holding a cell form the field of its column cannot read,
-/// which reading as absent would turn into a default (and saving the entity
-/// back would drop): a large value (split cells or a blob reference) under a
-/// field that is not `split` or `#[blob_content]`, and a `{Col}__Json` or
-/// `{Col}__GZip` cell under a flattened record (as .NET stores a record
-/// without a parameterless constructor). Nested records are searched too.
-fn refuse_unassembled_large_values(schema: &Schema, row: &Row) -> Result<()> {
-    for cell in row.properties.keys() {
-        let (column, large) = if let Some(c) = cell
-            .strip_suffix(BLOB_SUFFIX)
-            .or_else(|| cell.strip_suffix(CHUNKS_SUFFIX))
-        {
-            (c, true)
-        } else if let Some(c) = cell
-            .strip_suffix(JSON_SUFFIX)
-            .or_else(|| cell.strip_suffix(GZIP_SUFFIX))
-        {
-            (c, false)
-        } else {
-            continue;
-        };
-        let Some(field) = field_of(schema.columns, column) else {
-            continue;
-        };
-        let expected = match (large, field.kind) {
-            (_, ColumnKind::Flatten(_)) => Some(format!(
-                "the columns `{column}_..` of a flattened record: the row holds the record as one JSON value (as the .NET library stores a type without a parameterless constructor); declare the field #[table(json)] with a serde type to read it (and `split` if the value is large)"
-            )),
-            (true, ColumnKind::Large { .. } | ColumnKind::Blob) | (false, _) => None,
-            (true, _) => Some(format!(
-                "a plain cell `{column}`: the row holds a large value of this column (split cells or a blob); mark the field #[table(split = \"text\" | \"gzip\" | \"binary\")] to read it"
-            )),
-        };
-        if let Some(expected) = expected {
-            return Err(Error::Decode {
-                column: cell.to_string(),
-                expected,
-                found: format!("`{cell}`"),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// The field a physical column name belongs to (its own name or an alias),
-/// looking through flattened records (`Address_City`).
-fn field_of<'s>(columns: &'s [Column], name: &str) -> Option<&'s Column> {
-    columns.iter().find_map(|c| {
-        if c.name == name || c.aliases.contains(&name) {
-            return Some(c);
-        }
-        match c.kind {
-            ColumnKind::Flatten(children) => name
-                .strip_prefix(c.name)
-                .and_then(|rest| rest.strip_prefix('_'))
-                .and_then(|rest| field_of(children, rest)),
-            _ => None,
-        }
-    })
 }
 
 /// The name a large value is stored under: the column's own name when any

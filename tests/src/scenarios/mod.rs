@@ -24,9 +24,11 @@ pub mod locks;
 pub mod logs;
 pub mod ordering;
 pub mod patch;
+pub mod plain_readers;
 pub mod projections;
 pub mod protect;
 pub mod query;
+pub mod racing_reads;
 pub mod reading_ahead;
 pub mod sessions;
 pub mod soft_delete;
@@ -120,6 +122,11 @@ macro_rules! for_each_scenario {
             large::a_foreign_row_at_a_continuation_key_fails_the_write,
             large::files_are_blobs_read_lazily,
             large::racing_writers_and_readers_never_mix_versions,
+            racing_reads::readers_racing_a_replace_of_text_rows_see_one_version,
+            racing_reads::readers_racing_a_replace_of_gzip_rows_see_one_version,
+            racing_reads::readers_racing_a_replace_of_binary_rows_see_one_version,
+            racing_reads::readers_racing_a_replace_of_a_blob_see_one_version,
+            racing_reads::readers_racing_a_value_that_grows_and_shrinks_see_one_version,
             large::released_blobs_are_cleaned_after_the_grace_and_orphans_swept,
             large::leftover_continuation_rows_are_never_returned_and_are_reclaimed,
             large::a_reader_is_spooled_once,
@@ -142,6 +149,10 @@ macro_rules! for_each_scenario {
             large_edges::a_reference_cell_that_is_not_text_is_integrity,
             large_edges::a_blob_name_over_the_service_limit_is_refused_before_writing,
             large_edges::a_large_value_under_an_unsplit_field_fails_the_read,
+            plain_readers::a_plain_field_reads_a_value_split_on_the_main_row,
+            plain_readers::a_plain_field_refuses_a_value_on_continuation_rows_or_an_incomplete_group,
+            plain_readers::a_plain_reader_writing_a_split_value_back_follows_the_oversized_cell_policy,
+            plain_readers::a_manifest_that_lies_about_its_chunks_is_damage,
             hostile_rows::foreign_cells_are_typed_errors_naming_the_column,
             hostile_rows::a_utf16_value_with_an_odd_length_is_integrity,
             hostile_rows::a_gzip_value_that_unpacks_without_bound_is_integrity,
