@@ -261,28 +261,86 @@ impl BlobContent {
         }
     }
 
-    /// The whole stored content in one request, checked.
+    /// The whole stored content in one streamed request, checked. A blob
+    /// whose stated length is not the reference's is refused before any of
+    /// it is kept, and no more than the reference's length is ever held.
     async fn read_remote(&self, reference: &BlobRef, source: &BlobSource) -> Result<Vec<u8>> {
-        let (_, bytes, actual) = source
+        let mut sink = CheckedBytes::new(reference.length);
+        let found = source
             .backend
-            .get_hashed(&source.container, &reference.path)
-            .await?
-            .ok_or_else(|| Error::Integrity {
-                column: reference.path.clone(),
-                reason: "the blob is gone; the row may have changed since it was read: read the entity again".into(),
-            })?;
-        if bytes.len() as u64 != reference.length || actual != reference.sha256 {
+            .get_into(&source.container, &reference.path, &mut sink)
+            .await?;
+        if found.is_none() {
             return Err(Error::Integrity {
                 column: reference.path.clone(),
-                reason: format!(
-                    "the blob does not match its reference: {} bytes hashing to {actual}, expected {} bytes hashing to {}",
-                    bytes.len(),
-                    reference.length,
-                    reference.sha256
-                ),
+                reason: "the blob is gone; the row may have changed since it was read: read the entity again".into(),
             });
         }
-        Ok(bytes)
+        let mismatch = |found: String| Error::Integrity {
+            column: reference.path.clone(),
+            reason: format!(
+                "the blob does not match its reference: {found}, expected {} bytes hashing to {}",
+                reference.length, reference.sha256
+            ),
+        };
+        if let Some(length) = sink.refused_length {
+            return Err(mismatch(format!("{length} bytes")));
+        }
+        if sink.overflow || sink.bytes.len() as u64 != reference.length {
+            let held = sink.bytes.len();
+            let more = if sink.overflow { " or more" } else { "" };
+            return Err(mismatch(format!("{held}{more} bytes")));
+        }
+        let actual = crate::value::hex(&sink.hasher.finalize());
+        if actual != reference.sha256 {
+            return Err(mismatch(format!("{} bytes hashing to {actual}", sink.bytes.len())));
+        }
+        Ok(sink.bytes)
+    }
+}
+
+/// The bytes of a blob expected to be `expected` bytes long, hashed as they
+/// arrive; a stated length that differs, or bytes past the expected length,
+/// are noted and not kept.
+struct CheckedBytes {
+    expected: u64,
+    bytes: Vec<u8>,
+    hasher: Sha256,
+    refused_length: Option<u64>,
+    overflow: bool,
+}
+
+impl CheckedBytes {
+    fn new(expected: u64) -> CheckedBytes {
+        CheckedBytes {
+            expected,
+            bytes: Vec::new(),
+            hasher: Sha256::new(),
+            refused_length: None,
+            overflow: false,
+        }
+    }
+}
+
+impl crate::backend::blob::BlobSink for CheckedBytes {
+    fn start(&mut self, properties: &crate::backend::blob::BlobProperties) {
+        if properties.length != self.expected {
+            self.refused_length = Some(properties.length);
+            return;
+        }
+        self.bytes.reserve_exact(usize::try_from(self.expected).unwrap_or(0));
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if self.refused_length.is_some() || self.overflow {
+            return;
+        }
+        if self.bytes.len() as u64 + bytes.len() as u64 > self.expected {
+            self.overflow = true;
+            return;
+        }
+        self.hasher.update(bytes);
+        self.bytes.extend_from_slice(bytes);
     }
 }
 

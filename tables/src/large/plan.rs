@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use std::sync::Arc;
 
-use super::cells::{chunks, fits_one_cell, inline_name, manifest, stored_bytes_hashed};
+use super::cells::{chunks, fits_one_cell, inline_name, manifest, stored_bytes_hashed, MAX_INFLATED_VALUE_BYTES};
 use crate::backend::pack::{key_weight, row_weight, TRANSACTION_BODY_BUDGET};
 use crate::entity::{Column, ColumnKind, LargeEncoding, LargeForm, Schema};
 use crate::error::{Error, KeyKind, Result};
@@ -214,6 +214,30 @@ fn oversized(column: &str, bytes: usize, limit: usize, reason: String) -> Error 
 
 /// Refuses RowKeys a type with large values or files cannot use: the
 /// continuation-row shape, and keys too long for a continuation suffix.
+/// Refuses a `gzip` value larger than a reader unpacks
+/// ([`MAX_INFLATED_VALUE_BYTES`]), before it is compressed: stored, it could
+/// never be read back.
+fn refuse_gzip_past_the_read_bound(candidates: &[Candidate<'_>]) -> Result<()> {
+    for c in candidates.iter().filter(|c| c.column.encoding == LargeEncoding::Gzip) {
+        let raw = match c.cell {
+            Value::String(s) => s.len(),
+            Value::Binary(b) => b.len(),
+            _ => 0,
+        };
+        if raw > MAX_INFLATED_VALUE_BYTES {
+            return Err(oversized(
+                c.column.name,
+                raw,
+                MAX_INFLATED_VALUE_BYTES,
+                format!(
+                    "a gzip value is read back only up to {MAX_INFLATED_VALUE_BYTES} bytes unpacked; store less, or use #[table(split = \"text\")] / \"binary\" (offloaded to a blob at any size)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn check_row_key(schema: &Schema, row_key: &str) -> Result<()> {
     if !schema.has_large_values() {
         return Ok(());
@@ -300,6 +324,7 @@ fn plan_large(table: &str, full: &Row, columns: &[LargeColumn], limits: Limits) 
         .zip(&names)
         .filter_map(|(c, name)| full.get(name).map(|cell| Candidate::new(*c, cell)))
         .collect();
+    refuse_gzip_past_the_read_bound(&candidates)?;
     for c in candidates.iter_mut().filter(|c| c.tier == Tier::Split) {
         if c.stored().len() > limits.threshold && c.column.offload && limits.blobs {
             c.tier = Tier::Blob;

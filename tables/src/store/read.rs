@@ -104,7 +104,6 @@ impl<T: TableEntity> Store<T> {
         let Some(row) = row.filter(|row| !is_continuation_row(row) && self.admits(row)) else {
             return Ok(None);
         };
-        let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
         let decoded = match self.decode_prefetched(row, keeping.is_some(), prefetched).await {
             Ok(decoded) => decoded,
             Err(e) => {
@@ -114,8 +113,9 @@ impl<T: TableEntity> Store<T> {
                 return Err(e);
             }
         };
-        Ok(decoded.map(|(e, bytes)| {
-            let etag = e.etag().cloned().unwrap_or(etag);
+        // The version of the row the value came from (a read that raced a replace ends on a fresher row).
+        Ok(decoded.map(|(e, bytes, etag)| {
+            let etag = e.etag().cloned().or(etag).unwrap_or_else(|| ETag::new(""));
             if let Some(keeping) = keeping {
                 self.keep_read(keeping, key, &e, &etag, bytes);
             }
@@ -133,22 +133,27 @@ impl<T: TableEntity> Store<T> {
     /// [`Store::decode_row`], with the bytes of the decoded cells when `weigh`
     /// (the size the entity counts for in the read cache; 0 otherwise).
     pub(crate) async fn decode_weighed(&self, row: Row, weigh: bool) -> Result<Option<(T, usize)>> {
-        self.decode_prefetched(row, weigh, None).await
+        Ok(self
+            .decode_prefetched(row, weigh, None)
+            .await?
+            .map(|(e, bytes, _)| (e, bytes)))
     }
 
     /// [`Store::decode_weighed`], with the reads of the continuation rows
-    /// when they were sent together with the main row's read.
+    /// when they were sent together with the main row's read, and the
+    /// version of the row the entity was decoded from.
     async fn decode_prefetched(
         &self,
         row: Row,
         weigh: bool,
         prefetched: Option<ContinuationRead<'_>>,
-    ) -> Result<Option<(T, usize)>> {
+    ) -> Result<Option<(T, usize, Option<ETag>)>> {
         let mut row = row;
         take_split_values_of_plain_fields(T::SCHEMA, &mut row)?;
         if !const { T::SCHEMA.has_large_values() } {
             let bytes = if weigh { row_bytes(&row) } else { 0 };
-            return T::from_row(row).map(|e| Some((e, bytes)));
+            let etag = row.etag.clone();
+            return T::from_row(row).map(|e| Some((e, bytes, etag)));
         }
         Box::pin(self.decode_assembled(row, weigh, prefetched)).await
     }
@@ -159,7 +164,7 @@ impl<T: TableEntity> Store<T> {
         row: Row,
         weigh: bool,
         mut prefetched: Option<ContinuationRead<'_>>,
-    ) -> Result<Option<(T, usize)>> {
+    ) -> Result<Option<(T, usize, Option<ETag>)>> {
         let mut main = row;
         // Re-reads after a failed check: those that found the row at a new
         // version (a replace raced the read), and those that found it unchanged.
@@ -173,7 +178,7 @@ impl<T: TableEntity> Store<T> {
                     let bytes = if weigh { row_bytes(&row) } else { 0 };
                     let mut entity = T::from_row(row)?;
                     self.bind_read_files(&mut entity);
-                    return Ok(Some((entity, bytes)));
+                    return Ok(Some((entity, bytes, etag)));
                 }
                 Err(e @ Error::Integrity { .. }) => {
                     let Some(fresh) = self.tables.backend.get(&self.table, &partition_key, &row_key).await? else {

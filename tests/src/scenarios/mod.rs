@@ -17,6 +17,7 @@ pub mod keys;
 pub mod large;
 pub mod large_aliases;
 pub mod large_blobs;
+pub mod large_checks;
 pub mod large_edges;
 pub mod large_reads;
 pub mod limits;
@@ -153,6 +154,8 @@ macro_rules! for_each_scenario {
             plain_readers::a_plain_field_refuses_a_value_on_continuation_rows_or_an_incomplete_group,
             plain_readers::a_plain_reader_writing_a_split_value_back_follows_the_oversized_cell_policy,
             plain_readers::a_manifest_that_lies_about_its_chunks_is_damage,
+            large_checks::a_file_whose_blob_changed_is_integrity_on_every_read,
+            large_checks::a_gzip_value_past_the_read_bound_is_refused_on_write,
             hostile_rows::foreign_cells_are_typed_errors_naming_the_column,
             hostile_rows::a_utf16_value_with_an_odd_length_is_integrity,
             hostile_rows::a_gzip_value_that_unpacks_without_bound_is_integrity,

@@ -75,7 +75,10 @@ pub async fn a_plain_field_reads_a_value_split_on_the_main_row(env: &Env) {
     }
     put(env, row).await;
     let err = plain.get(("p", "main")).await.unwrap_err();
-    assert!(matches!(&err, Error::Integrity { column, .. } if column == "Body"), "{err}");
+    assert!(
+        matches!(&err, Error::Integrity { column, .. } if column == "Body"),
+        "{err}"
+    );
 }
 
 pub async fn a_plain_field_refuses_a_value_on_continuation_rows_or_an_incomplete_group(env: &Env) {
