@@ -351,7 +351,9 @@ impl Schema {
     }
 }
 
-const fn protected_in(columns: &[Column]) -> bool {
+/// Whether any of `columns`, nested ones included, is `#[protected]`.
+#[doc(hidden)]
+pub const fn protected_in(columns: &[Column]) -> bool {
     let mut i = 0;
     while i < columns.len() {
         if !columns[i].protected.is_empty() {

@@ -137,8 +137,8 @@ pub mod __private {
     };
     pub use crate::codec::{pick_names, JSON_SUFFIX};
     pub use crate::entity::{
-        normalize_id, restore_id, CloneProbe, Column, ColumnKind, HasETag, Key, KeyMode, LargeEncoding, LargeForm,
-        ProbeClone, ProbeNoClone, Schema, TableEntity, TableRecord,
+        normalize_id, protected_in, restore_id, CloneProbe, Column, ColumnKind, HasETag, Key, KeyMode, LargeEncoding,
+        LargeForm, ProbeClone, ProbeNoClone, Schema, TableEntity, TableRecord,
     };
     pub use crate::error::{Error, Result};
     pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};

@@ -23,6 +23,7 @@ pub(crate) fn expand(u: &Union) -> TokenStream {
     let mut tokens = Vec::new();
     let mut writes = Vec::new();
     let mut reads = Vec::new();
+    let mut checks = Vec::new();
     for v in &u.variants {
         let vi = &v.ident;
         let token = &v.token;
@@ -35,6 +36,13 @@ pub(crate) fn expand(u: &Union) -> TokenStream {
             }
             Payload::Record(ty) => {
                 tokens.push(quote!(#ident::#vi(..) => #p::Some(#token)));
+                // A record's #[protected] fields are checked by entity stores only: refused here, at compile time.
+                checks.push(quote_spanned! {ty.span()=>
+                    const _: () = ::core::assert!(
+                        !#p::protected_in(<#ty as #p::TableRecord>::COLUMNS),
+                        "#[protected] does not apply in a union: its rows are facts, changed only through merge_columns of system columns; this payload record has #[protected] fields: remove #[protected] from them, or use a record without it (see https://docs.rs/unified-tables/latest/unified_tables/derive.TableUnion.html)"
+                    );
+                });
                 writes.push(quote_spanned! {ty.span()=>
                     #ident::#vi(__v) => <#ty as #p::TableRecord>::write_columns(__v, #p::Prefix::with_names("", <#ty as #p::TableRecord>::CELL_NAMES), __row, __opts)?
                 });
@@ -84,6 +92,8 @@ pub(crate) fn expand(u: &Union) -> TokenStream {
         None => (quote!(), quote!(), quote!(_ => #p::Ok(#p::None),)),
     };
     wrap(quote! {
+        #(#checks)*
+
         #[automatically_derived]
         impl #p::TableUnion for #ident {
             const VARIANTS: &'static [#p::UnionVariant] = &[#(#metas),*];
