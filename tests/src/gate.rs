@@ -87,6 +87,7 @@ impl<B> GateBackend<B> {
 }
 
 #[async_trait]
+#[deny(clippy::missing_trait_methods)]
 impl<B: Backend> Backend for GateBackend<B> {
     async fn create_table(&self, table: &str) -> Result<()> {
         self.inner.create_table(table).await
@@ -153,6 +154,7 @@ impl<B> JitterBackend<B> {
 }
 
 #[async_trait]
+#[deny(clippy::missing_trait_methods)]
 impl<B: Backend> Backend for JitterBackend<B> {
     async fn create_table(&self, table: &str) -> Result<()> {
         self.inner.create_table(table).await

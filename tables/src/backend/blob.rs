@@ -213,6 +213,16 @@ impl BlobSink for HashedBytes {
 ///
 /// Leases follow the service's clock: a fixed lease expires, and a breaking
 /// one ends, when the service's clock passes its end.
+///
+/// A decorator (a backend wrapping another, as
+/// [`CountingBackend`](crate::backend::counting::CountingBackend) and
+/// [`FaultyBackend`](crate::backend::faulty::FaultyBackend) do) forwards
+/// every method, the default-bodied ones included: one it leaves out runs
+/// the default body over the wrapped backend's other methods, so
+/// [`BlobBackend::put_shared`] would copy the bytes and
+/// [`BlobBackend::get_into`] would download the whole blob before handing it
+/// over. `#[deny(clippy::missing_trait_methods)]` on the decorator's impl
+/// makes a method left out an error.
 #[async_trait]
 pub trait BlobBackend: Send + Sync + fmt::Debug + 'static {
     /// Creates the container if it does not exist (concurrent creators succeed).

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::blob::{
-    BlobBackend, BlobCondition, BlobListing, BlobProperties, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer,
-    PutOptions,
+    BlobBackend, BlobCondition, BlobListing, BlobProperties, BlobSink, DeleteOptions, GetOptions, LeaseAction,
+    LeaseAnswer, PutOptions,
 };
 use super::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::Result;
@@ -24,8 +24,11 @@ pub struct RequestCounts {
     queries: AtomicU64,
     blob_containers: AtomicU64,
     blob_puts: AtomicU64,
+    blob_shared_puts: AtomicU64,
     blob_gets: AtomicU64,
     blob_range_gets: AtomicU64,
+    blob_streamed_gets: AtomicU64,
+    blob_hashed_gets: AtomicU64,
     blob_properties: AtomicU64,
     blob_touches: AtomicU64,
     blob_deletes: AtomicU64,
@@ -35,7 +38,7 @@ pub struct RequestCounts {
 }
 
 impl RequestCounts {
-    fn all(&self) -> [&AtomicU64; 15] {
+    fn all(&self) -> [&AtomicU64; 18] {
         [
             &self.tables,
             &self.gets,
@@ -44,8 +47,11 @@ impl RequestCounts {
             &self.queries,
             &self.blob_containers,
             &self.blob_puts,
+            &self.blob_shared_puts,
             &self.blob_gets,
             &self.blob_range_gets,
+            &self.blob_streamed_gets,
+            &self.blob_hashed_gets,
             &self.blob_properties,
             &self.blob_touches,
             &self.blob_deletes,
@@ -56,7 +62,12 @@ impl RequestCounts {
     }
 }
 
-/// A snapshot of [`RequestCounts`].
+/// A snapshot of [`RequestCounts`]: one count per kind of request, each
+/// kind being the [`Backend`] or [`BlobBackend`] method the caller called
+/// (so a count says which path a request took, e.g. a streamed download
+/// rather than a buffered one). Methods that differ only in their options
+/// share a kind: [`BlobBackend::get`] and [`BlobBackend::get_with`] (whole or
+/// ranged), [`BlobBackend::delete`] and [`BlobBackend::delete_with`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counts {
     /// Table create/delete requests.
@@ -71,12 +82,23 @@ pub struct Counts {
     pub queries: u64,
     /// Blob container creations.
     pub blob_containers: u64,
-    /// Blob uploads (conditional or not).
+    /// Blob uploads of owned bytes ([`BlobBackend::put`], conditional or not).
     pub blob_puts: u64,
-    /// Whole-blob reads (plain or hashed).
+    /// Blob uploads of shared bytes ([`BlobBackend::put_shared`]: how a
+    /// store uploads offloaded values and files).
+    pub blob_shared_puts: u64,
+    /// Whole-blob reads returning the bytes ([`BlobBackend::get`] or
+    /// [`BlobBackend::get_with`] without a range).
     pub blob_gets: u64,
-    /// Reads of a byte range of a blob.
+    /// Reads of a byte range of a blob ([`BlobBackend::get`] or
+    /// [`BlobBackend::get_with`] with a range).
     pub blob_range_gets: u64,
+    /// Whole-blob reads streamed into a sink as the bytes arrive
+    /// ([`BlobBackend::get_into`]: how a store reads an offloaded value).
+    pub blob_streamed_gets: u64,
+    /// Whole-blob reads hashed as they arrive ([`BlobBackend::get_hashed`]:
+    /// how a file is read whole).
+    pub blob_hashed_gets: u64,
     /// Blob property reads.
     pub blob_properties: u64,
     /// Blob touches.
@@ -100,9 +122,8 @@ impl Counts {
     /// Every blob request (container creations, clock reads and lease actions included).
     pub fn blob_requests(&self) -> u64 {
         self.blob_containers
-            + self.blob_puts
-            + self.blob_gets
-            + self.blob_range_gets
+            + self.blob_uploads()
+            + self.blob_reads()
             + self.blob_properties
             + self.blob_touches
             + self.blob_deletes
@@ -111,15 +132,25 @@ impl Counts {
             + self.blob_leases
     }
 
-    /// Blob reads of either kind (whole or ranged).
+    /// Blob uploads of either kind (owned or shared bytes).
+    pub fn blob_uploads(&self) -> u64 {
+        self.blob_puts + self.blob_shared_puts
+    }
+
+    /// Blob reads of every kind (whole, ranged, streamed or hashed).
     pub fn blob_reads(&self) -> u64 {
-        self.blob_gets + self.blob_range_gets
+        self.blob_gets + self.blob_range_gets + self.blob_streamed_gets + self.blob_hashed_gets
     }
 }
 
 /// Wraps a backend and counts each request it forwards: a table
 /// [`Backend`], a [`BlobBackend`], or both. Counters made with
 /// [`CountingBackend::share_counts`] add to the same counts.
+///
+/// Every method is forwarded to the wrapped backend's own, the default-bodied
+/// ones too ([`BlobBackend::put_shared`], [`BlobBackend::get_into`],
+/// [`BlobBackend::get_hashed`], ...): a call through the counter takes the
+/// path it takes without it, and is counted once, under its own kind.
 ///
 /// ```
 /// use unified_tables::backend::{counting::CountingBackend, memory::{MemoryBackend, MemoryBlobBackend}};
@@ -165,8 +196,11 @@ impl<B> CountingBackend<B> {
             queries: load(&c.queries),
             blob_containers: load(&c.blob_containers),
             blob_puts: load(&c.blob_puts),
+            blob_shared_puts: load(&c.blob_shared_puts),
             blob_gets: load(&c.blob_gets),
             blob_range_gets: load(&c.blob_range_gets),
+            blob_streamed_gets: load(&c.blob_streamed_gets),
+            blob_hashed_gets: load(&c.blob_hashed_gets),
             blob_properties: load(&c.blob_properties),
             blob_touches: load(&c.blob_touches),
             blob_deletes: load(&c.blob_deletes),
@@ -189,6 +223,7 @@ fn bump(c: &AtomicU64) {
 }
 
 #[async_trait]
+#[deny(clippy::missing_trait_methods)]
 impl<B: Backend> Backend for CountingBackend<B> {
     async fn create_table(&self, table: &str) -> Result<()> {
         bump(&self.counts.tables);
@@ -217,6 +252,7 @@ impl<B: Backend> Backend for CountingBackend<B> {
 }
 
 #[async_trait]
+#[deny(clippy::missing_trait_methods)]
 impl<B: BlobBackend> BlobBackend for CountingBackend<B> {
     async fn create_container(&self, container: &str) -> Result<()> {
         bump(&self.counts.blob_containers);
@@ -225,6 +261,16 @@ impl<B: BlobBackend> BlobBackend for CountingBackend<B> {
     async fn put(&self, container: &str, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
         bump(&self.counts.blob_puts);
         self.inner.put(container, name, bytes, options).await
+    }
+    async fn put_shared(
+        &self,
+        container: &str,
+        name: &str,
+        bytes: Arc<Vec<u8>>,
+        options: PutOptions,
+    ) -> Result<BlobProperties> {
+        bump(&self.counts.blob_shared_puts);
+        self.inner.put_shared(container, name, bytes, options).await
     }
     async fn get(
         &self,
@@ -250,8 +296,12 @@ impl<B: BlobBackend> BlobBackend for CountingBackend<B> {
         }
         self.inner.get_with(container, name, options).await
     }
+    async fn get_into(&self, container: &str, name: &str, sink: &mut dyn BlobSink) -> Result<Option<BlobProperties>> {
+        bump(&self.counts.blob_streamed_gets);
+        self.inner.get_into(container, name, sink).await
+    }
     async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
-        bump(&self.counts.blob_gets);
+        bump(&self.counts.blob_hashed_gets);
         self.inner.get_hashed(container, name).await
     }
     async fn properties(&self, container: &str, name: &str) -> Result<Option<BlobProperties>> {
@@ -296,17 +346,23 @@ mod tests {
     use super::*;
     use crate::backend::memory::{MemoryBackend, MemoryBlobBackend};
 
-    #[tokio::test]
-    async fn blob_requests_are_counted_by_kind_into_shared_counts() {
-        let tables = CountingBackend::new(MemoryBackend::new());
-        let blobs = tables.share_counts(MemoryBlobBackend::new());
+    /// One call of every blob method.
+    async fn call_every_blob_method(blobs: &impl BlobBackend) {
         blobs.create_container("box").await.unwrap();
         blobs
             .put("box", "a", b"bytes".to_vec(), PutOptions::default())
             .await
             .unwrap();
+        let shared = Arc::new(b"shared".to_vec());
+        blobs
+            .put_shared("box", "s", shared, PutOptions::default())
+            .await
+            .unwrap();
         blobs.get("box", "a", None).await.unwrap();
         blobs.get("box", "a", Some(1..3)).await.unwrap();
+        let mut sink = Kept::default();
+        assert!(blobs.get_into("box", "s", &mut sink).await.unwrap().is_some());
+        assert_eq!(sink.0, b"shared");
         blobs.get_hashed("box", "a").await.unwrap();
         blobs.properties("box", "a").await.unwrap();
         blobs.touch("box", "a").await.unwrap();
@@ -330,12 +386,30 @@ mod tests {
             .await
             .unwrap();
         blobs.delete("box", "a", BlobCondition::None).await.unwrap();
+    }
+
+    /// A sink that keeps the bytes.
+    #[derive(Default)]
+    struct Kept(Vec<u8>);
+
+    impl BlobSink for Kept {
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.extend_from_slice(bytes);
+        }
+    }
+
+    #[tokio::test]
+    async fn blob_requests_are_counted_by_method_into_shared_counts() {
+        let tables = CountingBackend::new(MemoryBackend::new());
+        let blobs = tables.share_counts(MemoryBlobBackend::new());
+        call_every_blob_method(&blobs).await;
         tables.get("t", "p", "r").await.ok();
         let c = tables.counts();
         assert_eq!(c, blobs.counts(), "one set of counts");
+        assert_eq!((c.blob_containers, c.blob_puts, c.blob_shared_puts), (1, 1, 1), "{c:?}");
         assert_eq!(
-            (c.blob_containers, c.blob_puts, c.blob_gets, c.blob_range_gets),
-            (1, 1, 3, 1),
+            (c.blob_gets, c.blob_range_gets, c.blob_streamed_gets, c.blob_hashed_gets),
+            (2, 1, 1, 1),
             "{c:?}"
         );
         assert_eq!(
@@ -350,8 +424,22 @@ mod tests {
             (1, 1, 1, 1, 2, 1),
             "{c:?}"
         );
-        assert_eq!((c.blob_requests(), c.blob_reads(), c.entity_requests()), (13, 4, 1));
+        assert_eq!(
+            (c.blob_requests(), c.blob_reads(), c.blob_uploads(), c.entity_requests()),
+            (15, 5, 2, 1)
+        );
         blobs.reset();
         assert_eq!(tables.counts(), Counts::default());
+    }
+
+    #[tokio::test]
+    async fn every_method_reaches_the_wrapped_backend_as_itself() {
+        // A counter over a counter: the inner one sees each call under the
+        // method the outer one was called with, never a default body's stand-in.
+        let inner = Arc::new(CountingBackend::new(MemoryBlobBackend::new()));
+        let outer = CountingBackend::new(inner.clone());
+        call_every_blob_method(&outer).await;
+        assert_eq!(inner.counts(), outer.counts());
+        assert_eq!(inner.counts().blob_requests(), 15);
     }
 }

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::blob::{
-    BlobBackend, BlobCondition, BlobListing, BlobProperties, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer,
-    PutOptions,
+    BlobBackend, BlobCondition, BlobListing, BlobProperties, BlobSink, DeleteOptions, GetOptions, LeaseAction,
+    LeaseAnswer, PutOptions,
 };
 use super::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
@@ -26,9 +26,9 @@ pub enum FaultTarget {
     Transaction,
     /// Query pages.
     Query,
-    /// Blob uploads.
+    /// Blob uploads, of owned or shared bytes.
     BlobPut,
-    /// Blob reads: whole, hashed or ranged.
+    /// Blob reads: whole, ranged, streamed or hashed.
     BlobGet,
     /// Blob property reads.
     BlobProperties,
@@ -51,6 +51,13 @@ pub enum FaultTiming {
     Before,
     /// Send the request, let it take effect, then report the failure (a lost response).
     After,
+    /// Cut the answer halfway through its body: a streamed download
+    /// ([`BlobBackend::get_into`]) hands its sink the properties and the
+    /// first half of the blob's bytes (rounded down), then fails, as a
+    /// connection dropped mid-transfer does. Any other request fails as with
+    /// [`FaultTiming::Before`]: an upload cut short stores nothing (a blob
+    /// upload is all or nothing), and a buffered read returns no bytes.
+    Midway,
 }
 
 #[derive(Debug)]
@@ -65,6 +72,11 @@ struct Fault {
 
 /// Wraps a backend (a table [`Backend`], a [`BlobBackend`], or both) and
 /// fails the next matching requests as planned.
+///
+/// Every method is forwarded to the wrapped backend's own, the default-bodied
+/// ones too ([`BlobBackend::put_shared`], [`BlobBackend::get_into`],
+/// [`BlobBackend::get_hashed`], ...), so a fault lands on the path the
+/// caller takes: a streamed download can be cut halfway ([`FaultTiming::Midway`]).
 ///
 /// ```
 /// use unified_tables::backend::faulty::{FaultyBackend, FaultTarget, FaultTiming};
@@ -154,7 +166,7 @@ async fn with_fault<T>(
     call: impl std::future::Future<Output = Result<T>>,
 ) -> Result<T> {
     match fault {
-        Some((FaultTiming::Before, error)) => Err(error()),
+        Some((FaultTiming::Before | FaultTiming::Midway, error)) => Err(error()),
         Some((FaultTiming::After, error)) => {
             let _ = call.await;
             Err(error())
@@ -163,7 +175,29 @@ async fn with_fault<T>(
     }
 }
 
+/// Passes the properties and the first half of a blob's bytes to the sink, and drops the rest.
+struct HalfSink<'a> {
+    sink: &'a mut dyn BlobSink,
+    left: u64,
+}
+
+impl BlobSink for HalfSink<'_> {
+    fn start(&mut self, properties: &BlobProperties) {
+        self.left = properties.length / 2;
+        self.sink.start(properties);
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let take = usize::try_from(self.left).unwrap_or(usize::MAX).min(bytes.len());
+        if take > 0 {
+            self.sink.write(&bytes[..take]);
+            self.left -= take as u64;
+        }
+    }
+}
+
 #[async_trait]
+#[deny(clippy::missing_trait_methods)]
 impl<B: Backend> Backend for FaultyBackend<B> {
     async fn create_table(&self, table: &str) -> Result<()> {
         self.inner.create_table(table).await
@@ -190,6 +224,7 @@ impl<B: Backend> Backend for FaultyBackend<B> {
 }
 
 #[async_trait]
+#[deny(clippy::missing_trait_methods)]
 impl<B: BlobBackend> BlobBackend for FaultyBackend<B> {
     async fn create_container(&self, container: &str) -> Result<()> {
         self.inner.create_container(container).await
@@ -198,6 +233,19 @@ impl<B: BlobBackend> BlobBackend for FaultyBackend<B> {
         with_fault(
             self.take(FaultTarget::BlobPut),
             self.inner.put(container, name, bytes, options),
+        )
+        .await
+    }
+    async fn put_shared(
+        &self,
+        container: &str,
+        name: &str,
+        bytes: Arc<Vec<u8>>,
+        options: PutOptions,
+    ) -> Result<BlobProperties> {
+        with_fault(
+            self.take(FaultTarget::BlobPut),
+            self.inner.put_shared(container, name, bytes, options),
         )
         .await
     }
@@ -220,6 +268,17 @@ impl<B: BlobBackend> BlobBackend for FaultyBackend<B> {
             self.inner.get_with(container, name, options),
         )
         .await
+    }
+    async fn get_into(&self, container: &str, name: &str, sink: &mut dyn BlobSink) -> Result<Option<BlobProperties>> {
+        match self.take(FaultTarget::BlobGet) {
+            Some((FaultTiming::Midway, error)) => {
+                let mut half = HalfSink { sink, left: 0 };
+                // The request is sent; whatever it answers, the transfer breaks off halfway.
+                let _ = self.inner.get_into(container, name, &mut half).await;
+                Err(error())
+            }
+            fault => with_fault(fault, self.inner.get_into(container, name, sink)).await,
+        }
     }
     async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
         with_fault(self.take(FaultTarget::BlobGet), self.inner.get_hashed(container, name)).await
@@ -332,5 +391,76 @@ mod tests {
         blobs.clear();
         assert_eq!(blobs.pending(), 0);
         assert!(blobs.properties("box", "a").await.unwrap().is_none());
+    }
+
+    /// A sink that records what it is given.
+    #[derive(Default)]
+    struct Recorded {
+        started: Option<BlobProperties>,
+        bytes: Vec<u8>,
+    }
+
+    impl BlobSink for Recorded {
+        fn start(&mut self, properties: &BlobProperties) {
+            self.started = Some(properties.clone());
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            self.bytes.extend_from_slice(bytes);
+        }
+    }
+
+    #[tokio::test]
+    async fn streamed_and_shared_calls_reach_the_wrapped_backend_and_can_fail() {
+        use crate::backend::counting::CountingBackend;
+        let counted = CountingBackend::new(());
+        let blobs = FaultyBackend::new(counted.share_counts(MemoryBlobBackend::new()));
+        blobs.create_container("box").await.unwrap();
+        let bytes: Arc<Vec<u8>> = Arc::new((0..=255u8).cycle().take(1001).collect());
+
+        // A shared upload is a `BlobPut`: failed before sending, nothing is stored.
+        blobs.fail_next(FaultTarget::BlobPut, FaultTiming::Before, busy);
+        let err = blobs
+            .put_shared("box", "s", bytes.clone(), PutOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), busy().kind());
+        assert!(blobs.properties("box", "s").await.unwrap().is_none());
+        // Cut midway, an upload stores nothing either.
+        blobs.fail_next(FaultTarget::BlobPut, FaultTiming::Midway, busy);
+        assert!(blobs
+            .put_shared("box", "s", bytes.clone(), PutOptions::default())
+            .await
+            .is_err());
+        assert!(blobs.properties("box", "s").await.unwrap().is_none());
+        blobs
+            .put_shared("box", "s", bytes.clone(), PutOptions::default())
+            .await
+            .unwrap();
+
+        // A streamed download cut midway: the properties and the first half reach the sink, then the error.
+        blobs.fail_next(FaultTarget::BlobGet, FaultTiming::Midway, busy);
+        let mut sink = Recorded::default();
+        let err = blobs.get_into("box", "s", &mut sink).await.unwrap_err();
+        assert_eq!(err.kind(), busy().kind());
+        assert_eq!(sink.started.as_ref().map(|p| p.length), Some(1001));
+        assert_eq!(sink.bytes, bytes[..500], "the first half, then the cut");
+        // Failed before sending, the sink hears nothing.
+        blobs.fail_next(FaultTarget::BlobGet, FaultTiming::Before, busy);
+        let mut sink = Recorded::default();
+        assert!(blobs.get_into("box", "s", &mut sink).await.is_err());
+        assert!(sink.started.is_none() && sink.bytes.is_empty());
+        // No fault: the whole blob.
+        let mut sink = Recorded::default();
+        assert!(blobs.get_into("box", "s", &mut sink).await.unwrap().is_some());
+        assert_eq!(sink.bytes, *bytes);
+
+        // Each call reached the wrapped backend as itself (never as `put` or `get`), unless failed before sending.
+        let c = counted.counts();
+        assert_eq!(
+            (c.blob_shared_puts, c.blob_puts, c.blob_streamed_gets, c.blob_gets),
+            (1, 0, 2, 0),
+            "{c:?}"
+        );
+        assert_eq!(blobs.pending(), 0);
     }
 }

@@ -86,7 +86,7 @@ pub async fn blob_requests_of_offloaded_values_are_at_their_minimum(env: &Env) {
         Counts {
             writes: 1,
             blob_containers: 1,
-            blob_puts: 1,
+            blob_shared_puts: 1,
             ..Counts::default()
         },
     );
@@ -99,7 +99,7 @@ pub async fn blob_requests_of_offloaded_values_are_at_their_minimum(env: &Env) {
         "create with two offloaded values",
         Counts {
             writes: 1,
-            blob_puts: 2,
+            blob_shared_puts: 2,
             ..Counts::default()
         },
     );
@@ -111,7 +111,7 @@ pub async fn blob_requests_of_offloaded_values_are_at_their_minimum(env: &Env) {
         "read of one offloaded value",
         Counts {
             gets: 1,
-            blob_gets: 1,
+            blob_streamed_gets: 1,
             ..Counts::default()
         },
     );
@@ -121,7 +121,7 @@ pub async fn blob_requests_of_offloaded_values_are_at_their_minimum(env: &Env) {
         "read of two offloaded values",
         Counts {
             gets: 1,
-            blob_gets: 2,
+            blob_streamed_gets: 2,
             ..Counts::default()
         },
     );
@@ -136,7 +136,7 @@ pub async fn blob_requests_of_offloaded_values_are_at_their_minimum(env: &Env) {
         Counts {
             gets: 1,
             writes: 1,
-            blob_puts: 1,
+            blob_shared_puts: 1,
             blob_clock_reads: 1,
             blob_properties: 1,
             ..Counts::default()
@@ -161,7 +161,7 @@ pub async fn blob_requests_of_offloaded_values_are_at_their_minimum(env: &Env) {
         Counts {
             gets: 1,
             writes: 1,
-            blob_puts: 1,
+            blob_shared_puts: 1,
             blob_touches: 1,
             ..Counts::default()
         },
@@ -196,7 +196,7 @@ pub async fn blob_requests_of_files_are_at_their_minimum(env: &Env) {
         Counts {
             writes: 1,
             blob_containers: 1,
-            blob_puts: 1,
+            blob_shared_puts: 1,
             ..Counts::default()
         },
     );
@@ -228,7 +228,7 @@ pub async fn blob_requests_of_files_are_at_their_minimum(env: &Env) {
         env,
         "reading a file whole",
         Counts {
-            blob_gets: 1,
+            blob_hashed_gets: 1,
             ..Counts::default()
         },
     );
@@ -313,7 +313,7 @@ pub async fn a_blob_upload_that_fails_writes_nothing_to_the_table(env: &Env) {
     );
     assert_eq!(table_faults.pending(), 0);
     let c = env.counts();
-    assert_eq!((c.blob_puts, c.blob_deletes), (1, 0), "{c:?}");
+    assert_eq!((c.blob_shared_puts, c.blob_deletes), (1, 0), "{c:?}");
     assert!(
         store.get(("p", "doc")).await.unwrap().unwrap().same(&d),
         "the previous version"

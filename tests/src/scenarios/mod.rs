@@ -20,6 +20,7 @@ pub mod large_blobs;
 pub mod large_checks;
 pub mod large_edges;
 pub mod large_reads;
+pub mod large_streams;
 pub mod limits;
 pub mod locks;
 pub mod logs;
@@ -137,6 +138,8 @@ macro_rules! for_each_scenario {
             large_blobs::blob_requests_of_files_are_at_their_minimum,
             large_blobs::a_blob_upload_that_fails_writes_nothing_to_the_table,
             large_blobs::a_failed_blob_release_does_not_fail_the_write,
+            large_streams::large_values_download_as_streams_and_upload_without_a_copy,
+            large_streams::a_download_cut_midway_fails_the_read_and_leaves_nothing_behind,
             large_aliases::aliases_read_large_values_in_every_form_and_writes_move_them,
             large_aliases::an_aliased_json_value_reads_from_a_gzip_cell,
             large_edges::a_point_read_never_returns_a_continuation_row,
