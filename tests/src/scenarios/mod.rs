@@ -129,6 +129,7 @@ macro_rules! for_each_scenario {
             racing_reads::readers_racing_a_replace_of_binary_rows_see_one_version,
             racing_reads::readers_racing_a_replace_of_a_blob_see_one_version,
             racing_reads::readers_racing_a_value_that_grows_and_shrinks_see_one_version,
+            racing_reads::a_read_retried_onto_a_fresher_row_keeps_that_rows_version,
             large::released_blobs_are_cleaned_after_the_grace_and_orphans_swept,
             large::leftover_continuation_rows_are_never_returned_and_are_reclaimed,
             large::a_reader_is_spooled_once,

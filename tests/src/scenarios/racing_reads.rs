@@ -143,3 +143,77 @@ pub async fn readers_racing_a_replace_of_a_blob_see_one_version(env: &Env) {
 pub async fn readers_racing_a_value_that_grows_and_shrinks_see_one_version(env: &Env) {
     race(env, "a value that grows and shrinks", grows_and_shrinks).await;
 }
+
+/// A type with a large value and no ETag field: the store keeps the version itself.
+#[derive(unified_tables::TableEntity, Debug, Clone, PartialEq)]
+pub struct Tally {
+    #[table(partition_key)]
+    pub pk: String,
+    #[table(row_key)]
+    pub rk: String,
+    #[table(split = "text")]
+    pub body: String,
+    pub count: i64,
+}
+
+/// A read that raced a replace ends on the fresher row: what it returns
+/// carries that row's version, so a `mutate` of a type without an ETag field
+/// writes once, on the version its value came from.
+pub async fn a_read_retried_onto_a_fresher_row_keeps_that_rows_version(env: &Env) {
+    use crate::gate::{GateBackend, Point};
+    use std::time::Duration;
+    let gate = GateBackend::new(env.backend().clone());
+    let store = Tables::with_backend(gate.clone())
+        .without_cache()
+        .with_blobs(env.blobs.clone().expect("a blob backend"), blob_options())
+        .store_in::<Tally>(&env.table);
+    let tally = |seed: u64, count: i64| Tally {
+        pk: "p".into(),
+        rk: "tally".into(),
+        body: noise(1_500_000, seed),
+        count,
+    };
+    store.create(&mut tally(61, 0)).await.unwrap();
+    use unified_tables::backend::Backend;
+    let main = env.backend().get(&env.table, "p", "tally").await.unwrap().unwrap();
+    let parts = match main.get("_SplitParts") {
+        Some(unified_tables::Value::Int32(n)) => *n as usize,
+        other => panic!("continuation rows expected: {other:?}"),
+    };
+    // The mutate's read has the first version's main row; its continuation rows' reads are held.
+    let get = gate.arm(Point::AfterGet);
+    let rows: Vec<_> = (0..parts).map(|_| gate.arm(Point::BeforeContinuationGet)).collect();
+    let mutate = {
+        let store = store.clone();
+        tokio::spawn(async move { store.mutate(("p", "tally"), |t| t.count += 1).await })
+    };
+    let (mut releases, mut reached) = (vec![get.release], vec![get.reached]);
+    for row in rows {
+        reached.push(row.reached);
+        releases.push(row.release);
+    }
+    let all = tokio::time::timeout(Duration::from_secs(30), futures::future::join_all(reached))
+        .await
+        .expect("the reads reach their points");
+    assert!(all.iter().all(Result::is_ok));
+    // A replace lands in between: the continuation rows read are the second version's.
+    let second = tally(62, 10);
+    let other = Tables::with_backend(env.backend().clone())
+        .without_cache()
+        .with_blobs(env.blobs.clone().expect("a blob backend"), blob_options())
+        .store_in::<Tally>(&env.table);
+    other.upsert(&mut second.clone()).await.unwrap();
+    env.reset_counts();
+    for release in releases.into_iter().rev() {
+        let _ = release.send(());
+    }
+    let mutated = mutate.await.unwrap().unwrap();
+    assert_eq!(mutated.count, 11, "the intent ran on the second version");
+    assert_eq!(mutated.body, second.body);
+    let counts = env.counts();
+    assert_eq!(
+        counts.writes + counts.transactions,
+        1,
+        "one write, on the version the value came from: {counts:#?}"
+    );
+}
