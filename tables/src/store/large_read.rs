@@ -107,8 +107,10 @@ impl<T> Store<T> {
     /// Records what `ops` leave behind, before they are sent: a main row
     /// written whole has the continuation rows it declares, a deleted row
     /// none. Merges change no part count; continuation rows are not entities.
-    pub(crate) fn note_written(&self, ops: &[WriteOp]) {
+    /// Returns the keys noted, for [`Store::forget_written`] when the write fails.
+    pub(crate) fn note_written(&self, ops: &[WriteOp]) -> Vec<(String, String)> {
         let hints = &self.tables.continuation_hints;
+        let mut noted = Vec::new();
         for op in ops {
             let parts = match op {
                 WriteOp::Update {
@@ -125,6 +127,19 @@ impl<T> Store<T> {
             };
             let (pk, rk) = op.keys();
             hints.note(&self.table, pk, rk, parts);
+            if parts > 0 {
+                noted.push((pk.to_owned(), rk.to_owned()));
+            }
+        }
+        noted
+    }
+
+    /// Forgets what [`Store::note_written`] noted for a write that failed:
+    /// the stored rows are whatever they were, so the next read of them is
+    /// not sent with guessed reads of continuation rows.
+    pub(crate) fn forget_written(&self, noted: &[(String, String)]) {
+        for (pk, rk) in noted {
+            self.tables.continuation_hints.note(&self.table, pk, rk, 0);
         }
     }
 }

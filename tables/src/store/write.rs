@@ -296,14 +296,16 @@ impl<T> Store<T> {
         droppable: usize,
     ) -> Result<(WriteOutcome, Option<Settled>)> {
         let writing = self.begin_write(&ops);
-        self.note_written(&ops);
+        let noted = self.note_written(&ops);
         let outcome = if ops.len() == 1 {
             let op = ops.pop().expect("one operation");
-            self.tables.backend.execute(&self.table, op).await?
+            self.tables.backend.execute(&self.table, op).await
         } else {
-            let (mut outcomes, _) = self.commit_tracked(ops, droppable).await?;
-            outcomes.swap_remove(0)
+            self.commit_tracked(ops, droppable)
+                .await
+                .map(|(mut outcomes, _)| outcomes.swap_remove(0))
         };
+        let outcome = outcome.inspect_err(|_| self.forget_written(&noted))?;
         Ok((outcome, writing.map(Writing::succeed)))
     }
 
@@ -315,8 +317,11 @@ impl<T> Store<T> {
         droppable: usize,
     ) -> Result<(Vec<WriteOutcome>, Vec<usize>)> {
         let writing = self.begin_write(&ops);
-        self.note_written(&ops);
-        let sent = self.commit_tracked(ops, droppable).await?;
+        let noted = self.note_written(&ops);
+        let sent = self
+            .commit_tracked(ops, droppable)
+            .await
+            .inspect_err(|_| self.forget_written(&noted))?;
         drop(writing.map(Writing::succeed));
         Ok(sent)
     }
