@@ -47,6 +47,45 @@ pub(crate) fn lost_race(kind: ErrorKind) -> bool {
     )
 }
 
+/// Refuses a caller's ETag that is not a version: `*` (sent as `If-Match`,
+/// the service reads it as any version, so the write would be
+/// unconditional) and the empty ETag. Every verb that writes or reads on
+/// condition of a caller's ETag (`update`, `update_with`, `delete_entity`,
+/// `patch`, `merge_columns_if`, the conditional blob verbs) passes here
+/// before anything is sent, and [`Store::send_settled`] checks every
+/// operation again, so no such condition reaches a backend from a store.
+pub(crate) fn check_caller_etag(etag: &str) -> Result<()> {
+    let trimmed = etag.trim();
+    if trimmed.is_empty() || trimmed == "*" {
+        return Err(Error::InvalidValue {
+            column: "ETag".into(),
+            reason: format!(
+                "`{etag}` is not a version, and the service would read it as any version: pass the ETag \
+                 the entity or blob was read with, or use the unconditional verb (`replace`, \
+                 `Concurrency::LastWriterWins`, `delete`, `patch` without `with_etag`, `merge_columns`, \
+                 a blob `put` or `delete`) to write whatever version is stored; nothing was sent"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// [`check_caller_etag`] for a table write's condition (`IfMatch::Any` is
+/// the caller's explicit choice and passes).
+pub(crate) fn check_condition(condition: &IfMatch) -> Result<()> {
+    match condition {
+        IfMatch::Any => Ok(()),
+        IfMatch::ETag(etag) => check_caller_etag(etag.as_str()),
+    }
+}
+
+/// The condition of a write on a caller's version: `If-Match` with that
+/// ETag, refused as [`check_caller_etag`] says when it is not a version.
+pub(crate) fn caller_version(etag: &ETag) -> Result<IfMatch> {
+    check_caller_etag(etag.as_str())?;
+    Ok(IfMatch::ETag(etag.clone()))
+}
+
 /// What a write does to the stored entity.
 #[derive(Debug, Clone)]
 pub(crate) enum Verb {
@@ -274,6 +313,16 @@ impl<T: TableEntity> Store<T> {
     }
 }
 
+/// [`check_condition`] for every operation of one request or transaction.
+fn check_conditions(ops: &[WriteOp]) -> Result<()> {
+    for op in ops {
+        if let WriteOp::Update { condition, .. } | WriteOp::Delete { condition, .. } = op {
+            check_condition(condition)?;
+        }
+    }
+    Ok(())
+}
+
 // Sending does not depend on the entity type (a union store commits through it too).
 impl<T> Store<T> {
     /// Sends operations as one request (one operation) or one transaction,
@@ -295,6 +344,7 @@ impl<T> Store<T> {
         mut ops: Vec<WriteOp>,
         droppable: usize,
     ) -> Result<(WriteOutcome, Option<Settled>)> {
+        check_conditions(&ops)?;
         let writing = self.begin_write(&ops);
         self.note_written(&ops);
         let outcome = if ops.len() == 1 {
@@ -314,6 +364,7 @@ impl<T> Store<T> {
         ops: Vec<WriteOp>,
         droppable: usize,
     ) -> Result<(Vec<WriteOutcome>, Vec<usize>)> {
+        check_conditions(&ops)?;
         let writing = self.begin_write(&ops);
         self.note_written(&ops);
         let sent = self.commit_tracked(ops, droppable).await?;
@@ -354,6 +405,9 @@ impl<T: TableEntity> Store<T> {
     /// Writes one entity through the pipeline and records the new version
     /// (stamps, ETag, files) on it.
     pub(crate) async fn write_entity(&self, entity: &mut T, verb: Verb) -> Result<ETag> {
+        if let Verb::Replace(condition) = &verb {
+            check_condition(condition)?;
+        }
         let stamps = Stamps::of(&verb, entity, super::now());
         let written = self.write_encoded(self.encode(entity, stamps).await?, &verb).await?;
         if const { T::SCHEMA.has_large_values() } {

@@ -35,6 +35,7 @@ pub mod unconditional;
 pub mod union;
 pub mod union_rows;
 pub mod values;
+pub mod wildcard_etags;
 
 /// Every scenario's name, for the runner macro.
 #[macro_export]
@@ -235,6 +236,9 @@ macro_rules! for_each_scenario {
             large_reads::a_read_whose_continuation_rows_are_in_flight_never_mixes_versions,
             large_reads::damaged_gzip_is_integrity_while_it_streams,
             large_reads::text_cut_inside_characters_reads_back_on_every_path,
+            wildcard_etags::a_wildcard_or_empty_etag_is_refused_by_every_conditional_verb,
+            wildcard_etags::a_wildcard_or_empty_etag_is_refused_by_the_conditional_blob_verbs,
+            wildcard_etags::the_backends_answer_if_match_star_as_any_version,
         }
     };
 }
