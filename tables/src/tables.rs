@@ -78,7 +78,8 @@ impl fmt::Debug for Tables {
 
 impl Tables {
     /// A fresh in-memory backend that answers as the service does, with an
-    /// in-memory blob store for large values and files.
+    /// in-memory blob store for large values and files, and no read cache
+    /// ([`Tables::with_cache`] adds one).
     pub fn memory() -> Tables {
         Tables::with_backend(MemoryBackend::new()).with_blobs(MemoryBlobBackend::new(), BlobOptions::default())
     }
@@ -99,7 +100,8 @@ impl Tables {
         self
     }
 
-    /// Tables over any backend (for example a decorator around another).
+    /// Tables over any backend (for example a decorator around another),
+    /// without a read cache.
     pub fn with_backend(backend: impl Backend) -> Tables {
         Tables::from_arc(Arc::new(backend))
     }
@@ -191,6 +193,8 @@ impl Tables {
     /// Tables over Azure Table Storage or Azurite, from a storage connection
     /// string (see [`ConnectionString`](crate::backend::azure::ConnectionString) for the accepted forms). Nothing is
     /// sent until the first operation; a malformed string is [`Error::Config`](crate::Error::Config).
+    /// The handle has no read cache: every read goes to the service unless
+    /// one is added with [`Tables::with_cache`].
     ///
     /// ```no_run
     /// use unified_tables::Tables;
