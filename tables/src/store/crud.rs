@@ -1,8 +1,9 @@
 //! Create, read, update, upsert, delete: thin verbs over the write
 //! pipeline (`write.rs`) and the read path (`read.rs`).
 
+use super::conditions::caller_version;
 use super::read::is_continuation_row;
-use super::write::{caller_version, Verb};
+use super::write::Verb;
 use super::{Concurrency, Lookup, Store};
 use crate::backend::IfMatch;
 use crate::entity::TableEntity;

@@ -5,8 +5,9 @@
 
 use std::collections::BTreeSet;
 
+use super::conditions::check_condition;
 use super::read::{continuation_owner, continuation_range};
-use super::write::{check_condition, race_backoff, RACE_ATTEMPTS};
+use super::write::{race_backoff, RACE_ATTEMPTS};
 use super::Store;
 use crate::backend::pack::{op_weight, pack};
 use crate::backend::{IfMatch, QueryRequest, WriteOp};

@@ -5,6 +5,7 @@ mod blobs;
 pub mod cache;
 mod cached;
 mod concurrency;
+mod conditions;
 mod continuation;
 mod crud;
 mod delete;
@@ -24,7 +25,7 @@ mod sweep;
 pub mod union;
 mod write;
 
-pub(crate) use write::check_caller_etag;
+pub(crate) use conditions::check_caller_etag;
 
 pub use crate::options::SweepSchedule;
 pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};

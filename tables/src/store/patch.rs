@@ -1,6 +1,6 @@
 //! Sending typed partial updates.
 
-use super::write::caller_version;
+use super::conditions::caller_version;
 use super::{now, Lookup, Store};
 use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::entity::TableEntity;

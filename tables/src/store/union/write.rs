@@ -107,7 +107,7 @@ impl<E: TableUnion> UnionStore<E> {
         etag: &ETag,
     ) -> Result<ETag> {
         // A caller's ETag is a version: `*` or an empty one is refused before sending.
-        let condition = crate::store::write::caller_version(etag)?;
+        let condition = crate::store::conditions::caller_version(etag)?;
         self.merge(key.into(), columns, condition).await
     }
 
