@@ -13,11 +13,18 @@
 //!
 //! [`get_if_changed`](BlobContainer::get_if_changed) sends `If-None-Match`:
 //! the service's 304 is [`Revalidated::Unchanged`], not an error.
+//!
+//! An ETag passed to a conditional call is a version: `*` and the empty ETag
+//! are refused with [`Error::InvalidValue`] (column `ETag`) before anything
+//! is sent, since the service reads `If-Match: *` as any version (and an
+//! empty one as no condition); [`put`](BlobContainer::put) and
+//! [`delete`](BlobContainer::delete) are the unconditional calls.
 
 use std::sync::Arc;
 
 use crate::backend::blob::{BlobBackend, BlobCondition, BlobProperties, GetOptions, PutOptions, ReadCondition};
 use crate::error::{Error, Result};
+use crate::store::check_caller_etag;
 use crate::value::DateTime;
 
 /// A blob as read: its properties (ETag, Last-Modified, length, content
@@ -103,6 +110,7 @@ impl BlobContainer {
     /// Reads a blob only if it no longer has `etag` (`If-None-Match`), so a
     /// cached copy is revalidated without downloading it again.
     pub async fn get_if_changed(&self, name: &str, etag: &str) -> Result<Revalidated> {
+        check_caller_etag(etag)?;
         let backend = self.ready().await?;
         let options = GetOptions {
             range: None,
@@ -150,7 +158,14 @@ impl BlobContainer {
     }
 
     /// Writes a blob with any options (content headers, condition, lease id).
+    /// A [`BlobCondition::IfMatch`] holding `*` or an empty ETag is refused
+    /// with [`Error::InvalidValue`] before anything is sent, as every
+    /// conditional verb here refuses it: the service would read it as any
+    /// version.
     pub async fn put_with(&self, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
+        if let BlobCondition::IfMatch(etag) = &options.condition {
+            check_caller_etag(etag)?;
+        }
         let backend = self.ready().await?;
         let written = backend.put(&self.container, name, bytes, options).await;
         self.map(name, written)
@@ -166,6 +181,7 @@ impl BlobContainer {
     /// Deletes the version with ETag `etag` (`If-Match`):
     /// [`Error::BlobConditionNotMet`] if the blob has another version or none.
     pub async fn delete_if_match(&self, name: &str, etag: &str) -> Result<bool> {
+        check_caller_etag(etag)?;
         let backend = self.ready().await?;
         let condition = BlobCondition::IfMatch(etag.to_owned());
         let deleted = backend.delete(&self.container, name, condition).await;

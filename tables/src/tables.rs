@@ -13,9 +13,13 @@ use crate::store::{ReadCache, Store, StoreOptions};
 /// A connection to table storage: a backend plus the options every store
 /// made from it shares.
 ///
+/// A handle reads the table on every read unless it is given a
+/// [`ReadCache`] with [`Tables::with_cache`]: caching is opt-in, since
+/// entries go stale when another process or handle writes the same rows.
+///
 /// ```
 /// use unified_tables::Tables;
-/// let db = Tables::memory();            // embedded, no set-up
+/// let db = Tables::memory();            // embedded, no set-up, no read cache
 /// # let _ = db;
 /// ```
 #[derive(Clone)]
@@ -74,7 +78,8 @@ impl fmt::Debug for Tables {
 
 impl Tables {
     /// A fresh in-memory backend that answers as the service does, with an
-    /// in-memory blob store for large values and files.
+    /// in-memory blob store for large values and files, and no read cache
+    /// ([`Tables::with_cache`] adds one).
     pub fn memory() -> Tables {
         Tables::with_backend(MemoryBackend::new()).with_blobs(MemoryBlobBackend::new(), BlobOptions::default())
     }
@@ -95,12 +100,13 @@ impl Tables {
         self
     }
 
-    /// Tables over any backend (for example a decorator around another).
+    /// Tables over any backend (for example a decorator around another),
+    /// without a read cache.
     pub fn with_backend(backend: impl Backend) -> Tables {
         Tables::from_arc(Arc::new(backend))
     }
 
-    /// Tables over a shared backend, with the default read cache.
+    /// Tables over a shared backend, without a read cache (see [`Tables::with_cache`]).
     pub fn from_arc(backend: Arc<dyn Backend>) -> Tables {
         static BACKENDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = BACKENDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -109,7 +115,7 @@ impl Tables {
             options: StoreOptions::default(),
             created: Arc::new(Mutex::new(HashSet::new())),
             blobs: None,
-            cache: Some(ReadCache::default()),
+            cache: None,
             scope: format!("backend:{n}").into(),
             continuation_hints: Arc::default(),
         }
@@ -117,6 +123,12 @@ impl Tables {
 
     /// Serves reads of the stores made from now on from `cache` (which other
     /// handles may share: entries are keyed by account endpoint, table and keys).
+    ///
+    /// Handles start without a cache, and read the table every time: a
+    /// handle caches only when it is given one here. The cache sees only the
+    /// writes made through handles that share it: a write by another process,
+    /// or by a handle without this cache, leaves its entries stale until
+    /// they expire (see [`CachePolicy`](crate::CachePolicy)).
     ///
     /// ```
     /// use std::time::Duration;
@@ -133,8 +145,8 @@ impl Tables {
     }
 
     /// No read cache: every read goes to the table (the stores made from
-    /// now on). Writes of these stores no longer evict entries of other
-    /// handles' caches.
+    /// now on). This is how handles start; it undoes [`Tables::with_cache`].
+    /// Writes of these stores do not evict entries of other handles' caches.
     pub fn without_cache(mut self) -> Tables {
         self.cache = None;
         self
@@ -181,6 +193,8 @@ impl Tables {
     /// Tables over Azure Table Storage or Azurite, from a storage connection
     /// string (see [`ConnectionString`](crate::backend::azure::ConnectionString) for the accepted forms). Nothing is
     /// sent until the first operation; a malformed string is [`Error::Config`](crate::Error::Config).
+    /// The handle has no read cache: every read goes to the service unless
+    /// one is added with [`Tables::with_cache`].
     ///
     /// ```no_run
     /// use unified_tables::Tables;

@@ -31,7 +31,10 @@ use crate::value::{DateTime, ETag, Row};
 pub enum IfMatch {
     /// `If-Match: *`: the row must exist, any version.
     Any,
-    /// The row must still have this version.
+    /// The row must still have this version. Sent as it is: an ETag of `*`
+    /// is the wildcard to the service (as [`IfMatch::Any`]), and the
+    /// in-memory backend answers it the same way. Stores never send one
+    /// built from a caller's ETag: they refuse `*` and the empty ETag first.
     ETag(ETag),
 }
 

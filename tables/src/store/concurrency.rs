@@ -165,6 +165,13 @@ impl<T: TableEntity> Store<T> {
     /// A lost create race converges on the winner's row instead of failing.
     ///
     /// The factory's entity must have the looked-up key.
+    ///
+    /// For a `#[table(soft_delete)]` type, a key held by a soft-deleted row
+    /// is taken: the call fails with [`Error::AlreadyExists`], as
+    /// [`Store::create`] does, and changes nothing (it neither returns the
+    /// deleted row nor brings it back). Call [`Store::restore`] to make the
+    /// row live again, or [`Store::delete`] to remove it for good, then call
+    /// again; [`Store::including_deleted`] reads it.
     pub async fn get_or_create(&self, key: impl Into<Lookup<'_>>, factory: impl FnOnce() -> T) -> Result<T> {
         let key = self.resolve(key)?;
         if let Some(existing) = self.get(key.clone()).await? {
@@ -174,8 +181,10 @@ impl<T: TableEntity> Store<T> {
         self.check_same_key(&key, &fresh)?;
         match self.create(&mut fresh).await {
             Ok(_) => Ok(fresh),
-            Err(Error::AlreadyExists { .. }) => match self.get(key.clone()).await? {
+            Err(taken @ Error::AlreadyExists { .. }) => match self.get(key.clone()).await? {
                 Some(winner) => Ok(winner),
+                // A soft-deleted row holds the key: taken, nothing to converge on.
+                None if self.held_by_hidden_row(&key).await? => Err(taken),
                 // Created and deleted again between our two calls.
                 None => Err(self.conflict(&key)),
             },
@@ -188,6 +197,12 @@ impl<T: TableEntity> Store<T> {
     /// applied to the stored row. The delta applies the same way on the first
     /// insert and on every later call. A lost race (a concurrent insert or
     /// update) retries as [`Store::mutate`] does.
+    ///
+    /// For a `#[table(soft_delete)]` type, a key held by a soft-deleted row
+    /// is taken: the call fails with [`Error::AlreadyExists`], as
+    /// [`Store::create`] does, without applying `mutate` to the deleted row
+    /// or bringing it back. Call [`Store::restore`] first to apply the delta
+    /// to the restored row, or [`Store::delete`] to start from `create`.
     pub async fn mutate_or_create(
         &self,
         key: impl Into<Lookup<'_>>,
@@ -311,6 +326,15 @@ impl<T: TableEntity> Store<T> {
                 }
             };
             let fresh_version = fresh.as_ref().map(|(_, etag)| etag.clone());
+            // A create refused by a row this view does not read (soft-deleted):
+            // the key is taken, and no retry can insert it.
+            if insert
+                && fresh_version.is_none()
+                && write_error.kind() == ErrorKind::AlreadyExists
+                && self.held_by_hidden_row(key).await?
+            {
+                return Err(write_error);
+            }
             // A create that lost to a row deleted again since: the state moved, try again.
             let vanished = insert && fresh_version.is_none();
             if fresh_version == read_version && !vanished {

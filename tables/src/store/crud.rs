@@ -1,6 +1,7 @@
 //! Create, read, update, upsert, delete: thin verbs over the write
 //! pipeline (`write.rs`) and the read path (`read.rs`).
 
+use super::conditions::caller_version;
 use super::read::is_continuation_row;
 use super::write::Verb;
 use super::{Concurrency, Lookup, Store};
@@ -125,7 +126,8 @@ impl<T: TableEntity> Store<T> {
     fn condition_for(&self, entity: &T, mode: Concurrency) -> Result<IfMatch> {
         match (mode, entity.etag()) {
             (Concurrency::LastWriterWins, _) => Ok(IfMatch::Any),
-            (_, Some(etag)) => Ok(IfMatch::ETag(etag.clone())),
+            // A caller's ETag is a version: `*` or an empty one is refused here.
+            (_, Some(etag)) => caller_version(etag),
             (Concurrency::Auto, None) if self.tables.options.implicit_last_writer_wins => {
                 tracing::warn!(table = %self.table, "update without an ETag: overwriting (implicit_last_writer_wins)");
                 Ok(IfMatch::Any)

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use super::conditions::check_condition;
 use super::read::{continuation_owner, continuation_range};
 use super::write::{race_backoff, RACE_ATTEMPTS};
 use super::Store;
@@ -38,6 +39,7 @@ impl<T: TableEntity> Store<T> {
     /// Deletes one entity on `condition`. Returns whether it existed; with an
     /// ETag condition a missing entity is [`Error::NotFound`](crate::Error::NotFound).
     pub(crate) async fn delete_one(&self, key: &Key, condition: IfMatch) -> Result<bool> {
+        check_condition(&condition)?;
         self.ensure_created().await?;
         let about = |e: crate::Error| e.about_entity(&self.table, &key.partition_key, &key.row_key);
         if !const { T::SCHEMA.has_large_values() } {

@@ -5,6 +5,7 @@ mod blobs;
 pub mod cache;
 mod cached;
 mod concurrency;
+mod conditions;
 mod continuation;
 mod crud;
 mod delete;
@@ -24,6 +25,8 @@ mod stream;
 mod sweep;
 pub mod union;
 mod write;
+
+pub(crate) use conditions::check_caller_etag;
 
 pub use crate::options::SweepSchedule;
 pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
@@ -258,7 +261,10 @@ impl<T: TableEntity> Store<T> {
     /// ([`Concurrency::Auto`]). A stale ETag fails with [`Error::Conflict`];
     /// an entity whose ETag is `None` (built, not read) is refused with
     /// [`Error::MissingETag`], unless
-    /// [`StoreOptions::implicit_last_writer_wins`] is set.
+    /// [`StoreOptions::implicit_last_writer_wins`] is set. An ETag of `*` or
+    /// an empty one is not a version (the service would read `*` as any
+    /// version): it is refused with [`Error::InvalidValue`] naming `ETag`,
+    /// before anything is sent, by every verb that takes the entity's ETag.
     ///
     /// Only for types with an `#[table(etag)]` field ([`HasETag`]): for any
     /// other type it does not compile, since it could only be refused. Such
@@ -303,6 +309,9 @@ impl<T: TableEntity> Store<T> {
     /// | `LastWriterWins` | `*` | `*` |
     ///
     /// `*` still requires the row to exist ([`Error::NotFound`] otherwise).
+    /// An entity whose ETag is `*` or empty is refused with
+    /// [`Error::InvalidValue`] in `Auto` and `Strict` (`LastWriterWins`
+    /// ignores the ETag).
     /// Only for types with an `#[table(etag)]` field ([`HasETag`]); any type
     /// can overwrite with [`Store::replace`].
     pub fn update_with<'a>(&'a self, entity: &'a mut T, mode: Concurrency) -> BoxFuture<'a, Result<ETag>>
@@ -313,8 +322,9 @@ impl<T: TableEntity> Store<T> {
     }
 
     /// Deletes the entity on condition of its ETag: [`Error::Conflict`] if it
-    /// changed since it was read, [`Error::NotFound`] if it is gone, and
-    /// [`Error::MissingETag`] if its ETag is `None`. Only for types with an
+    /// changed since it was read, [`Error::NotFound`] if it is gone,
+    /// [`Error::MissingETag`] if its ETag is `None`, and
+    /// [`Error::InvalidValue`] if it is `*` or empty (nothing is sent). Only for types with an
     /// `#[table(etag)]` field ([`HasETag`]); any type deletes by key with
     /// [`Store::delete`].
     pub fn delete_entity<'a>(&'a self, entity: &'a T) -> BoxFuture<'a, Result<()>>

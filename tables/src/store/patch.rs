@@ -1,5 +1,6 @@
 //! Sending typed partial updates.
 
+use super::conditions::caller_version;
 use super::{now, Lookup, Store};
 use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::entity::TableEntity;
@@ -12,7 +13,9 @@ impl<T: TableEntity> Store<T> {
     /// (one round trip). Concurrent patches of different columns both land.
     /// Without `with_etag` the row must exist (`If-Match: *`); with it, the
     /// patch is a compare-and-swap that fails with [`Error::Conflict`] if the
-    /// row changed. Sets the updated stamp. Returns the new ETag.
+    /// row changed (an ETag of `*` or an empty one is not a version, and is
+    /// refused with [`Error::InvalidValue`] before sending). Sets the updated
+    /// stamp. Returns the new ETag.
     ///
     /// ```
     /// # use unified_tables::{TableEntity, TableRecord, Tables, ETag};
@@ -72,16 +75,7 @@ impl<T: TableEntity> Store<T> {
         crate::service::check_row_limits(&row)?;
         let condition = match update.etag {
             // A caller's ETag is a version, never the wildcard.
-            Some(etag) if etag.as_str().is_empty() || etag.as_str() == "*" => {
-                return Err(Error::InvalidValue {
-                    column: "ETag".into(),
-                    reason: format!(
-                        "`{}` is not a version: pass the ETag an entity was read with, or leave with_etag out for a patch of whatever version is stored",
-                        etag.as_str()
-                    ),
-                })
-            }
-            Some(etag) => IfMatch::ETag(etag),
+            Some(etag) => caller_version(&etag)?,
             None => IfMatch::Any,
         };
         let op = WriteOp::Update {

@@ -91,6 +91,22 @@ impl<T: TableEntity> Store<T> {
         }
     }
 
+    /// Whether a row this store does not read holds `key`: a soft-deleted
+    /// row under a live view (or a live one under `only_deleted()`), which
+    /// takes the key from an insert. One round trip, only for a type with a
+    /// deletion stamp read through a view that leaves rows out.
+    pub(super) async fn held_by_hidden_row(&self, key: &Key) -> Result<bool> {
+        if T::SOFT_DELETE_COLUMN.is_none() || self.visibility == Visibility::All {
+            return Ok(false);
+        }
+        let row = self
+            .tables
+            .backend
+            .get(&self.table, &key.partition_key, &key.row_key)
+            .await?;
+        Ok(row.is_some_and(|row| row.get(SPLIT_OF).is_none() && !self.admits(&row)))
+    }
+
     fn with_visibility(&self, visibility: Visibility) -> Store<T> {
         let mut store = self.clone();
         store.visibility = visibility;

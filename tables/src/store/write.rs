@@ -19,6 +19,7 @@ use rand::Rng;
 
 use super::blobs::{Files, Upload};
 use super::cache::{Settled, Writing};
+use super::conditions::{check_condition, check_conditions};
 use super::read::continuation_owner;
 use super::Store;
 use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
@@ -295,6 +296,7 @@ impl<T> Store<T> {
         mut ops: Vec<WriteOp>,
         droppable: usize,
     ) -> Result<(WriteOutcome, Option<Settled>)> {
+        check_conditions(&ops)?;
         let writing = self.begin_write(&ops);
         let noted = self.note_written(&ops);
         let outcome = if ops.len() == 1 {
@@ -316,6 +318,7 @@ impl<T> Store<T> {
         ops: Vec<WriteOp>,
         droppable: usize,
     ) -> Result<(Vec<WriteOutcome>, Vec<usize>)> {
+        check_conditions(&ops)?;
         let writing = self.begin_write(&ops);
         let noted = self.note_written(&ops);
         let sent = self
@@ -359,6 +362,9 @@ impl<T: TableEntity> Store<T> {
     /// Writes one entity through the pipeline and records the new version
     /// (stamps, ETag, files) on it.
     pub(crate) async fn write_entity(&self, entity: &mut T, verb: Verb) -> Result<ETag> {
+        if let Verb::Replace(condition) = &verb {
+            check_condition(condition)?;
+        }
         let stamps = Stamps::of(&verb, entity, super::now());
         let written = self.write_encoded(self.encode(entity, stamps).await?, &verb).await?;
         if const { T::SCHEMA.has_large_values() } {

@@ -443,3 +443,54 @@ pub async fn a_type_that_is_not_clone_is_never_cached(env: &Env) {
         assert_eq!((got.unwrap().unwrap().n, n), (1, 1));
     }
 }
+
+/// Handles start without a read cache: of two handles over one table, one
+/// writes and the other reads the new version at once, every read a request
+/// to the table; a handle caches only when given a `ReadCache`.
+pub async fn a_handle_reads_every_write_at_once_unless_given_a_cache(env: &Env) {
+    assert!(Tables::memory().cache().is_none(), "no cache unless asked for");
+    let writer_db = Tables::with_backend(env.backend().clone());
+    let reader_db = Tables::with_backend(env.backend().clone());
+    assert!(writer_db.cache().is_none() && reader_db.cache().is_none());
+    let writer = writer_db.store_in::<Customer>(&env.table);
+    let reader = reader_db.store_in::<Customer>(&env.table);
+    let mut c = Customer::new("p", "a", "v1");
+    writer.create(&mut c).await.unwrap();
+
+    for _ in 0..2 {
+        let (got, n) = cost(env, reader.get(("p", "a"))).await;
+        assert_eq!(
+            (got.unwrap().unwrap().name.as_str(), n),
+            ("v1", 1),
+            "every read asks the table"
+        );
+    }
+    let (listed, n) = cost(env, reader.query(QueryOptions::partition("p"))).await;
+    assert_eq!((listed.unwrap().len(), n), (1, 1));
+
+    c.name = "v2".into();
+    writer.update(&mut c).await.unwrap();
+    let got = reader.get(("p", "a")).await.unwrap().unwrap();
+    assert_eq!(
+        (got.name.as_str(), got.etag.as_ref()),
+        ("v2", c.etag.as_ref()),
+        "the other handle's write, at once"
+    );
+    let listed = reader.query(QueryOptions::partition("p")).await.unwrap();
+    assert_eq!(listed[0].name, "v2", "the partition's list too");
+    // A write by the reading handle is seen by the writing one as well.
+    let mut mine = got;
+    mine.name = "v3".into();
+    reader.update(&mut mine).await.unwrap();
+    assert_eq!(writer.get(("p", "a")).await.unwrap().unwrap().name, "v3");
+    assert!(writer.delete(("p", "a")).await.unwrap());
+    assert!(reader.get(("p", "a")).await.unwrap().is_none(), "a delete, at once");
+    assert!(!reader.exists(("p", "a")).await.unwrap());
+
+    // Given a cache, a handle serves its reads from memory.
+    let cached = env.cached(cache()).store_in::<Customer>(&env.table);
+    let mut d = Customer::new("p", "b", "cached");
+    cached.create(&mut d).await.unwrap();
+    let (got, n) = cost(env, cached.get(("p", "b"))).await;
+    assert_eq!((got.unwrap().unwrap().name.as_str(), n), ("cached", 0));
+}

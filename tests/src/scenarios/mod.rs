@@ -39,6 +39,7 @@ pub mod unconditional;
 pub mod union;
 pub mod union_rows;
 pub mod values;
+pub mod wildcard_etags;
 
 /// Every scenario's name, for the runner macro.
 #[macro_export]
@@ -176,6 +177,7 @@ macro_rules! for_each_scenario {
             cache::absolute_entries_expire_and_sliding_entries_live_while_read,
             cache::large_values_are_cached_assembled_and_a_gone_file_drops_the_entry,
             cache::a_type_that_is_not_clone_is_never_cached,
+            cache::a_handle_reads_every_write_at_once_unless_given_a_cache,
             cache_checker::concurrent_readers_never_see_a_version_older_than_a_returned_write,
             union::union_every_variant_round_trips,
             union::union_marker_rows_commit_with_their_items_or_not_at_all,
@@ -208,6 +210,7 @@ macro_rules! for_each_scenario {
             soft_delete::the_exclusion_holds_where_the_service_never_matches_a_missing_property,
             soft_delete::a_write_that_read_before_a_soft_delete_does_not_bring_the_row_back,
             soft_delete::the_exclusion_counts_against_the_filter_budget,
+            soft_delete::get_or_create_of_a_soft_deleted_key_is_already_exists_and_changes_nothing,
             dotnet_rows::append_logs_of_both_key_formats_read_in_time_order,
             dotnet_rows::an_id_keyed_log_reads_dotnet_appends,
             dotnet_rows::json_cells_read_members_in_any_letter_case,
@@ -253,6 +256,9 @@ macro_rules! for_each_scenario {
             large_reads::a_read_whose_continuation_rows_are_in_flight_never_mixes_versions,
             large_reads::damaged_gzip_is_integrity_while_it_streams,
             large_reads::text_cut_inside_characters_reads_back_on_every_path,
+            wildcard_etags::a_wildcard_or_empty_etag_is_refused_by_every_conditional_verb,
+            wildcard_etags::a_wildcard_or_empty_etag_is_refused_by_the_conditional_blob_verbs,
+            wildcard_etags::the_backends_answer_if_match_star_as_any_version,
         }
     };
 }

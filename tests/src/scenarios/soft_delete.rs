@@ -358,3 +358,62 @@ pub async fn the_exclusion_counts_against_the_filter_budget(env: &Env) {
     assert!(err.to_string().contains("soft-deleted"), "{err}");
     assert_eq!(env.counts().entity_requests(), 0, "refused before sending");
 }
+
+/// A key held by a soft-deleted row is taken: `get_or_create` and
+/// `mutate_or_create` fail with `AlreadyExists` (as `create` does) naming
+/// the row, neither returning the deleted row nor bringing it back, and
+/// leave it exactly as it was; after `restore` they read and change it.
+pub async fn get_or_create_of_a_soft_deleted_key_is_already_exists_and_changes_nothing(env: &Env) {
+    let posts = env.tables.store_in::<Post>(&env.table);
+    let mut post = Post::new("r", "a", "original");
+    posts.create(&mut post).await.unwrap();
+    assert!(posts.soft_delete(("r", "a")).await.unwrap());
+    let deleted = posts.including_deleted().get(("r", "a")).await.unwrap().unwrap();
+    assert!(deleted.deleted_at.is_some());
+
+    let taken = |err: &Error| matches!(err, Error::AlreadyExists { partition_key, row_key, .. } if partition_key == "r" && row_key == "a");
+    let err = posts
+        .get_or_create(("r", "a"), || Post::new("r", "a", "fresh"))
+        .await
+        .unwrap_err();
+    assert!(taken(&err), "get_or_create: {err:?}");
+    let mut created = 0;
+    let err = posts
+        .mutate_or_create(
+            ("r", "a"),
+            || {
+                created += 1;
+                Post::new("r", "a", "fresh")
+            },
+            |p| p.likes += 1,
+        )
+        .await
+        .unwrap_err();
+    assert!(taken(&err), "mutate_or_create: {err:?}");
+    assert_eq!(created, 1, "one insert tried, never retried against the deleted row");
+    let after = posts.including_deleted().get(("r", "a")).await.unwrap().unwrap();
+    assert_eq!(
+        after, deleted,
+        "the deleted row is untouched: same text, likes, stamp and ETag"
+    );
+    assert!(posts.get(("r", "a")).await.unwrap().is_none(), "and still deleted");
+
+    // The remedy: restore the row, then the verbs read and change it.
+    assert!(posts.restore(("r", "a")).await.unwrap());
+    let got = posts
+        .get_or_create(("r", "a"), || Post::new("r", "a", "fresh"))
+        .await
+        .unwrap();
+    assert_eq!((got.text.as_str(), got.deleted_at), ("original", None));
+    let liked = posts
+        .mutate_or_create(("r", "a"), || Post::new("r", "a", "fresh"), |p| p.likes += 1)
+        .await
+        .unwrap();
+    assert_eq!((liked.text.as_str(), liked.likes), ("original", 1));
+    // A key no row holds is created as before.
+    let fresh = posts
+        .get_or_create(("r", "b"), || Post::new("r", "b", "fresh"))
+        .await
+        .unwrap();
+    assert_eq!(fresh.text, "fresh");
+}

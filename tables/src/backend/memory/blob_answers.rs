@@ -52,7 +52,7 @@ pub(super) fn check_condition(existing: Option<&BlobProperties>, condition: &Blo
         (BlobCondition::IfNoneMatchAny, Some(_)) => Err(condition_not_met()),
         (BlobCondition::IfMatch(_), None) => Err(condition_not_met()),
         (BlobCondition::IfMatch(etag), Some(blob)) => {
-            if etag == "*" || *etag == blob.etag {
+            if etag.trim() == "*" || *etag == blob.etag {
                 Ok(())
             } else {
                 Err(condition_not_met())
@@ -83,7 +83,7 @@ pub(super) fn check_read_condition(blob: &BlobProperties, condition: &ReadCondit
     match condition {
         ReadCondition::None => Ok(()),
         ReadCondition::IfNoneMatch(etag) if etag == "*" => Err(unsatisfiable_condition()),
-        ReadCondition::IfMatch(etag) if etag != "*" && *etag != blob.etag => Err(condition_not_met()),
+        ReadCondition::IfMatch(etag) if etag.trim() != "*" && *etag != blob.etag => Err(condition_not_met()),
         ReadCondition::IfNoneMatch(etag) if *etag == blob.etag => Err(Error::service(
             304,
             "ConditionNotMet",

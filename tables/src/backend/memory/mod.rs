@@ -226,9 +226,12 @@ fn invalid_input(message: impl Into<String>) -> Error {
     Error::service(400, "InvalidInput", message)
 }
 
+/// The service reads `If-Match: *` as any version, also when it is sent as
+/// an ETag ([`IfMatch::ETag`] holding `*`): the row must exist, nothing more.
 fn check_condition(id: &RowId, existing: &Row, condition: &IfMatch) -> Result<()> {
     match condition {
         IfMatch::Any => Ok(()),
+        IfMatch::ETag(etag) if etag.as_str().trim() == "*" => Ok(()),
         IfMatch::ETag(etag) if existing.etag.as_ref() == Some(etag) => Ok(()),
         IfMatch::ETag(_) => Err(condition_failed(id)),
     }

@@ -34,8 +34,10 @@ const ENTRY_OVERHEAD: usize = 96;
 ///
 /// Entries are keyed by the account endpoint, the table and the keys, so
 /// stores of the same table share them and different tables never collide.
-/// Built with [`ReadCache::builder`]; [`Tables`](crate::Tables) handles start
-/// with [`ReadCache::default`] (five-minute sliding entries, 64 MiB).
+/// Built with [`ReadCache::builder`] or [`ReadCache::default`] (five-minute
+/// sliding entries, 64 MiB). [`Tables`](crate::Tables) handles start without
+/// a cache: a handle caches only when given one with
+/// [`Tables::with_cache`](crate::Tables::with_cache).
 #[derive(Clone)]
 pub struct ReadCache {
     inner: Arc<Inner>,

@@ -106,16 +106,9 @@ impl<E: TableUnion> UnionStore<E> {
         columns: impl IntoIterator<Item = (N, Value)>,
         etag: &ETag,
     ) -> Result<ETag> {
-        if etag.as_str().is_empty() || etag.as_str() == "*" {
-            return Err(Error::InvalidValue {
-                column: "ETag".into(),
-                reason: format!(
-                    "`{}` is not a version: pass the ETag the entry was read with, or call merge_columns to merge into whatever version is stored",
-                    etag.as_str()
-                ),
-            });
-        }
-        self.merge(key.into(), columns, IfMatch::ETag(etag.clone())).await
+        // A caller's ETag is a version: `*` or an empty one is refused before sending.
+        let condition = crate::store::conditions::caller_version(etag)?;
+        self.merge(key.into(), columns, condition).await
     }
 
     /// Deletes the row at `key`. Idempotent: `Ok(true)` if it existed.
