@@ -341,7 +341,7 @@ impl BlobRef {
 
     /// Parses the JSON text of the reference cell `cell`.
     pub fn parse(cell: &str, json: &str) -> Result<BlobRef> {
-        crate::value::casing::from_str(json).map_err(|e| Error::Decode {
+        crate::value::case_insensitive_json::from_str(json).map_err(|e| Error::Decode {
             column: cell.to_owned(),
             expected: "a blob reference (JSON with path, sha256, length)".into(),
             found: e.to_string(),

@@ -45,8 +45,6 @@ extern crate self as unified_tables;
 pub mod backend;
 mod blob_container;
 pub mod codec;
-#[cfg(feature = "azure")]
-mod connect;
 mod entity;
 mod error;
 pub mod keys;
@@ -64,7 +62,6 @@ pub mod store;
 mod tables;
 mod union;
 
-mod tables_blob_api;
 pub mod update;
 mod value;
 #[cfg(any(feature = "tower-sessions", feature = "axum-login"))]
@@ -101,6 +98,7 @@ pub use ordering::{OrderedEntity, OrderingToken, TokenField};
 pub use soft_delete::{DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete};
 
 pub use lock::{Lock, LockGuard};
+pub use options::BlobOptions;
 pub use options::{MutateAttempts, SweepSchedule};
 pub use stamp::{KeyPart, Stamp};
 pub use store::union::{UnionColumns, UnionEntry, UnionPage, UnionQuery, UnionStore, UnionWrite};
@@ -109,7 +107,7 @@ pub use store::{
     ReadCacheBuilder, Store, StoreOptions,
 };
 pub use store::{Delivery, Visibility};
-pub use tables::{BlobOptions, Tables};
+pub use tables::Tables;
 #[doc = include_str!("../docs/table_entity.md")]
 #[doc(inline)]
 pub use unified_tables_derive::TableEntity;

@@ -6,7 +6,19 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::service::{check_container_name, MAX_TRANSACTION_BYTES};
-use crate::tables::BlobOptions;
+
+/// Where large values and files go when they leave the table. Built with
+/// [`BlobOptions::new`] and its `with_*` methods, which check each value
+/// when it is set.
+#[derive(Debug, Clone)]
+pub struct BlobOptions {
+    /// The container (default `unified-tables-values`).
+    pub(crate) container: String,
+    /// Encoded size above which a large value goes to a blob (default 3,145,728 bytes).
+    pub(crate) threshold_bytes: usize,
+    /// How old a released blob must be before a replace or delete removes it.
+    pub(crate) cleanup_grace: std::time::Duration,
+}
 
 fn invalid(option: &str, reason: String) -> Error {
     Error::Config(format!("{option}: {reason}"))

@@ -13,7 +13,7 @@ use super::{
     MAX_GZIP_CELL_INFLATED_BYTES, TRUNCATED_SUFFIX,
 };
 use crate::error::{Error, Result};
-use crate::value::{casing, utf16_len, Row, Value};
+use crate::value::{case_insensitive_json, utf16_len, Row, Value};
 
 pub(crate) fn gzip_base64(bytes: &[u8]) -> String {
     let mut enc = GzEncoder::new(Vec::with_capacity(bytes.len() / 3 + 32), Compression::default());
@@ -161,7 +161,7 @@ pub fn decode_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Result<T
 /// Takes and parses the JSON of `column` from whichever form holds it
 /// (`__Json`, `__GZip`, or a plain string cell); `None` when no form is present.
 /// Struct members and enum variants match in any letter case, as the .NET
-/// library reads them (see [`casing`]).
+/// library reads them (see [`case_insensitive_json`]).
 pub(super) fn take_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Result<Option<T>> {
     // Column names are built only for error messages: probing the row does not allocate.
     let bad = |col: &str, e: serde_json::Error| Error::Decode {
@@ -171,7 +171,7 @@ pub(super) fn take_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Res
     };
     if let Some(cell) = row.properties.remove_suffixed(column, JSON_SUFFIX) {
         return match cell {
-            Value::String(text) => casing::from_str(&text)
+            Value::String(text) => case_insensitive_json::from_str(&text)
                 .map(Some)
                 .map_err(|e| bad(&suffixed(column, JSON_SUFFIX), e)),
             other => Err(super::type_mismatch(
@@ -183,12 +183,14 @@ pub(super) fn take_json<T: DeserializeOwned>(row: &mut Row, column: &str) -> Res
     }
     if let Some(cell) = row.properties.remove_suffixed(column, GZIP_SUFFIX) {
         let bytes = gunzip_cell(column, &cell)?;
-        return casing::from_slice(&bytes)
+        return case_insensitive_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| bad(&suffixed(column, GZIP_SUFFIX), e));
     }
     match row.take(column) {
-        Some(Value::String(text)) => casing::from_str(&text).map(Some).map_err(|e| bad(column, e)),
+        Some(Value::String(text)) => case_insensitive_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| bad(column, e)),
         Some(other) => Err(super::type_mismatch(
             column,
             &format!("a JSON cell `{column}{JSON_SUFFIX}` (or a string cell holding JSON)"),

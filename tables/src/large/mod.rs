@@ -5,9 +5,9 @@
 pub(crate) mod blob_content;
 pub(crate) mod blob_value;
 pub(crate) mod cells;
+pub(crate) mod continuation_hints;
 pub(crate) mod gather;
 pub(crate) mod gzip;
-pub(crate) mod hints;
 pub(crate) mod plan;
 pub(crate) mod sink;
 pub(crate) mod stream;

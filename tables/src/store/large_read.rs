@@ -1,7 +1,7 @@
 //! Reading the rows of an entity with large values: the main row, and its
 //! continuation rows (see [`ContinuationRead`]) — sent together with the
 //! point read when the entity's last version seen through the handle had
-//! continuation rows (see [`ContinuationHints`](crate::large::hints::ContinuationHints)),
+//! continuation rows (see [`ContinuationHints`](crate::large::continuation_hints::ContinuationHints)),
 //! else after it.
 
 use super::continuation::ContinuationRead;

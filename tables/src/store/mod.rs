@@ -3,7 +3,6 @@
 mod batch;
 mod blobs;
 pub mod cache;
-mod cached;
 mod concurrency;
 mod conditions;
 mod continuation;
@@ -15,11 +14,11 @@ mod ordering;
 mod paging;
 mod patch;
 mod plain_fields;
-mod prefetch;
 mod projection;
 pub(crate) mod protect;
 mod query;
 mod read;
+mod read_ahead;
 mod soft_delete;
 mod stream;
 mod sweep;
@@ -141,7 +140,7 @@ pub struct Store<T> {
     tables: Tables,
     table: String,
     authorizer: Option<protect::SharedAuthorizer>,
-    cache: Option<cached::StoreCache>,
+    cache: Option<cache::hooks::StoreCache>,
     visibility: Visibility,
     append_keys: crate::keys::AppendKeyFormat,
     _entity: PhantomData<fn() -> T>,
@@ -173,7 +172,7 @@ impl<T> Store<T> {
     /// that serves nothing from the cache itself (a union store's rows);
     /// [`Store::of_entity`] serves an entity type by its policy.
     pub(crate) fn new(tables: Tables, table: String) -> Store<T> {
-        let cache = tables.cache.as_ref().map(|cache| cached::StoreCache {
+        let cache = tables.cache.as_ref().map(|cache| cache::hooks::StoreCache {
             cache: cache.clone(),
             policy: cache::CachePolicy::Disabled,
         });

@@ -324,7 +324,7 @@ pub fn next_prefix(prefix: &str) -> Option<String> {
 /// with a token is not the end), with the next page fetched while the
 /// current one is decoded when the reader says it will read it.
 pub(crate) struct Pages {
-    fetcher: super::prefetch::PageFetcher,
+    fetcher: super::read_ahead::PageFetcher,
 }
 
 impl Pages {
@@ -357,7 +357,7 @@ impl<T: TableEntity> Store<T> {
     pub(crate) async fn pages(&self, request: QueryRequest) -> Result<Pages> {
         self.ensure_created().await?;
         Ok(Pages {
-            fetcher: super::prefetch::PageFetcher::new(self.tables.backend.clone(), &self.table, request),
+            fetcher: super::read_ahead::PageFetcher::new(self.tables.backend.clone(), &self.table, request),
         })
     }
 

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use futures::stream::{self, Stream};
 
-use super::prefetch::PageFetcher;
+use super::read_ahead::PageFetcher;
 use super::{QueryOptions, Store};
 use crate::backend::QueryRequest;
 use crate::entity::TableEntity;

@@ -1,6 +1,6 @@
 //! Typed cells (`Value`), rows (`Row`) and their wire form.
 
-pub(crate) mod casing;
+pub(crate) mod case_insensitive_json;
 mod column_name;
 mod datetime;
 mod guid;

@@ -31,7 +31,7 @@ pub mod projections;
 pub mod protect;
 pub mod query;
 pub mod racing_reads;
-pub mod reading_ahead;
+pub mod read_ahead;
 pub mod sessions;
 pub mod soft_delete;
 pub mod transactions;
@@ -249,8 +249,8 @@ macro_rules! for_each_scenario {
             identity_auth::identity_roles_grant_permissions_and_missing_roles_stay_quiet,
             identity_auth::identity_external_logins_are_created_never_taken_over,
             identity_auth::identity_user_rows_are_never_served_from_the_cache,
-            reading_ahead::a_stream_asks_for_the_next_page_before_it_yields_the_first_entity,
-            reading_ahead::bounded_reads_fetch_no_page_their_limit_makes_needless,
+            read_ahead::a_stream_asks_for_the_next_page_before_it_yields_the_first_entity,
+            read_ahead::bounded_reads_fetch_no_page_their_limit_makes_needless,
             large_reads::continuation_rows_are_read_with_the_main_row_when_the_handle_saw_them,
             large_reads::a_value_over_more_rows_than_point_reads_cover_takes_one_range_query,
             large_reads::a_read_whose_continuation_rows_are_in_flight_never_mixes_versions,

@@ -10,6 +10,7 @@
 //! wrote only if no other write touched its stripe while it ran. Addresses
 //! that share a stripe only cost each other a miss, never coherence.
 
+pub(crate) mod hooks;
 mod policy;
 
 pub use policy::{CachePolicy, ReadCacheBuilder};

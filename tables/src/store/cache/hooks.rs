@@ -1,10 +1,10 @@
 //! Where a store meets its read cache: the lookups of `get`, `exists` and
 //! whole-partition queries, and the hooks every write passes through.
 
-use super::cache::{row_bytes, Address, CachePolicy, Entry, ReadCache, Settled, Ticket, Writing};
-use super::{QueryOptions, Store};
+use super::{row_bytes, Address, CachePolicy, Entry, ReadCache, Settled, Ticket, Writing};
 use crate::backend::WriteOp;
 use crate::entity::{Key, KeyMode, TableEntity};
+use crate::store::{QueryOptions, Store};
 use crate::value::{DateTime, ETag, Row};
 
 /// A store's view of its cache: the shared cache, and this type's policy.
@@ -49,7 +49,7 @@ impl<T: TableEntity> Store<T> {
     fn serving(&self) -> Option<&StoreCache> {
         self.cache
             .as_ref()
-            .filter(|c| c.policy.is_enabled() && self.visibility == super::Visibility::Live)
+            .filter(|c| c.policy.is_enabled() && self.visibility == crate::store::Visibility::Live)
     }
 
     /// The cached entity at `key` with its version.

@@ -1,5 +1,9 @@
 //! `Tables`: the entry point that owns a backend and hands out stores.
 
+mod blobs;
+#[cfg(feature = "azure")]
+mod connect;
+
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -8,6 +12,7 @@ use crate::backend::blob::BlobBackend;
 use crate::backend::memory::{MemoryBackend, MemoryBlobBackend};
 use crate::backend::Backend;
 use crate::entity::TableEntity;
+use crate::options::BlobOptions;
 use crate::store::{ReadCache, Store, StoreOptions};
 
 /// A connection to table storage: a backend plus the options every store
@@ -33,20 +38,7 @@ pub struct Tables {
     /// keys: the account's table endpoint, or a name unique to the backend.
     pub(crate) scope: Arc<str>,
     /// Which entity types' reads fetch continuation rows with the main row.
-    pub(crate) continuation_hints: Arc<crate::large::hints::ContinuationHints>,
-}
-
-/// Where large values and files go when they leave the table. Built with
-/// [`BlobOptions::new`] and its `with_*` methods, which check each value
-/// when it is set (see `options.rs`).
-#[derive(Debug, Clone)]
-pub struct BlobOptions {
-    /// The container (default `unified-tables-values`).
-    pub(crate) container: String,
-    /// Encoded size above which a large value goes to a blob (default 3,145,728 bytes).
-    pub(crate) threshold_bytes: usize,
-    /// How old a released blob must be before a replace or delete removes it.
-    pub(crate) cleanup_grace: std::time::Duration,
+    pub(crate) continuation_hints: Arc<crate::large::continuation_hints::ContinuationHints>,
 }
 
 /// A blob backend and its options.
