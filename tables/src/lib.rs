@@ -44,11 +44,11 @@ extern crate self as unified_tables;
 
 pub mod backend;
 mod blob_container;
-pub mod codec;
+pub(crate) mod codec;
 mod entity;
 mod error;
 pub mod keys;
-pub mod large;
+pub(crate) mod large;
 pub mod layout;
 mod options;
 mod ordering;
@@ -129,11 +129,11 @@ pub use value::{
 /// Items the derive's generated code refers to. Not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::codec::{concat_lists, join_each, joined_len, pick_names, split_joined, total_len};
     pub use crate::codec::{
         decode_binary, decode_json, decode_optional_binary, encode_binary, encode_json, resolve_column,
         take_scalar_value, EncodeOptions, JoinedName, JsonValue, Prefix, TableValue, ValueKind,
     };
-    pub use crate::codec::{pick_names, JSON_SUFFIX};
     pub use crate::entity::{
         normalize_id, protected_in, restore_id, CloneProbe, Column, ColumnKind, HasETag, Key, KeyMode, LargeEncoding,
         LargeForm, ProbeClone, ProbeNoClone, Schema, TableEntity, TableRecord,
@@ -141,6 +141,7 @@ pub mod __private {
     pub use crate::error::{Error, Result};
     pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};
     pub use crate::large::{encode_large_bytes, encode_large_json, encode_large_json_value, encode_large_text};
+    pub use crate::layout::JSON_SUFFIX;
     pub use crate::ordering::{OrderedEntity, OrderingToken, TokenField};
     pub use crate::query::typed::{Col, Filterable, Nested, OptCol};
     pub use crate::query::{JsonCol, LargeCol, SkippedCol};

@@ -20,20 +20,20 @@ pub use binary::{decode_binary, decode_optional_binary, encode_binary};
 pub use json::{decode_json, encode_json};
 pub use json_value::JsonValue;
 pub use name::JoinedName;
-pub use prefix::{concat_lists, join_each, joined_len, split_joined, total_len, NestedPrefix, Prefix, PrefixedName};
+pub use prefix::{concat_lists, join_each, joined_len, split_joined, total_len, Prefix};
 pub use scalar::take_scalar_value;
 
 use crate::error::{Error, Result};
 use crate::value::{EdmType, Row, Value};
 
-pub use crate::layout::{GZIP_SUFFIX, JSON_SUFFIX, TRUNCATED_SUFFIX};
-pub use crate::service::MAX_CELL_BYTES;
+pub(crate) use crate::layout::{GZIP_SUFFIX, JSON_SUFFIX, TRUNCATED_SUFFIX};
+pub(crate) use crate::service::MAX_CELL_BYTES;
 /// The most bytes the gzip data of one `{Col}__GZip` cell may unpack to (32 MiB).
 ///
 /// A cell the service accepts holds at most 32,767 base64 characters, about
 /// 24 KB of gzip, which deflate cannot expand past about 25 MB; a cell that
 /// unpacks to more is refused with [`Error::Integrity`].
-pub const MAX_GZIP_CELL_INFLATED_BYTES: usize = 32 << 20;
+pub(crate) const MAX_GZIP_CELL_INFLATED_BYTES: usize = 32 << 20;
 
 /// What to do with a value too large for its cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

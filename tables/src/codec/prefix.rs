@@ -198,8 +198,9 @@ macro_rules! joined_names {
     ($prefix:expr, $names:expr) => {{
         const __PREFIX: &str = $prefix;
         const __NAMES: &[&str] = $names;
-        const __BYTES: [u8; $crate::codec::joined_len(__PREFIX, __NAMES)] = $crate::codec::join_each(__PREFIX, __NAMES);
-        const __LIST: [&str; __NAMES.len()] = $crate::codec::split_joined(&__BYTES, __PREFIX, __NAMES);
+        const __BYTES: [u8; $crate::__private::joined_len(__PREFIX, __NAMES)] =
+            $crate::__private::join_each(__PREFIX, __NAMES);
+        const __LIST: [&str; __NAMES.len()] = $crate::__private::split_joined(&__BYTES, __PREFIX, __NAMES);
         &__LIST
     }};
 }
@@ -216,7 +217,7 @@ macro_rules! joined_names {
 macro_rules! concat_names {
     ($($list:expr),* $(,)?) => {{
         const __LISTS: &[&[&str]] = &[$($list),*];
-        const __LIST: [&str; $crate::codec::total_len(__LISTS)] = $crate::codec::concat_lists(__LISTS);
+        const __LIST: [&str; $crate::__private::total_len(__LISTS)] = $crate::__private::concat_lists(__LISTS);
         &__LIST
     }};
 }

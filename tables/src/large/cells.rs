@@ -15,9 +15,9 @@ use crate::service::MAX_CELL_BYTES;
 use crate::value::{hex, sha256_hex, utf16_len, Row, Value};
 
 /// UTF-16 units in one text chunk.
-pub const TEXT_CHUNK_UNITS: usize = 32_000;
+pub(crate) const TEXT_CHUNK_UNITS: usize = 32_000;
 /// Bytes in one binary chunk (at most 64 KiB).
-pub const BINARY_CHUNK_BYTES: usize = 64_000;
+pub(crate) const BINARY_CHUNK_BYTES: usize = 64_000;
 /// The most bytes a `gzip` large value may unpack to (256 MiB). The manifest
 /// and a blob reference give only the stored (compressed) length, so the
 /// unpacked size has this fixed bound; beyond it a read fails with

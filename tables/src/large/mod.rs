@@ -14,5 +14,3 @@ pub(crate) mod stream;
 
 pub use blob_content::{decode_blob_ref, encode_blob_ref, BlobContent};
 pub use cells::{encode_large_bytes, encode_large_json, encode_large_json_value, encode_large_text};
-pub use cells::{BINARY_CHUNK_BYTES, TEXT_CHUNK_UNITS};
-pub use plan::MAX_LARGE_ROW_KEY;

@@ -23,7 +23,7 @@ pub(crate) const ROW_WIRE_BUDGET: usize = 960_000;
 /// The longest RowKey of a type with large values, in UTF-16 units: room is
 /// left for a continuation row's `~0001`, within the 512 units the storage
 /// emulator allows a key (the service allows 1,024).
-pub const MAX_LARGE_ROW_KEY: usize = 512 - CONTINUATION_SUFFIX_UNITS - 27;
+pub(crate) const MAX_LARGE_ROW_KEY: usize = 512 - CONTINUATION_SUFFIX_UNITS - 27;
 
 /// A large column of an entity type.
 #[derive(Debug, Clone, Copy)]
