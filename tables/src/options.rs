@@ -9,7 +9,7 @@ use crate::service::{check_container_name, MAX_TRANSACTION_BYTES};
 use crate::tables::BlobOptions;
 
 fn invalid(option: &str, reason: String) -> Error {
-    Error::Config(format!("{option}: {reason}"))
+    Error::config(format!("{option}: {reason}"))
 }
 
 impl BlobOptions {
@@ -236,7 +236,7 @@ mod tests {
     use super::*;
 
     fn config_message(e: Error) -> String {
-        assert!(matches!(e, Error::Config(_)), "{e:?}");
+        assert!(matches!(e, Error::Config { .. }), "{e:?}");
         e.to_string()
     }
 

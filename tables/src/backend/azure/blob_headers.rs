@@ -7,6 +7,7 @@ use std::fmt;
 use azure_core::headers::{self as h, HeaderName, Headers};
 use azure_core::prelude::{IfMatchCondition, IfModifiedSinceCondition};
 
+use super::http::REQUEST_ID;
 use crate::backend::blob::{BlobCondition, BlobProperties, LeaseAction, LeaseAnswer, LeaseDuration, ReadCondition};
 use crate::error::{Error, Result};
 use crate::value::{DateTime, Guid};
@@ -17,7 +18,7 @@ pub(super) fn is_blob_missing(error: &Error) -> bool {
 }
 
 pub(super) fn unreadable(what: &str, detail: impl fmt::Display) -> Error {
-    Error::MalformedResponse(format!("the blob service's answer has an unreadable {what}: {detail}"))
+    Error::malformed_response(format!("the blob service's answer has an unreadable {what}: {detail}"))
 }
 
 /// An RFC 1123 date (`Sun, 06 Nov 1994 08:49:37 GMT`).
@@ -40,8 +41,17 @@ pub(super) fn total_from_content_range(text: &str) -> Option<u64> {
     text.rsplit_once('/')?.1.trim().parse().ok()
 }
 
+/// The service's `x-ms-request-id` of an answer.
+pub(super) fn request_id_of(headers: &Headers) -> Option<&str> {
+    headers.get_optional_str(&HeaderName::from_static(REQUEST_ID))
+}
+
 /// The properties a Get Blob / Get Blob Properties answer carries.
 pub(super) fn properties_from_headers(headers: &Headers) -> Result<BlobProperties> {
+    read_properties(headers).map_err(|e| e.with_request_id(request_id_of(headers)))
+}
+
+fn read_properties(headers: &Headers) -> Result<BlobProperties> {
     let etag = headers
         .get_optional_str(&h::ETAG)
         .ok_or_else(|| unreadable("ETag", "missing"))?;
@@ -97,7 +107,7 @@ pub(super) fn lease_id(lease: Guid) -> Result<azure_core::prelude::LeaseId> {
     lease
         .to_string()
         .parse()
-        .map_err(|e| Error::Config(format!("lease id `{lease}`: {e}")))
+        .map_err(|e| Error::encode(format!("lease id `{lease}` cannot be sent")).with_source(e))
 }
 
 /// The headers of a read condition.
@@ -145,6 +155,10 @@ pub(super) fn lease_headers(action: LeaseAction) -> Headers {
 
 /// The lease id (`x-ms-lease-id`) and break time (`x-ms-lease-time`) of a Lease Blob answer.
 pub(super) fn lease_answer(headers: &Headers) -> Result<LeaseAnswer> {
+    read_lease_answer(headers).map_err(|e| e.with_request_id(request_id_of(headers)))
+}
+
+fn read_lease_answer(headers: &Headers) -> Result<LeaseAnswer> {
     let lease = match headers.get_optional_str(&h::LEASE_ID) {
         Some(text) => Some(
             text.trim()

@@ -42,6 +42,8 @@ mod http;
 #[cfg(test)]
 mod connect_tests;
 #[cfg(test)]
+mod error_tests;
+#[cfg(test)]
 mod tests;
 
 /// The Entra ID credentials of the same `azure_core` generation (managed
@@ -226,7 +228,7 @@ impl Backend for AzureBackend {
         let changeset_boundary = format!("changeset_{:032x}", rand::random::<u128>());
         let body = batch::build_body(&self.table_endpoint, table, &ops, &batch_boundary, &changeset_boundary)?;
         let url = Url::parse(&format!("{}/$batch", self.table_endpoint))
-            .map_err(|e| Error::Config(format!("table endpoint: {e}")))?;
+            .map_err(|e| Error::config(format!("table endpoint `{}`", self.table_endpoint)).with_source(e))?;
         let mut headers = Headers::new();
         headers.insert(
             azure_core::headers::CONTENT_TYPE,
