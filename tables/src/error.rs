@@ -172,8 +172,8 @@ pub enum Error {
     /// One operation of an entity-group transaction failed; none of the
     /// transaction's operations took effect. What happened to it is the
     /// `source` (also [`std::error::Error::source`]), not repeated in this
-    /// message.
-    #[error("operation {index} of the transaction failed")]
+    /// message; the message names the service's request id, when there is one.
+    #[error("operation {index} of the transaction failed{}", request_id_note(source.request_id()))]
     Transaction {
         /// The 0-based index of the failing operation.
         index: usize,
@@ -183,8 +183,9 @@ pub enum Error {
     /// A batch write failed part way. Every transaction before the failing one
     /// stayed committed; the failing transaction applied nothing. What
     /// happened is the `source` (also [`std::error::Error::source`]), not
-    /// repeated in this message.
-    #[error("batch write failed at the entity with PartitionKey `{partition_key}` and RowKey `{row_key}` ({committed} entities were committed before it)")]
+    /// repeated in this message; the message names the service's request
+    /// id, when there is one.
+    #[error("batch write failed at the entity with PartitionKey `{partition_key}` and RowKey `{row_key}` ({committed} entities were committed before it){}", request_id_note(source.request_id()))]
     BatchFailed {
         /// Entities written by the transactions that committed.
         committed: usize,
@@ -199,8 +200,9 @@ pub enum Error {
     /// connection failed or timed out after the request left). Read the
     /// entity before applying the change again: it may already be stored.
     /// What cut the request short is the `source` (also
-    /// [`std::error::Error::source`]), not repeated in this message.
-    #[error("{table}: the write of the entity with PartitionKey `{partition_key}` and RowKey `{row_key}` may or may not have been applied; read the entity before applying the change again")]
+    /// [`std::error::Error::source`]), not repeated in this message; the
+    /// message names the service's request id, when there is one.
+    #[error("{table}: the write of the entity with PartitionKey `{partition_key}` and RowKey `{row_key}` may or may not have been applied{}; read the entity before applying the change again", request_id_note(source.request_id()))]
     OutcomeUnknown {
         /// The table.
         table: String,

@@ -163,10 +163,8 @@ impl Error {
     #[cfg_attr(not(feature = "azure"), allow(dead_code))]
     pub(crate) fn with_request_id(mut self, id: Option<&str>) -> Error {
         match &mut self {
-            Error::Service { request_id, .. } | Error::MalformedResponse { request_id, .. } => {
-                if request_id.is_none() {
-                    *request_id = id.map(str::to_owned);
-                }
+            Error::Service { request_id, .. } | Error::MalformedResponse { request_id, .. } if request_id.is_none() => {
+                *request_id = id.map(str::to_owned);
             }
             Error::Transaction { source, .. } => {
                 let inner = std::mem::replace(&mut **source, Error::transport(""));

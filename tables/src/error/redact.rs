@@ -42,7 +42,7 @@ const SCHEMES: &[(&str, bool)] = &[("bearer ", false), ("sharedkeylite ", true),
 ///     redact("error sending request for url (http://h/acct/Tables?sv=2020-08-04&sp=rw&sig=SECRET%3D&comp=list)"),
 ///     "error sending request for url (http://h/acct/Tables?sv=REDACTED&sp=REDACTED&sig=REDACTED&comp=list)"
 /// );
-/// assert_eq!(redact("Authorization: Bearer eyJ0eXAi.abc"), "Authorization: Bearer REDACTED");
+/// assert_eq!(redact("Authorization: Bearer eyJ0eXAiOiJKV1Qi.e30.c2ln"), "Authorization: Bearer REDACTED");
 /// assert_eq!(redact("AccountName=a;AccountKey=a2V5;"), "AccountName=a;AccountKey=REDACTED;");
 /// assert_eq!(redact("nothing to hide"), "nothing to hide");
 /// ```
