@@ -21,9 +21,15 @@ pub(super) fn unreadable(what: &str, detail: impl fmt::Display) -> Error {
     Error::malformed_response(format!("the blob service's answer has an unreadable {what}: {detail}"))
 }
 
+/// A header whose value `value` does not parse; the parser's error is the source.
+fn unparsable(what: &str, value: &str, error: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::malformed_response(format!("the blob service's answer has an unreadable {what} `{value}`"))
+        .with_source(error)
+}
+
 /// An RFC 1123 date (`Sun, 06 Nov 1994 08:49:37 GMT`).
 pub(super) fn parse_http_date(text: &str) -> Result<DateTime> {
-    let at = azure_core::date::parse_rfc1123(text).map_err(|e| unreadable("date", e))?;
+    let at = azure_core::date::parse_rfc1123(text).map_err(|e| unparsable("date", text, e))?;
     Ok(DateTime::from_unix_nanos(at.unix_timestamp_nanos()))
 }
 
@@ -62,12 +68,10 @@ fn read_properties(headers: &Headers) -> Result<BlobProperties> {
     )?;
     let length = match headers.get_optional_str(&h::CONTENT_RANGE) {
         Some(range) => total_from_content_range(range).ok_or_else(|| unreadable("Content-Range", range))?,
-        None => headers
-            .get_optional_str(&h::CONTENT_LENGTH)
-            .unwrap_or("0")
-            .trim()
-            .parse()
-            .map_err(|e| unreadable("Content-Length", e))?,
+        None => {
+            let text = headers.get_optional_str(&h::CONTENT_LENGTH).unwrap_or("0").trim();
+            text.parse().map_err(|e| unparsable("Content-Length", text, e))?
+        }
     };
     let text = |name: &HeaderName| {
         headers
@@ -163,7 +167,7 @@ fn read_lease_answer(headers: &Headers) -> Result<LeaseAnswer> {
         Some(text) => Some(
             text.trim()
                 .parse::<Guid>()
-                .map_err(|e| unreadable("x-ms-lease-id", e))?,
+                .map_err(|e| unparsable("x-ms-lease-id", text, e))?,
         ),
         None => None,
     };
@@ -171,7 +175,7 @@ fn read_lease_answer(headers: &Headers) -> Result<LeaseAnswer> {
         Some(text) => Some(
             text.trim()
                 .parse::<u32>()
-                .map_err(|e| unreadable("x-ms-lease-time", e))?,
+                .map_err(|e| unparsable("x-ms-lease-time", text, e))?,
         ),
         None => None,
     };

@@ -55,7 +55,8 @@ impl ServiceFailure {
             .filter(|c| !c.is_empty())
             .or(body_code)
             .unwrap_or_default();
-        let message = message.unwrap_or_else(|| {
+        // An authentication failure's message may quote what was signed.
+        let message = message.map(|m| redact(&m).into_owned()).unwrap_or_else(|| {
             StatusCode::try_from(status)
                 .map(|s| s.canonical_reason().to_owned())
                 .unwrap_or_else(|_| format!("HTTP {status}"))
