@@ -453,3 +453,23 @@ async fn a_credential_error_prints_no_token() {
     assert!(text.contains("Bearer REDACTED"), "{text}");
     assert_clean("credential", &text);
 }
+
+#[tokio::test]
+async fn a_request_that_cannot_be_written_is_refused_without_sending() {
+    let (endpoint, heads) = scripted(vec![(201, "", String::new())]);
+    let options = crate::backend::blob::PutOptions {
+        content_type: Some("text/plain\r\nx-injected: 1".into()),
+        ..Default::default()
+    };
+    let err = sas_connection(&endpoint)
+        .blob_backend()
+        .unwrap()
+        .put("docs", "a.txt", b"x".to_vec(), options)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Encode { .. }), "{err:?}");
+    assert_eq!(err.kind(), ErrorKind::Invalid, "not a transport failure to retry");
+    assert!(err.is_refusal());
+    assert!(heads.lock().unwrap().is_empty(), "nothing was sent");
+    assert_clean("encode", &printed(err));
+}
