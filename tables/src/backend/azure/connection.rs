@@ -164,7 +164,11 @@ fn parse_parts(text: &str) -> Result<(Option<Credentials>, Endpoints)> {
 
     for segment in text.split(';').map(str::trim).filter(|s| !s.is_empty()) {
         let Some((name, value)) = segment.split_once('=') else {
-            let shown: String = segment.chars().take(40).collect();
+            // A segment without `=` may be a pasted key: show only its start.
+            let mut shown: String = segment.chars().take(12).collect();
+            if shown.len() < segment.len() {
+                shown.push('…');
+            }
             return Err(config(format!(
                 "connection string: `{shown}` is not a `Name=value` pair"
             )));

@@ -269,6 +269,7 @@ fn configuration_errors_do_not_echo_a_secret() {
             "AccountName=a;AccountKey={EMULATOR_ACCOUNT_KEY};TableEndpoint=not a url?{}",
             sas()
         ),
+        format!("AccountName=a;AccountKey {EMULATOR_ACCOUNT_KEY}"),
     ] {
         let err = ConnectionString::parse(&text).unwrap_err();
         assert!(matches!(err, Error::Config { .. }), "{err:?}");
