@@ -104,16 +104,16 @@ impl Backend for RecordedPage {
         Ok(())
     }
     async fn get(&self, _: &str, _: &str, _: &str) -> unified_tables::Result<Option<Row>> {
-        Err(Error::Config("the recorded page answers queries only".into()))
+        Err(Error::config("the recorded page answers queries only"))
     }
     async fn execute(&self, _: &str, _: WriteOp) -> unified_tables::Result<WriteOutcome> {
-        Err(Error::Config("the recorded page answers queries only".into()))
+        Err(Error::config("the recorded page answers queries only"))
     }
     async fn transaction(&self, _: &str, _: Vec<WriteOp>) -> unified_tables::Result<Vec<WriteOutcome>> {
-        Err(Error::Config("the recorded page answers queries only".into()))
+        Err(Error::config("the recorded page answers queries only"))
     }
     async fn query(&self, _: &str, _: &QueryRequest, _: Option<&PageToken>) -> unified_tables::Result<Page> {
-        let rows = wire::page_from_slice(&self.0).map_err(Error::MalformedResponse)?;
+        let rows = wire::page_from_slice(&self.0).map_err(Error::malformed_response)?;
         Ok(Page { rows, next: None })
     }
 }

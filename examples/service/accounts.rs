@@ -319,6 +319,6 @@ pub async fn bootstrap(identity: &Identity, admin: &str, password: Option<&str>)
 pub fn startup_error(error: IdentityError) -> unified_tables::Error {
     match error {
         IdentityError::Storage(e) => e,
-        other => unified_tables::Error::Config(format!("setting up the accounts: {other}")),
+        other => unified_tables::Error::config(format!("setting up the accounts: {other}")),
     }
 }

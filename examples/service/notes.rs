@@ -230,6 +230,7 @@ fn not_found(state: &AppState, user: &CurrentUser, id: &str) -> unified_tables::
         table: state.notes.table().to_owned(),
         partition_key: user.id.clone(),
         row_key: id.to_owned(),
+        request_id: None,
     }
 }
 

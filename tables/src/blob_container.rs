@@ -191,13 +191,13 @@ impl BlobContainer {
     /// The backend, once the container exists.
     async fn ready(&self) -> Result<&Arc<dyn BlobBackend>> {
         let Some((backend, values)) = &self.backend else {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "blob container `{}`: these tables have no blob store (see Tables::with_blobs)",
                 self.container
             )));
         };
         if *values == self.container {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "blob container `{}` holds this library's large values; use a container of your own",
                 self.container
             )));
@@ -215,13 +215,23 @@ impl BlobContainer {
     /// The service's refusals of a conditional request, as what they mean.
     fn meaning(&self, name: &str, error: Error) -> Error {
         let (container, name) = (self.container.clone(), name.to_owned());
+        let request_id = error.request_id().map(str::to_owned);
         match error.service_code() {
-            Some((409, "BlobAlreadyExists")) => Error::BlobAlreadyExists { container, name },
-            Some((412, "ConditionNotMet")) => Error::BlobConditionNotMet { container, name },
+            Some((409, "BlobAlreadyExists")) => Error::BlobAlreadyExists {
+                container,
+                name,
+                request_id,
+            },
+            Some((412, "ConditionNotMet")) => Error::BlobConditionNotMet {
+                container,
+                name,
+                request_id,
+            },
             Some((412, code)) if code.starts_with("Lease") => Error::BlobLeased {
                 container,
                 name,
                 code: code.to_owned(),
+                request_id,
             },
             _ => error,
         }

@@ -1,9 +1,20 @@
 //! The one error type of the crate.
+//!
+//! Every error's text, and the text of every error it holds as its
+//! [`source`](std::error::Error::source), is free of secrets: the values of a
+//! shared access signature's parameters, bearer tokens, Shared Key
+//! signatures and account keys are replaced by `REDACTED` (see
+//! [`redact`]). Each cause is printed once: an error that holds another as
+//! its source does not repeat it in its own message, so a reporter that walks
+//! the chain (`anyhow`'s `{:#}`, `eyre`, `tracing`) shows every cause once.
 
 use std::fmt;
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An underlying error, kept as an [`Error`]'s [`source`](std::error::Error::source).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Which key a key error is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +45,7 @@ impl fmt::Display for KeyKind {
 #[non_exhaustive]
 pub enum Error {
     /// The entity (or table) does not exist.
-    #[error("{table}: no entity with PartitionKey `{partition_key}` and RowKey `{row_key}`")]
+    #[error("{table}: no entity with PartitionKey `{partition_key}` and RowKey `{row_key}`{}", request_id_note(request_id.as_deref()))]
     NotFound {
         /// The table.
         table: String,
@@ -42,9 +53,12 @@ pub enum Error {
         partition_key: String,
         /// The row key looked up.
         row_key: String,
+        /// The service's id of the request (`x-ms-request-id`) whose answer
+        /// said so; `None` from the in-memory backend.
+        request_id: Option<String>,
     },
     /// A create found an entity with the same keys.
-    #[error("{table}: an entity with PartitionKey `{partition_key}` and RowKey `{row_key}` already exists")]
+    #[error("{table}: an entity with PartitionKey `{partition_key}` and RowKey `{row_key}` already exists{}", request_id_note(request_id.as_deref()))]
     AlreadyExists {
         /// The table.
         table: String,
@@ -52,10 +66,13 @@ pub enum Error {
         partition_key: String,
         /// The row key.
         row_key: String,
+        /// The service's id of the request (`x-ms-request-id`) whose answer
+        /// said so; `None` from the in-memory backend.
+        request_id: Option<String>,
     },
     /// A conditional write lost an optimistic race: the row was modified by
     /// another writer since it was read (its ETag no longer matches).
-    #[error("{table}: the entity with PartitionKey `{partition_key}` and RowKey `{row_key}` was modified by another writer since it was read; read it again and re-apply the change")]
+    #[error("{table}: the entity with PartitionKey `{partition_key}` and RowKey `{row_key}` was modified by another writer since it was read; read it again and re-apply the change{}", request_id_note(request_id.as_deref()))]
     Conflict {
         /// The table.
         table: String,
@@ -63,6 +80,9 @@ pub enum Error {
         partition_key: String,
         /// The row key.
         row_key: String,
+        /// The service's id of the request (`x-ms-request-id`) whose answer
+        /// said so; `None` from the in-memory backend.
+        request_id: Option<String>,
     },
     /// An update that must be conditional was given an entity without an ETag.
     #[error("{table}: cannot update the entity with PartitionKey `{partition_key}` and RowKey `{row_key}` without its ETag: read it first, or choose Concurrency::LastWriterWins to overwrite unconditionally")]
@@ -150,8 +170,10 @@ pub enum Error {
         column: String,
     },
     /// One operation of an entity-group transaction failed; none of the
-    /// transaction's operations took effect.
-    #[error("operation {index} of the transaction failed: {source}")]
+    /// transaction's operations took effect. What happened to it is the
+    /// `source` (also [`std::error::Error::source`]), not repeated in this
+    /// message; the message names the service's request id, when there is one.
+    #[error("operation {index} of the transaction failed{}", request_id_note(source.request_id()))]
     Transaction {
         /// The 0-based index of the failing operation.
         index: usize,
@@ -159,8 +181,11 @@ pub enum Error {
         source: Box<Error>,
     },
     /// A batch write failed part way. Every transaction before the failing one
-    /// stayed committed; the failing transaction applied nothing.
-    #[error("batch write failed at the entity with PartitionKey `{partition_key}` and RowKey `{row_key}` ({committed} entities were committed before it): {source}")]
+    /// stayed committed; the failing transaction applied nothing. What
+    /// happened is the `source` (also [`std::error::Error::source`]), not
+    /// repeated in this message; the message names the service's request
+    /// id, when there is one.
+    #[error("batch write failed at the entity with PartitionKey `{partition_key}` and RowKey `{row_key}` ({committed} entities were committed before it){}", request_id_note(source.request_id()))]
     BatchFailed {
         /// Entities written by the transactions that committed.
         committed: usize,
@@ -174,7 +199,10 @@ pub enum Error {
     /// A write was sent and no answer says whether it was applied (the
     /// connection failed or timed out after the request left). Read the
     /// entity before applying the change again: it may already be stored.
-    #[error("{table}: the write of the entity with PartitionKey `{partition_key}` and RowKey `{row_key}` may or may not have been applied ({source}); read the entity before applying the change again")]
+    /// What cut the request short is the `source` (also
+    /// [`std::error::Error::source`]), not repeated in this message; the
+    /// message names the service's request id, when there is one.
+    #[error("{table}: the write of the entity with PartitionKey `{partition_key}` and RowKey `{row_key}` may or may not have been applied{}; read the entity before applying the change again", request_id_note(source.request_id()))]
     OutcomeUnknown {
         /// The table.
         table: String,
@@ -205,12 +233,40 @@ pub enum Error {
     /// The service answered with something this crate cannot read (JSON
     /// that does not parse, a transaction answer that does not match its
     /// request, a header in the wrong form). For a write, the outcome is
-    /// unknown: read the entity before applying the change again.
-    #[error("the storage service answered with a response that cannot be read: {0}")]
-    MalformedResponse(String),
-    /// The service could not be reached or did not answer in time.
-    #[error("cannot reach the storage service: {0}")]
-    Transport(String),
+    /// unknown: read the entity before applying the change again. A retry
+    /// may get a readable answer; if the same answer comes again, give the
+    /// request id to whoever runs the service (or report the answer as a bug
+    /// of this crate).
+    ///
+    /// Build one with [`Error::malformed_response`].
+    #[error("the storage service answered with a response that cannot be read{}{}", detail(message), request_id_note(request_id.as_deref()))]
+    MalformedResponse {
+        /// What could not be read (empty when the source says it all).
+        message: String,
+        /// The service's id of the request (`x-ms-request-id`), when the
+        /// answer carried one.
+        request_id: Option<String>,
+        /// The parse error, when there is one; not repeated in the message.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// The service could not be reached or did not answer in time: the
+    /// connection was refused or reset, TLS failed, a timeout or the retry
+    /// policy's deadline passed. Kind [`ErrorKind::Unavailable`]: retrying
+    /// later may help (the [`RetryPolicy`](crate::RetryPolicy) already
+    /// retried as it allows). A write that failed so is reported by the store
+    /// as [`Error::OutcomeUnknown`].
+    ///
+    /// Build one with [`Error::transport`].
+    #[error("cannot reach the storage service{}", detail(message))]
+    Transport {
+        /// What failed, in words (empty when the source says it all).
+        message: String,
+        /// The underlying failure (connection, TLS, timeout), its URL's
+        /// secrets redacted; not repeated in the message.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// An orphan sweep could not delete some blobs; every orphan was tried.
     #[error("the orphan sweep deleted {deleted} blobs and failed on {}: {}", failures.len(), failures.join("; "))]
     SweepFailed {
@@ -222,9 +278,34 @@ pub enum Error {
     /// A page cursor is damaged, or belongs to another query.
     #[error("invalid page cursor: {0}")]
     InvalidCursor(String),
-    /// A connection string or option is wrong.
-    #[error("configuration: {0}")]
-    Config(String),
+    /// A connection string or option is wrong: the message names it and
+    /// says what it must be. Raised before anything is sent; fix the
+    /// configuration (retrying cannot help).
+    ///
+    /// Build one with [`Error::config`].
+    #[error("configuration: {message}")]
+    Config {
+        /// The option and what is wrong with it.
+        message: String,
+        /// The underlying error (a URL or certificate parser's), when there
+        /// is one; not repeated in the message.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// A request could not be written here: a value could not be encoded
+    /// into its body, a header or its URL. Nothing was sent, and retrying the
+    /// same call cannot help (kind [`ErrorKind::Invalid`]): change the value,
+    /// or report it as a bug of this crate when the value looks fine.
+    ///
+    /// Build one with [`Error::encode`].
+    #[error("cannot write the request{}", detail(message))]
+    Encode {
+        /// What could not be written.
+        message: String,
+        /// The encoder's error, when there is one; not repeated in the message.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// A row of a union table names a type (its `_TypeName` token) that no
     /// variant of the union accepts, and the union has no `#[table(other)]`
     /// variant. Add the token to a variant (`#[table(also = [".."])]`) or
@@ -243,27 +324,33 @@ pub enum Error {
         accepted: String,
     },
     /// A create-only blob upload found a blob of that name (409 `BlobAlreadyExists`).
-    #[error("blob `{container}/{name}` already exists")]
+    #[error("blob `{container}/{name}` already exists{}", request_id_note(request_id.as_deref()))]
     BlobAlreadyExists {
         /// The container.
         container: String,
         /// The blob's name.
         name: String,
+        /// The service's id of the request (`x-ms-request-id`); `None` from
+        /// the in-memory backend.
+        request_id: Option<String>,
     },
     /// A conditional blob request found another version, or no blob, where
     /// its condition named one (412 `ConditionNotMet`): another writer got
     /// there first; read it again and re-apply the change.
-    #[error("blob `{container}/{name}` does not meet the request's condition (it was changed, created or deleted by another writer); read it again")]
+    #[error("blob `{container}/{name}` does not meet the request's condition (it was changed, created or deleted by another writer); read it again{}", request_id_note(request_id.as_deref()))]
     BlobConditionNotMet {
         /// The container.
         container: String,
         /// The blob's name.
         name: String,
+        /// The service's id of the request (`x-ms-request-id`); `None` from
+        /// the in-memory backend.
+        request_id: Option<String>,
     },
     /// A blob write named no lease id, or another one, while the blob is
     /// leased, or named one after the lease ended (412 `LeaseIdMissing`,
     /// `LeaseIdMismatchWithBlobOperation`, `LeaseNotPresentWithBlobOperation`).
-    #[error("blob `{container}/{name}` is leased and the write did not carry its active lease ({code})")]
+    #[error("blob `{container}/{name}` is leased and the write did not carry its active lease ({code}){}", request_id_note(request_id.as_deref()))]
     BlobLeased {
         /// The container.
         container: String,
@@ -271,6 +358,9 @@ pub enum Error {
         name: String,
         /// The service's code.
         code: String,
+        /// The service's id of the request (`x-ms-request-id`); `None` from
+        /// the in-memory backend.
+        request_id: Option<String>,
     },
     /// A lock was not (or is no longer) held: its lease was broken, expired,
     /// or taken by another holder.
@@ -283,9 +373,18 @@ pub enum Error {
     },
     /// The token credential could not give a token (nothing was sent to the
     /// storage service): a managed identity that is not assigned, an expired
-    /// client secret, an Azure CLI that is not logged in, ...
-    #[error("cannot get a token from the credential: {0}")]
-    Credential(String),
+    /// client secret, an Azure CLI that is not logged in, ... The source
+    /// says which; fix the identity's setup (retrying rarely helps).
+    ///
+    /// Build one with [`Error::credential`].
+    #[error("cannot get a token from the credential{}", detail(message))]
+    Credential {
+        /// What failed, in words (empty when the source says it all).
+        message: String,
+        /// The credential's error, secrets redacted; not repeated in the message.
+        #[source]
+        source: Option<BoxError>,
+    },
 }
 
 /// ` (request id ..)` after a service error's message, or nothing.
@@ -293,182 +392,18 @@ fn request_id_note(request_id: Option<&str>) -> String {
     request_id.map(|id| format!(" (request id {id})")).unwrap_or_default()
 }
 
-mod kind;
-pub use kind::ErrorKind;
-
-impl Error {
-    /// What kind of failure this is. Store code decides on kinds, never on
-    /// raw status numbers; backends keep the service's status and code in
-    /// [`Error::Service`].
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            Error::NotFound { .. } => ErrorKind::NotFound,
-            Error::AlreadyExists { .. } => ErrorKind::AlreadyExists,
-            Error::Conflict { .. } => ErrorKind::PreconditionFailed,
-            Error::Transaction { source, .. } | Error::BatchFailed { source, .. } => source.kind(),
-            Error::Service { status, code, .. } => match (*status, code.as_str()) {
-                (404, _) => ErrorKind::NotFound,
-                (409, code) if code.ends_with("AlreadyExists") => ErrorKind::AlreadyExists,
-                (409, _) => ErrorKind::Busy,
-                // The blob is held under a lease: not a version mismatch.
-                (412, code) if code.starts_with("Lease") => ErrorKind::Busy,
-                (412, _) => ErrorKind::PreconditionFailed,
-                (304, _) => ErrorKind::NotModified,
-                (429, _) | (503, "ServerBusy") => ErrorKind::Throttled,
-                (408, _) | (500..=599, _) => ErrorKind::Unavailable,
-                (400 | 413 | 414 | 416, _) => ErrorKind::Invalid,
-                _ => ErrorKind::Other,
-            },
-            Error::Transport(_) => ErrorKind::Unavailable,
-            Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
-            Error::MalformedResponse(_) => ErrorKind::MalformedResponse,
-            Error::Decode { .. } | Error::Integrity { .. } | Error::UnknownType { .. } => ErrorKind::Damaged,
-            Error::BlobAlreadyExists { .. } => ErrorKind::AlreadyExists,
-            Error::BlobConditionNotMet { .. } => ErrorKind::PreconditionFailed,
-            Error::BlobLeased { .. } | Error::LockLost { .. } => ErrorKind::Busy,
-            _ if self.is_refusal() => ErrorKind::Invalid,
-            _ => ErrorKind::Other,
-        }
-    }
-
-    /// Whether this error was raised before anything was sent: nothing was
-    /// stored, and retrying the same call cannot succeed.
-    pub fn is_refusal(&self) -> bool {
-        matches!(
-            self,
-            Error::MissingETag { .. }
-                | Error::InvalidKey { .. }
-                | Error::InvalidValue { .. }
-                | Error::OversizedValue { .. }
-                | Error::LimitExceeded { .. }
-                | Error::Protected { .. }
-                | Error::BlobOffloadNotConfigured { .. }
-                | Error::InvalidCursor(_)
-                | Error::Config(_)
-        )
-    }
-
-    /// The error of a write that was sent: one whose answer never came
-    /// (transport failure, timeout, 5xx) or could not be read becomes
-    /// [`Error::OutcomeUnknown`].
-    pub(crate) fn after_sending(self, table: &str, pk: &str, rk: &str) -> Error {
-        match self.kind() {
-            ErrorKind::Unavailable | ErrorKind::MalformedResponse => Error::OutcomeUnknown {
-                table: table.to_owned(),
-                partition_key: pk.to_owned(),
-                row_key: rk.to_owned(),
-                source: Box::new(self),
-            },
-            _ => self,
-        }
-    }
-
-    /// A service error with the given status, code and message (and no request id).
-    pub fn service(status: u16, code: impl Into<String>, message: impl Into<String>) -> Error {
-        Error::Service {
-            status,
-            code: code.into(),
-            message: message.into(),
-            request_id: None,
-        }
-    }
-
-    /// The service's id of the request that failed (`x-ms-request-id`), for
-    /// an [`Error::Service`] and the errors that wrap one
-    /// ([`Error::Transaction`], [`Error::BatchFailed`], [`Error::OutcomeUnknown`]).
-    /// Give it to whoever reads the storage account's logs.
-    ///
-    /// ```
-    /// use unified_tables::Error;
-    /// let e = Error::Service {
-    ///     status: 500,
-    ///     code: "InternalError".into(),
-    ///     message: "The server encountered an internal error.".into(),
-    ///     request_id: Some("0f8fad5b-d9cb-469f-a165-70867728950e".into()),
-    /// };
-    /// assert_eq!(e.request_id(), Some("0f8fad5b-d9cb-469f-a165-70867728950e"));
-    /// assert!(e.to_string().ends_with("(request id 0f8fad5b-d9cb-469f-a165-70867728950e)"));
-    /// ```
-    pub fn request_id(&self) -> Option<&str> {
-        match self {
-            Error::Service { request_id, .. } => request_id.as_deref(),
-            Error::Transaction { source, .. }
-            | Error::BatchFailed { source, .. }
-            | Error::OutcomeUnknown { source, .. } => source.request_id(),
-            _ => None,
-        }
-    }
-
-    /// Fills in the request id of a service error that has none (the answer
-    /// of one part of a transaction carries the id of the whole request).
-    #[cfg_attr(not(feature = "azure"), allow(dead_code))]
-    pub(crate) fn with_request_id(self, id: Option<&str>) -> Error {
-        match (self, id) {
-            (
-                Error::Service {
-                    status,
-                    code,
-                    message,
-                    request_id: None,
-                },
-                Some(id),
-            ) => Error::Service {
-                status,
-                code,
-                message,
-                request_id: Some(id.to_owned()),
-            },
-            (Error::Transaction { index, source }, id) => Error::Transaction {
-                index,
-                source: Box::new(source.with_request_id(id)),
-            },
-            (other, _) => other,
-        }
-    }
-
-    /// The service's HTTP status and error code, when this error is a service answer.
-    pub fn service_code(&self) -> Option<(u16, &str)> {
-        match self {
-            Error::Service { status, code, .. } => Some((*status, code)),
-            Error::Transaction { source, .. } | Error::BatchFailed { source, .. } => source.service_code(),
-            _ => None,
-        }
-    }
-
-    /// Turns the service's 404 / 409 / 412 answers about one entity into
-    /// [`Error::NotFound`], [`Error::AlreadyExists`] and [`Error::Conflict`].
-    pub(crate) fn about_entity(self, table: &str, pk: &str, rk: &str) -> Error {
-        let who = || (table.to_owned(), pk.to_owned(), rk.to_owned());
-        match self {
-            Error::Service {
-                status: 404, ref code, ..
-            } if code != "TableNotFound" => {
-                let (table, partition_key, row_key) = who();
-                Error::NotFound {
-                    table,
-                    partition_key,
-                    row_key,
-                }
-            }
-            Error::Service {
-                status: 409, ref code, ..
-            } if code == "EntityAlreadyExists" => {
-                let (table, partition_key, row_key) = who();
-                Error::AlreadyExists {
-                    table,
-                    partition_key,
-                    row_key,
-                }
-            }
-            Error::Service { status: 412, .. } => {
-                let (table, partition_key, row_key) = who();
-                Error::Conflict {
-                    table,
-                    partition_key,
-                    row_key,
-                }
-            }
-            other => other,
-        }
+/// `: message` after a variant's own words, or nothing when the message is empty.
+fn detail(message: &str) -> String {
+    match message {
+        "" => String::new(),
+        m => format!(": {m}"),
     }
 }
+
+mod build;
+mod kind;
+mod redact;
+
+pub use kind::ErrorKind;
+pub use redact::redact;
+pub(crate) use redact::scrub;

@@ -92,7 +92,7 @@ pub use entity::{
     normalize_id, restore_id, Column, ColumnKind, HasETag, Key, KeyMode, LargeEncoding, Schema, TableEntity,
     TableRecord,
 };
-pub use error::{Error, ErrorKind, KeyKind, Result};
+pub use error::{redact, BoxError, Error, ErrorKind, KeyKind, Result};
 pub use large::BlobContent;
 pub use ordering::{OrderedEntity, OrderingToken, TokenField};
 pub use soft_delete::{DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete};

@@ -21,7 +21,7 @@ pub struct BlobOptions {
 }
 
 fn invalid(option: &str, reason: String) -> Error {
-    Error::Config(format!("{option}: {reason}"))
+    Error::config(format!("{option}: {reason}"))
 }
 
 impl BlobOptions {
@@ -248,7 +248,7 @@ mod tests {
     use super::*;
 
     fn config_message(e: Error) -> String {
-        assert!(matches!(e, Error::Config(_)), "{e:?}");
+        assert!(matches!(e, Error::Config { .. }), "{e:?}");
         e.to_string()
     }
 

@@ -73,7 +73,7 @@ pub fn check_table_name(name: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::Config(format!(
+        Err(Error::config(format!(
             "`{name}` is not a valid table name: use 3 to 63 letters and digits, starting with a letter (and not `tables`)"
         )))
     }

@@ -12,7 +12,7 @@ fn busy() -> Error {
 }
 
 fn connection_reset() -> Error {
-    Error::Transport("connection reset by peer".into())
+    Error::transport("connection reset by peer")
 }
 
 pub async fn storage_failures_are_json_answers(server: &Server) {

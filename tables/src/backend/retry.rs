@@ -204,7 +204,7 @@ impl RetryPolicyBuilder {
     pub fn build(self) -> Result<RetryPolicy> {
         let p = self.policy;
         let refuse = |option: &str, rule: &str, got: String| {
-            Err(Error::Config(format!("retry policy: `{option}` {rule}, got {got}")))
+            Err(Error::config(format!("retry policy: `{option}` {rule}, got {got}")))
         };
         if p.attempts == 0 {
             return refuse("attempts", "must be at least 1 (1 means no retry)", "0".into());
@@ -294,7 +294,7 @@ mod tests {
         ];
         for (builder, option) in cases {
             let err = builder.build().unwrap_err();
-            assert!(matches!(err, Error::Config(_)), "{err:?}");
+            assert!(matches!(err, Error::Config { .. }), "{err:?}");
             assert!(err.to_string().contains(option), "{option}: {err}");
             assert!(err.is_refusal());
         }

@@ -40,3 +40,59 @@ pub enum ErrorKind {
     /// A conditional read found the version its `If-None-Match` named (304).
     NotModified,
 }
+
+impl crate::Error {
+    /// What kind of failure this is. Store code decides on kinds, never on
+    /// raw status numbers; backends keep the service's status and code in
+    /// [`Error::Service`](crate::Error::Service).
+    pub fn kind(&self) -> ErrorKind {
+        use crate::Error;
+        match self {
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::AlreadyExists { .. } => ErrorKind::AlreadyExists,
+            Error::Conflict { .. } => ErrorKind::PreconditionFailed,
+            Error::Transaction { source, .. } | Error::BatchFailed { source, .. } => source.kind(),
+            Error::Service { status, code, .. } => match (*status, code.as_str()) {
+                (404, _) => ErrorKind::NotFound,
+                (409, code) if code.ends_with("AlreadyExists") => ErrorKind::AlreadyExists,
+                (409, _) => ErrorKind::Busy,
+                // The blob is held under a lease: not a version mismatch.
+                (412, code) if code.starts_with("Lease") => ErrorKind::Busy,
+                (412, _) => ErrorKind::PreconditionFailed,
+                (304, _) => ErrorKind::NotModified,
+                (429, _) | (503, "ServerBusy") => ErrorKind::Throttled,
+                (408, _) | (500..=599, _) => ErrorKind::Unavailable,
+                (400 | 413 | 414 | 416, _) => ErrorKind::Invalid,
+                _ => ErrorKind::Other,
+            },
+            Error::Transport { .. } => ErrorKind::Unavailable,
+            Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
+            Error::MalformedResponse { .. } => ErrorKind::MalformedResponse,
+            Error::Decode { .. } | Error::Integrity { .. } | Error::UnknownType { .. } => ErrorKind::Damaged,
+            Error::BlobAlreadyExists { .. } => ErrorKind::AlreadyExists,
+            Error::BlobConditionNotMet { .. } => ErrorKind::PreconditionFailed,
+            Error::BlobLeased { .. } | Error::LockLost { .. } => ErrorKind::Busy,
+            _ if self.is_refusal() => ErrorKind::Invalid,
+            _ => ErrorKind::Other,
+        }
+    }
+
+    /// Whether this error was raised before anything was sent: nothing was
+    /// stored, and retrying the same call cannot succeed.
+    pub fn is_refusal(&self) -> bool {
+        use crate::Error;
+        matches!(
+            self,
+            Error::MissingETag { .. }
+                | Error::InvalidKey { .. }
+                | Error::InvalidValue { .. }
+                | Error::OversizedValue { .. }
+                | Error::LimitExceeded { .. }
+                | Error::Protected { .. }
+                | Error::BlobOffloadNotConfigured { .. }
+                | Error::InvalidCursor(_)
+                | Error::Config { .. }
+                | Error::Encode { .. }
+        )
+    }
+}

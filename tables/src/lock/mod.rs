@@ -197,7 +197,7 @@ impl Lock {
     /// token. Breaking a lock nobody holds does nothing.
     pub async fn break_lock(&self, period: Duration) -> Result<()> {
         if period > MAX_BREAK || period.subsec_nanos() != 0 {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "lock `{}`: a break period is whole seconds from 0 to 60, not {period:?}",
                 self.name
             )));
@@ -225,7 +225,7 @@ impl Lock {
     /// The backend, the container (created if missing) and the folded name.
     async fn blob(&self) -> Result<LockBlob> {
         let backend = self.backend.clone().ok_or_else(|| {
-            Error::Config(format!(
+            Error::config(format!(
                 "lock `{}`: locks are blob leases, and these tables have no blob store (see Tables::with_blobs)",
                 self.name
             ))
@@ -246,7 +246,7 @@ impl Lock {
 /// `ttl` in whole seconds, or a refusal naming the allowed range.
 fn check_ttl(ttl: Duration) -> Result<u32> {
     if ttl < MIN_TTL || ttl > MAX_TTL || ttl.subsec_nanos() != 0 {
-        return Err(Error::Config(format!(
+        return Err(Error::config(format!(
             "a lock's time to live is whole seconds from 15 to 60 (the blob service's lease durations), not {ttl:?}"
         )));
     }

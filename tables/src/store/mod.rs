@@ -341,6 +341,7 @@ impl Error {
             table: table.to_owned(),
             partition_key: key.partition_key.clone(),
             row_key: key.row_key.clone(),
+            request_id: None,
         }
     }
 
@@ -350,6 +351,7 @@ impl Error {
             table: table.to_owned(),
             partition_key: key.partition_key.clone(),
             row_key: key.row_key.clone(),
+            request_id: None,
         }
     }
 }

@@ -62,9 +62,7 @@ impl<T: TableEntity> Store<T> {
             }
         }
         if update.row.properties.is_empty() {
-            return Err(Error::Config(
-                "the update names no column: set at least one field".into(),
-            ));
+            return Err(Error::config("the update names no column: set at least one field"));
         }
         let mut row = update.row;
         row.partition_key = key.partition_key.clone();

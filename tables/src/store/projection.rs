@@ -39,7 +39,7 @@ pub(crate) fn select_list(schema: &Schema, selection: &[Selection]) -> Result<Op
             Selection::Name(n) => (Wanted::Name(n), n),
         };
         if !resolve(schema.columns, "", wanted, &mut out) {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "`{shown}` is not a stored field of {}; select fields by their Rust or column names",
                 schema.table
             )));

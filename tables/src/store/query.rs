@@ -289,7 +289,7 @@ pub(crate) fn key_range(partition: Option<&str>, prefix: Option<&str>, start: &s
     }
     match (prefix, partition) {
         (Some(_), None) => {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "a row-key prefix needs a partition: add {start}"
             )))
         }

@@ -194,7 +194,7 @@ impl TableSessionStore {
     /// let tables = Tables::memory();
     /// let store = TableSessionStore::new(&tables, "WebSessions")?;
     /// assert_eq!(store.table(), "WebSessions");
-    /// assert!(matches!(TableSessionStore::new(&tables, "web-sessions"), Err(Error::Config(_))));
+    /// assert!(matches!(TableSessionStore::new(&tables, "web-sessions"), Err(Error::Config { .. })));
     /// # Ok::<(), Error>(())
     /// ```
     pub fn new(tables: &Tables, table: impl Into<String>) -> crate::Result<TableSessionStore> {

@@ -209,7 +209,7 @@ pub async fn a_failed_or_cancelled_write_drops_the_entity_and_a_refused_one_drop
     let faulty = FaultyBackend::new(env.backend().clone());
     let gate = GateBackend::new(faulty.clone());
     let store = caching_over(env, gate.clone(), cache());
-    let lost = || Error::Transport("response lost".into());
+    let lost = || Error::transport("response lost");
     store.create(&mut Customer::new("p", "a", "v0")).await.unwrap();
     let (_, n) = cost(env, store.query(QueryOptions::partition("p"))).await;
     assert_eq!(n, 1, "the partition list is cached");

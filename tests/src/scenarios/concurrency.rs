@@ -278,17 +278,17 @@ pub async fn a_rejected_write_is_classified_by_re_reading(env: &Env) {
         Error::service(503, "ServerBusy", "busy")
     });
     faulty.fail_after(FaultTarget::Get, 1, FaultTiming::Before, || {
-        Error::Transport("connection reset".into())
+        Error::transport("connection reset")
     });
     let err = store.mutate(("p", "c"), |c| c.visits += 1).await.unwrap_err();
     assert!(matches!(err, Error::Conflict { .. }), "{err}");
     assert_eq!(faulty.pending(), 0);
     // A failed first read is reported as it is.
     faulty.fail_next(FaultTarget::Get, FaultTiming::Before, || {
-        Error::Transport("connection reset".into())
+        Error::transport("connection reset")
     });
     let err = store.mutate(("p", "c"), |c| c.visits += 1).await.unwrap_err();
-    assert!(matches!(err, Error::Transport(_)), "{err}");
+    assert!(matches!(err, Error::Transport { .. }), "{err}");
     assert_eq!(
         store.get(("p", "c")).await.unwrap().unwrap().visits,
         0,
@@ -298,7 +298,7 @@ pub async fn a_rejected_write_is_classified_by_re_reading(env: &Env) {
     // A lost response applies the intent twice (documented): the write took effect,
     // its answer was lost, the re-read sees a new version and the intent runs again.
     faulty.fail_next(FaultTarget::Write, FaultTiming::After, || {
-        Error::Transport("response lost".into())
+        Error::transport("response lost")
     });
     let before = store.get(("p", "c")).await.unwrap().unwrap().visits;
     store.mutate(("p", "c"), |c| c.visits += 1).await.unwrap();
@@ -343,7 +343,7 @@ pub async fn lost_answers_are_reported_as_unknown_outcomes(env: &Env) {
     // The faults are planned per request: every read goes to the table here.
     let tables = Tables::with_backend(faulty.clone()).without_cache();
     let store = tables.store_in::<Customer>(&env.table);
-    let lost = || Error::Transport("response lost".into());
+    let lost = || Error::transport("response lost");
 
     // A create applied whose answer was lost.
     faulty.fail_next(FaultTarget::Write, FaultTiming::After, lost);

@@ -119,6 +119,6 @@ pub async fn writes_to_a_leased_blob_and_to_the_values_container_are_refused(env
     let values = env.tables.blobs(blob_options().container());
     env.reset_counts();
     let refused = values.put("x", b"x".to_vec()).await.unwrap_err();
-    assert!(matches!(refused, Error::Config(_)), "{refused}");
+    assert!(matches!(refused, Error::Config { .. }), "{refused}");
     assert_eq!(env.counts().blob_requests(), 0);
 }

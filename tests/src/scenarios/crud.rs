@@ -339,7 +339,7 @@ pub async fn tables_are_created_on_first_use_and_tolerate_racing_creators(env: &
         .ensure_created()
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Config(_)), "{err}");
+    assert!(matches!(err, Error::Config { .. }), "{err}");
     env.backend().delete_table(&name).await.unwrap();
 }
 

@@ -44,7 +44,7 @@ fn cut_off(
 }
 
 fn unreachable() -> Error {
-    Error::Transport("connection refused (a planned partition)".into())
+    Error::transport("connection refused (a planned partition)")
 }
 
 /// Waits at most `limit` for the guard to report its loss.
@@ -313,13 +313,13 @@ pub async fn lock_arguments_are_refused_before_sending(env: &Env) {
         Duration::ZERO,
     ] {
         let refused = lock.try_acquire(ttl).await.unwrap_err();
-        assert!(matches!(refused, Error::Config(_)), "{ttl:?}: {refused}");
+        assert!(matches!(refused, Error::Config { .. }), "{ttl:?}: {refused}");
         assert!(lock.acquire(ttl).await.is_err());
         assert!(lock.acquire_timeout(ttl, Duration::from_secs(1)).await.is_err());
     }
     assert!(matches!(
         lock.break_lock(Duration::from_secs(61)).await,
-        Err(Error::Config(_))
+        Err(Error::Config { .. })
     ));
     let no_blobs = env.tables.clone().without_blobs();
     let refused = no_blobs.lock("x").try_acquire(TTL).await.unwrap_err();

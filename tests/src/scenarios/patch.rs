@@ -61,7 +61,7 @@ pub async fn patch_writes_only_the_named_columns(env: &Env) {
     env.reset_counts();
     assert!(matches!(
         store.patch(("q", "0001"), Ticket::update()).await,
-        Err(Error::Config(_))
+        Err(Error::Config { .. })
     ));
     let err = store
         .patch(("q", "0001"), Ticket::update().title("x".repeat(40_000)))

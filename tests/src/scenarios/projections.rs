@@ -98,7 +98,10 @@ pub async fn typed_projections_read_only_the_chosen_fields(env: &Env) {
         .query(QueryOptions::partition("p").select_raw(&["extra", "adress"]))
         .await
         .unwrap_err();
-    assert!(matches!(&err, Error::Config(m) if m.contains("adress")), "{err}");
+    assert!(
+        matches!(&err, Error::Config { message: m, .. } if m.contains("adress")),
+        "{err}"
+    );
 }
 
 pub async fn typed_projections_of_large_values_and_files_read_rows_whole(env: &Env) {

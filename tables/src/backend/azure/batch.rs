@@ -61,8 +61,12 @@ pub(crate) fn build_body(
         }
         match body {
             Some(row) => {
-                let json = String::from_utf8(wire::row_body(row))
-                    .map_err(|e| Error::Transport(format!("cannot serialise a row: {e}")))?;
+                let json = String::from_utf8(wire::row_body(row)).map_err(|e| {
+                    Error::encode(format!(
+                        "the body of the entity with PartitionKey `{pk}` and RowKey `{rk}` is not UTF-8"
+                    ))
+                    .with_source(e)
+                })?;
                 if matches!(op, WriteOp::Insert(_)) {
                     s.push_str(&format!("Prefer: return-no-content{crlf}"));
                 }
@@ -165,7 +169,7 @@ pub(crate) fn interpret(ops: &[WriteOp], parts: &[PartResponse]) -> Result<Vec<W
             .or_else(|| (parts.len() == ops.len()).then_some(position))
             .unwrap_or(0);
         if index >= ops.len() {
-            return Err(Error::MalformedResponse(format!(
+            return Err(Error::malformed_response(format!(
                 "the transaction answered that operation {index} failed, but {} were sent",
                 ops.len()
             )));
@@ -176,7 +180,7 @@ pub(crate) fn interpret(ops: &[WriteOp], parts: &[PartResponse]) -> Result<Vec<W
         });
     }
     if parts.len() != ops.len() {
-        return Err(Error::MalformedResponse(format!(
+        return Err(Error::malformed_response(format!(
             "the transaction answered {} operations for {} sent",
             parts.len(),
             ops.len()
@@ -303,7 +307,7 @@ mod tests {
             match interpret(&ops, &parts) {
                 Ok(outcomes) => proptest::prop_assert_eq!(outcomes.len(), ops.len()),
                 Err(Error::Transaction { index, .. }) => proptest::prop_assert!(index < ops.len()),
-                Err(Error::MalformedResponse(_) | Error::Service { .. }) => {}
+                Err(Error::MalformedResponse { .. } | Error::Service { .. }) => {}
                 Err(other) => proptest::prop_assert!(false, "unexpected error: {other}"),
             }
         }

@@ -73,11 +73,11 @@ use futures::StreamExt as _;
 
 use super::blob_headers::{
     if_match, is_blob_missing, lease_answer, lease_headers, lease_id, parse_http_date, properties_from_headers, quoted,
-    read_condition_headers, unreadable,
+    read_condition_headers, request_id_of, unreadable,
 };
 use super::connect::AzureConnection;
 use super::connection::{self, ConnectionString};
-use super::http::{client_options, map_error};
+use super::http::{client_options, local_error, map_error};
 use crate::backend::blob::{
     BlobBackend, BlobItem, BlobListing, BlobProperties, BlobSink, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer,
     PutOptions,
@@ -145,8 +145,8 @@ impl AzureBlobBackend {
 
     pub(crate) fn build(connection: &AzureConnection, client: reqwest::Client) -> Result<AzureBlobBackend> {
         if connection.blob_endpoint().is_empty() {
-            return Err(Error::Config(
-                "connection string: no blob endpoint (give BlobEndpoint=, or AccountName= to derive it)".into(),
+            return Err(Error::config(
+                "connection string: no blob endpoint (give BlobEndpoint=, or AccountName= to derive it)",
             ));
         }
         let credentials = connection.auth().storage_credentials(connection.account_name())?;
@@ -184,13 +184,13 @@ impl AzureBlobBackend {
     }
 
     fn blob_url(&self, container: &str, canonical: &str) -> Result<Url> {
-        self.blob_client(container, canonical)?.url().map_err(map_error)
+        self.blob_client(container, canonical)?.url().map_err(local_error)
     }
 
     /// Sends a request built here through the crate family's pipeline
     /// (the connection's authorisation, our retries and error capture).
     async fn send(&self, method: Method, url: Url, headers: Headers) -> Result<(Headers, Vec<u8>)> {
-        let mut request = azure_storage::clients::finalize_request(url, method, headers, None).map_err(map_error)?;
+        let mut request = azure_storage::clients::finalize_request(url, method, headers, None).map_err(local_error)?;
         let mut ctx = Context::new();
         ctx.insert(ServiceType::Blob);
         let response = self.pipeline.send(&ctx, &mut request).await.map_err(map_error)?;
@@ -290,7 +290,7 @@ impl BlobBackend for AzureBlobBackend {
         let name = BlobName::parse(name)?.into_string();
         let url = self.blob_url(container, &name)?;
         let mut request =
-            azure_storage::clients::finalize_request(url, Method::Get, Headers::new(), None).map_err(map_error)?;
+            azure_storage::clients::finalize_request(url, Method::Get, Headers::new(), None).map_err(local_error)?;
         let mut ctx = Context::new();
         ctx.insert(ServiceType::Blob);
         let response = match self.pipeline.send(&ctx, &mut request).await.map_err(map_error) {
@@ -349,11 +349,12 @@ impl BlobBackend for AzureBlobBackend {
             }
             match self.send(Method::Put, url.clone(), headers).await {
                 Ok((answer, _)) => {
+                    let with_id = |e: Error| e.with_request_id(request_id_of(&answer));
                     let etag = answer
                         .get_optional_str(&h::ETAG)
-                        .ok_or_else(|| unreadable("ETag", "missing"))?;
+                        .ok_or_else(|| with_id(unreadable("ETag", "missing")))?;
                     let last_modified = match answer.get_optional_str(&h::LAST_MODIFIED) {
-                        Some(text) => parse_http_date(text)?,
+                        Some(text) => parse_http_date(text).map_err(with_id)?,
                         None => props.last_modified,
                     };
                     return Ok(BlobProperties {
@@ -370,7 +371,7 @@ impl BlobBackend for AzureBlobBackend {
                 Err(e) => return Err(e),
             }
         }
-        Err(last_error.unwrap_or_else(|| Error::Transport("touch gave up".into())))
+        Err(last_error.unwrap_or_else(|| Error::transport("touch gave up")))
     }
 
     async fn delete_with(&self, container: &str, name: &str, options: DeleteOptions) -> Result<bool> {
@@ -438,7 +439,7 @@ impl BlobBackend for AzureBlobBackend {
             .into_stream()
             .next()
             .await
-            .ok_or_else(|| Error::Transport("the listing returned no page".into()))?
+            .ok_or_else(|| Error::transport("the listing returned no page"))?
             .map_err(map_error)?;
         let mut listing = BlobListing {
             next_marker: page
@@ -469,15 +470,16 @@ impl BlobBackend for AzureBlobBackend {
     }
 
     async fn now(&self) -> Result<DateTime> {
-        let mut url = self.service.url().map_err(map_error)?;
+        let mut url = self.service.url().map_err(local_error)?;
         url.query_pairs_mut()
             .append_pair("restype", "account")
             .append_pair("comp", "properties");
         let (headers, _) = self.send(Method::Head, url, Headers::new()).await?;
+        let with_id = |e: Error| e.with_request_id(request_id_of(&headers));
         let date = headers
             .get_optional_str(&h::DATE)
-            .ok_or_else(|| unreadable("Date", "missing"))?;
-        parse_http_date(date)
+            .ok_or_else(|| with_id(unreadable("Date", "missing")))?;
+        parse_http_date(date).map_err(with_id)
     }
 }
 

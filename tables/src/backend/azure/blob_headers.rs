@@ -7,6 +7,7 @@ use std::fmt;
 use azure_core::headers::{self as h, HeaderName, Headers};
 use azure_core::prelude::{IfMatchCondition, IfModifiedSinceCondition};
 
+use super::http::REQUEST_ID;
 use crate::backend::blob::{BlobCondition, BlobProperties, LeaseAction, LeaseAnswer, LeaseDuration, ReadCondition};
 use crate::error::{Error, Result};
 use crate::value::{DateTime, Guid};
@@ -17,12 +18,18 @@ pub(super) fn is_blob_missing(error: &Error) -> bool {
 }
 
 pub(super) fn unreadable(what: &str, detail: impl fmt::Display) -> Error {
-    Error::MalformedResponse(format!("the blob service's answer has an unreadable {what}: {detail}"))
+    Error::malformed_response(format!("the blob service's answer has an unreadable {what}: {detail}"))
+}
+
+/// A header whose value `value` does not parse; the parser's error is the source.
+fn unparsable(what: &str, value: &str, error: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::malformed_response(format!("the blob service's answer has an unreadable {what} `{value}`"))
+        .with_source(error)
 }
 
 /// An RFC 1123 date (`Sun, 06 Nov 1994 08:49:37 GMT`).
 pub(super) fn parse_http_date(text: &str) -> Result<DateTime> {
-    let at = azure_core::date::parse_rfc1123(text).map_err(|e| unreadable("date", e))?;
+    let at = azure_core::date::parse_rfc1123(text).map_err(|e| unparsable("date", text, e))?;
     Ok(DateTime::from_unix_nanos(at.unix_timestamp_nanos()))
 }
 
@@ -40,8 +47,17 @@ pub(super) fn total_from_content_range(text: &str) -> Option<u64> {
     text.rsplit_once('/')?.1.trim().parse().ok()
 }
 
+/// The service's `x-ms-request-id` of an answer.
+pub(super) fn request_id_of(headers: &Headers) -> Option<&str> {
+    headers.get_optional_str(&HeaderName::from_static(REQUEST_ID))
+}
+
 /// The properties a Get Blob / Get Blob Properties answer carries.
 pub(super) fn properties_from_headers(headers: &Headers) -> Result<BlobProperties> {
+    read_properties(headers).map_err(|e| e.with_request_id(request_id_of(headers)))
+}
+
+fn read_properties(headers: &Headers) -> Result<BlobProperties> {
     let etag = headers
         .get_optional_str(&h::ETAG)
         .ok_or_else(|| unreadable("ETag", "missing"))?;
@@ -52,12 +68,10 @@ pub(super) fn properties_from_headers(headers: &Headers) -> Result<BlobPropertie
     )?;
     let length = match headers.get_optional_str(&h::CONTENT_RANGE) {
         Some(range) => total_from_content_range(range).ok_or_else(|| unreadable("Content-Range", range))?,
-        None => headers
-            .get_optional_str(&h::CONTENT_LENGTH)
-            .unwrap_or("0")
-            .trim()
-            .parse()
-            .map_err(|e| unreadable("Content-Length", e))?,
+        None => {
+            let text = headers.get_optional_str(&h::CONTENT_LENGTH).unwrap_or("0").trim();
+            text.parse().map_err(|e| unparsable("Content-Length", text, e))?
+        }
     };
     let text = |name: &HeaderName| {
         headers
@@ -97,7 +111,7 @@ pub(super) fn lease_id(lease: Guid) -> Result<azure_core::prelude::LeaseId> {
     lease
         .to_string()
         .parse()
-        .map_err(|e| Error::Config(format!("lease id `{lease}`: {e}")))
+        .map_err(|e| Error::encode(format!("lease id `{lease}` cannot be sent")).with_source(e))
 }
 
 /// The headers of a read condition.
@@ -145,11 +159,15 @@ pub(super) fn lease_headers(action: LeaseAction) -> Headers {
 
 /// The lease id (`x-ms-lease-id`) and break time (`x-ms-lease-time`) of a Lease Blob answer.
 pub(super) fn lease_answer(headers: &Headers) -> Result<LeaseAnswer> {
+    read_lease_answer(headers).map_err(|e| e.with_request_id(request_id_of(headers)))
+}
+
+fn read_lease_answer(headers: &Headers) -> Result<LeaseAnswer> {
     let lease = match headers.get_optional_str(&h::LEASE_ID) {
         Some(text) => Some(
             text.trim()
                 .parse::<Guid>()
-                .map_err(|e| unreadable("x-ms-lease-id", e))?,
+                .map_err(|e| unparsable("x-ms-lease-id", text, e))?,
         ),
         None => None,
     };
@@ -157,7 +175,7 @@ pub(super) fn lease_answer(headers: &Headers) -> Result<LeaseAnswer> {
         Some(text) => Some(
             text.trim()
                 .parse::<u32>()
-                .map_err(|e| unreadable("x-ms-lease-time", e))?,
+                .map_err(|e| unparsable("x-ms-lease-time", text, e))?,
         ),
         None => None,
     };

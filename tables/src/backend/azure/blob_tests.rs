@@ -56,11 +56,11 @@ fn the_blob_endpoint_comes_from_the_connection_string() {
     let only_tables = format!("AccountKey={EMULATOR_ACCOUNT_KEY};TableEndpoint=http://127.0.0.1:1/devstoreaccount1");
     assert!(matches!(
         AzureBlobBackend::from_connection_string(&only_tables),
-        Err(Error::Config(_))
+        Err(Error::Config { .. })
     ));
     assert!(matches!(
         AzureBlobBackend::from_connection_string("AccountName=a;AccountKey=not base64!"),
-        Err(Error::Config(_))
+        Err(Error::Config { .. })
     ));
 }
 

@@ -114,7 +114,7 @@ impl AzureConnection {
             ("BlobEndpoint", &endpoints.blob_endpoint),
         ] {
             if url.starts_with("http://") {
-                return Err(Error::Config(format!(
+                return Err(Error::config(format!(
                     "endpoints: {name} `{url}` is http://, but a token credential sends bearer tokens, which travel over https:// only"
                 )));
             }
@@ -150,7 +150,7 @@ impl AzureConnection {
     #[cfg(feature = "identity")]
     pub fn with_default_credential(endpoints: &str) -> Result<AzureConnection> {
         let credential = azure_identity::create_credential()
-            .map_err(|e| Error::Config(format!("cannot create the default Azure credential: {e}")))?;
+            .map_err(|e| Error::config("cannot create the default Azure credential").with_source(e))?;
         AzureConnection::with_token_credential(endpoints, credential)
     }
 
@@ -166,10 +166,10 @@ impl AzureConnection {
     /// is [`Error::Config`].
     pub fn with_trusted_certificates_pem(mut self, pem: &[u8]) -> Result<AzureConnection> {
         let certificates = reqwest::Certificate::from_pem_bundle(pem)
-            .map_err(|e| Error::Config(format!("trusted certificates: not PEM certificates: {e}")))?;
+            .map_err(|e| Error::config("trusted certificates: not PEM certificates").with_source(e))?;
         if certificates.is_empty() {
-            return Err(Error::Config(
-                "trusted certificates: the PEM text holds no `BEGIN CERTIFICATE` block".into(),
+            return Err(Error::config(
+                "trusted certificates: the PEM text holds no `BEGIN CERTIFICATE` block",
             ));
         }
         self.roots.extend(certificates);

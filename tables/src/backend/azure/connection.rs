@@ -69,13 +69,13 @@ impl fmt::Debug for ConnectionString {
 }
 
 fn config(msg: impl Into<String>) -> Error {
-    Error::Config(msg.into())
+    Error::config(msg)
 }
 
 /// Checks an endpoint URL and removes a trailing `/`.
 pub(crate) fn normalize_endpoint(part: &str, value: &str) -> Result<String> {
     let url = azure_core::Url::parse(value.trim())
-        .map_err(|e| config(format!("connection string: {part} `{value}` is not a URL: {e}")))?;
+        .map_err(|e| config(format!("connection string: {part} `{value}` is not a URL")).with_source(e))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(config(format!(
             "connection string: {part} `{value}` must be an http:// or https:// URL"
@@ -164,7 +164,11 @@ fn parse_parts(text: &str) -> Result<(Option<Credentials>, Endpoints)> {
 
     for segment in text.split(';').map(str::trim).filter(|s| !s.is_empty()) {
         let Some((name, value)) = segment.split_once('=') else {
-            let shown: String = segment.chars().take(40).collect();
+            // A segment without `=` may be a pasted key: show only its start.
+            let mut shown: String = segment.chars().take(12).collect();
+            if shown.len() < segment.len() {
+                shown.push('…');
+            }
             return Err(config(format!(
                 "connection string: `{shown}` is not a `Name=value` pair"
             )));
@@ -311,7 +315,7 @@ fn account_from_endpoint(endpoint: &str) -> Option<String> {
 pub(crate) fn with_account_key(account_name: &str, key: &str) -> Result<ConnectionString> {
     check_account_key(key)?;
     if account_name.is_empty() {
-        return Err(Error::Config("the account name is empty".into()));
+        return Err(Error::config("the account name is empty"));
     }
     Ok(ConnectionString {
         account_name: account_name.to_owned(),

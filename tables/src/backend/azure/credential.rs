@@ -44,8 +44,9 @@ impl Auth {
             )),
             Auth::Parsed(Credentials::SharedAccessSignature(sas)) => {
                 check_sas(sas)?;
-                StorageCredentials::sas_token(sas.as_str())
-                    .map_err(|e| Error::Config(format!("connection string: SharedAccessSignature: {e}")))
+                StorageCredentials::sas_token(sas.as_str()).map_err(|e| {
+                    Error::config("connection string: SharedAccessSignature cannot be read").with_source(e)
+                })
             }
             #[cfg(feature = "identity")]
             Auth::Token(credential) => Ok(StorageCredentials::token_credential(credential.clone())),
@@ -62,7 +63,7 @@ pub(crate) fn check_sas(sas: &str) -> Result<()> {
         .collect();
     for (name, what) in [("sig", "signature"), ("sv", "signed version")] {
         if !names.contains(&name) {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "connection string: SharedAccessSignature has no `{name}=` ({what}); give the whole token, as generated"
             )));
         }

@@ -13,7 +13,8 @@ use azure_core::headers::{self, HeaderName, Headers};
 use azure_core::{Context, Method, Url};
 use azure_storage::clients::ServiceType;
 
-use super::{http::map_error, quote_key, timestamp_from_etag, AzureBackend};
+use super::http::{local_error, map_error, REQUEST_ID};
+use super::{quote_key, timestamp_from_etag, AzureBackend};
 use crate::backend::{IfMatch, Page, PageToken, QueryRequest, UpdateMode, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
 use crate::value::{wire, ETag, Row};
@@ -29,13 +30,21 @@ pub(super) struct Answer {
     pub(super) body: Vec<u8>,
 }
 
+impl Answer {
+    /// The service's `x-ms-request-id` of this answer.
+    pub(super) fn request_id(&self) -> Option<&str> {
+        self.headers.get_optional_str(&HeaderName::from_static(REQUEST_ID))
+    }
+}
+
 impl AzureBackend {
     /// `{endpoint}/{segment}`, the segment percent-encoded as a path segment
     /// (as the crate builds its URLs).
     fn url_of(&self, segment: &str) -> Result<Url> {
-        let mut url = Url::parse(&self.table_endpoint).map_err(|e| Error::Config(format!("table endpoint: {e}")))?;
+        let mut url = Url::parse(&self.table_endpoint)
+            .map_err(|e| Error::config(format!("table endpoint `{}`", self.table_endpoint)).with_source(e))?;
         url.path_segments_mut()
-            .map_err(|()| Error::Config(format!("table endpoint `{}` cannot hold a path", self.table_endpoint)))?
+            .map_err(|()| Error::config(format!("table endpoint `{}` cannot hold a path", self.table_endpoint)))?
             .push(segment);
         Ok(url)
     }
@@ -58,8 +67,8 @@ impl AzureBackend {
         headers: Headers,
         body: Option<Vec<u8>>,
     ) -> Result<Answer> {
-        let mut request =
-            azure_storage::clients::finalize_request(url, method, headers, body.map(Into::into)).map_err(map_error)?;
+        let mut request = azure_storage::clients::finalize_request(url, method, headers, body.map(Into::into))
+            .map_err(local_error)?;
         let mut ctx = Context::new();
         ctx.insert(ServiceType::Table);
         let response = self.pipeline.send(&ctx, &mut request).await.map_err(map_error)?;
@@ -83,7 +92,7 @@ impl AzureBackend {
             Err(Error::Service { status: 404, code, .. }) if code != "TableNotFound" => return Ok(None),
             Err(other) => return Err(other),
         };
-        let mut row = wire::row_from_slice(&answer.body).map_err(unreadable_entity)?;
+        let mut row = wire::row_from_slice(&answer.body).map_err(|reason| unreadable_entity(reason, &answer))?;
         if let Some(etag) = answer.headers.get_optional_string(&headers::ETAG) {
             row.etag = Some(ETag::new(etag));
         }
@@ -131,7 +140,9 @@ impl AzureBackend {
             .headers
             .get_optional_string(&headers::ETAG)
             .map(ETag::new)
-            .ok_or_else(|| Error::MalformedResponse("a write was answered without an ETag".into()))?;
+            .ok_or_else(|| {
+                Error::malformed_response("a write was answered without an ETag").with_request_id(answer.request_id())
+            })?;
         Ok(WriteOutcome {
             timestamp: timestamp_from_etag(&etag),
             etag: Some(etag),
@@ -173,7 +184,7 @@ impl AzureBackend {
         let mut headers = Headers::new();
         headers.insert(headers::ACCEPT, FULL_METADATA);
         let answer = self.send(Method::Get, url, headers, None).await?;
-        let rows = wire::page_from_slice(&answer.body).map_err(unreadable_entity)?;
+        let rows = wire::page_from_slice(&answer.body).map_err(|reason| unreadable_entity(reason, &answer))?;
         let next = answer
             .headers
             .get_optional_string(&HeaderName::from_static(NEXT_PARTITION_KEY))
@@ -201,6 +212,6 @@ fn if_match(condition: &IfMatch) -> String {
     }
 }
 
-fn unreadable_entity(reason: String) -> Error {
-    Error::MalformedResponse(format!("an entity that cannot be read: {reason}"))
+fn unreadable_entity(reason: String, answer: &Answer) -> Error {
+    Error::malformed_response(format!("an entity that cannot be read: {reason}")).with_request_id(answer.request_id())
 }

@@ -7,14 +7,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use azure_core::error::ErrorKind;
-use azure_core::headers::{HeaderName, Headers, ERROR_CODE};
+use azure_core::headers::{HeaderName, Headers, CLIENT_REQUEST_ID, ERROR_CODE};
 use azure_core::{
     ClientOptions, Context, Method, Policy, PolicyResult, Request, RetryOptions, StatusCode, TransportOptions,
 };
 use azure_storage::clients::ServiceType;
 
 use crate::backend::retry::RetryPolicy;
-use crate::error::Error;
+use crate::error::{redact, Error};
+use crate::value::Guid;
 
 /// Idle pooled connections are dropped before Azurite's 5 s keep-alive closes them.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -54,7 +55,8 @@ impl ServiceFailure {
             .filter(|c| !c.is_empty())
             .or(body_code)
             .unwrap_or_default();
-        let message = message.unwrap_or_else(|| {
+        // An authentication failure's message may quote what was signed.
+        let message = message.map(|m| redact(&m).into_owned()).unwrap_or_else(|| {
             StatusCode::try_from(status)
                 .map(|s| s.canonical_reason().to_owned())
                 .unwrap_or_else(|_| format!("HTTP {status}"))
@@ -203,7 +205,11 @@ impl Policy for BoundedRetry {
             };
             if let Some(earlier) = maybe_applied.take() {
                 if service_failure(&error).is_some_and(|f| f.echoes_a_write(is_delete)) {
-                    tracing::debug!(%error, %earlier, "a retried write was refused as if an earlier attempt had been applied");
+                    tracing::debug!(
+                        error = %redact(&error.to_string()),
+                        earlier = %redact(&earlier.to_string()),
+                        "a retried write was refused as if an earlier attempt had been applied"
+                    );
                     return Err(earlier);
                 }
             }
@@ -216,7 +222,12 @@ impl Policy for BoundedRetry {
                 false => None,
             };
             let Some(delay) = delay else { return Err(error) };
-            tracing::debug!(attempt = attempts, ?delay, %error, "retrying a transient storage failure");
+            tracing::debug!(
+                attempt = attempts,
+                ?delay,
+                error = %redact(&error.to_string()),
+                "retrying a transient storage failure"
+            );
             if table_write && may_have_been_applied(&error) {
                 maybe_applied = Some(error);
             }
@@ -271,13 +282,14 @@ pub(crate) fn http_client(policy: &RetryPolicy, roots: &[reqwest::Certificate]) 
     }
     builder
         .build()
-        .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))
+        .map_err(|e| Error::config("cannot build the HTTP client").with_source(e))
 }
 
 /// Client options: our transport, our retry policy, the crate's retry disabled,
 /// and our error capture right before the transport.
 pub(crate) fn client_options(client: reqwest::Client, policy: RetryPolicy) -> ClientOptions {
     let mut options = ClientOptions::new(TransportOptions::new(Arc::new(client))).retry(RetryOptions::none());
+    options.per_call_policies_mut().push(Arc::new(ClientRequestId));
     options.per_call_policies_mut().push(Arc::new(BoundedRetry { policy }));
     options.per_retry_policies_mut().push(Arc::new(CaptureServiceErrors));
     options
@@ -303,9 +315,11 @@ pub(crate) fn service_failure(error: &azure_core::Error) -> Option<&ServiceFailu
 
 /// Maps an `azure_core` error to ours: a service answer to [`Error::Service`],
 /// an answer that cannot be read to [`Error::MalformedResponse`], a token
-/// credential's failure to [`Error::Credential`], anything else (connection,
-/// time-out) to [`Error::Transport`].
-pub(crate) fn map_error(error: azure_core::Error) -> Error {
+/// credential's failure to [`Error::Credential`], a request that could not be
+/// built here to [`Error::Encode`], anything else (connection, TLS,
+/// time-out) to [`Error::Transport`]. The `azure_core` error becomes the
+/// source, with the secrets of the URL it names (a SAS) redacted.
+pub(crate) fn map_error(mut error: azure_core::Error) -> Error {
     if let Some(f) = service_failure(&error) {
         return f.clone().into();
     }
@@ -313,24 +327,73 @@ pub(crate) fn map_error(error: azure_core::Error) -> Error {
         return Error::Service {
             status: u16::from(*status),
             code: error_code.clone().unwrap_or_default(),
-            message: error.to_string(),
+            message: redact(&error.to_string()).into_owned(),
             request_id: None,
         };
     }
-    let kind = error.kind().clone();
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
+    redact_urls(&mut error);
+    let built_here = reqwest_error(&error).is_some_and(reqwest::Error::is_builder);
+    let variant = match error.kind() {
+        ErrorKind::DataConversion => Error::malformed_response(""),
+        ErrorKind::Credential => Error::credential(""),
+        _ if built_here => Error::encode(""),
+        _ => Error::transport(""),
+    };
+    // An error made of another alone prints it as its own text: keep the one.
+    let repeats_its_source = error
+        .get_ref()
+        .is_some_and(|inner| inner.to_string() == error.to_string());
+    match (repeats_its_source, error) {
+        (true, error) => match error.into_inner() {
+            Ok(inner) => variant.with_source(inner),
+            Err(error) => variant.with_source(error),
+        },
+        (false, error) => variant.with_source(error),
     }
-    match kind {
-        ErrorKind::DataConversion => Error::MalformedResponse(text),
-        ErrorKind::Credential => Error::Credential(text),
-        _ => Error::Transport(text),
+}
+
+/// Maps the `azure_core` error of a step taken here before sending (a URL
+/// or a request built from the endpoint and the names): [`Error::Encode`].
+pub(crate) fn local_error(error: azure_core::Error) -> Error {
+    Error::encode("").with_source(error)
+}
+
+/// The reqwest error an `azure_core` error wraps, searching through wrapped
+/// `azure_core` errors.
+fn reqwest_error(error: &azure_core::Error) -> Option<&reqwest::Error> {
+    match error.downcast_ref::<reqwest::Error>() {
+        Some(e) => Some(e),
+        None => reqwest_error(error.downcast_ref::<azure_core::Error>()?),
+    }
+}
+
+/// Redacts, in place, the secrets of the URL a wrapped reqwest error prints
+/// (the request's URL carries a SAS's parameters).
+fn redact_urls(error: &mut azure_core::Error) {
+    if error.downcast_ref::<reqwest::Error>().is_some() {
+        if let Some(url) = error.downcast_mut::<reqwest::Error>().and_then(reqwest::Error::url_mut) {
+            if let Some(query) = url.query().map(|q| redact(q).into_owned()) {
+                url.set_query(Some(&query));
+            }
+        }
+    } else if let Some(inner) = error.downcast_mut::<azure_core::Error>() {
+        redact_urls(inner);
+    }
+}
+
+/// The first policy of the pipeline: gives each request an
+/// `x-ms-client-request-id` (a fresh random id) unless it has one. It runs
+/// once per call, so the retries of a request send the same id; the service
+/// logs it beside its own `x-ms-request-id`.
+#[derive(Debug)]
+struct ClientRequestId;
+
+#[async_trait::async_trait]
+impl Policy for ClientRequestId {
+    async fn send(&self, ctx: &Context, request: &mut Request, next: &[Arc<dyn Policy>]) -> PolicyResult {
+        if request.headers().get_optional_str(&CLIENT_REQUEST_ID).is_none() {
+            request.insert_header(CLIENT_REQUEST_ID, Guid::new_random().to_string());
+        }
+        next[0].send(ctx, request, &next[1..]).await
     }
 }

@@ -14,7 +14,13 @@
 //!   `identity`) bearer tokens from a token credential, for tables and blobs alike.
 //! - **Service errors with their codes.** Every non-success answer becomes
 //!   [`Error::Service`] with the status, the `x-ms-error-code` (or the
-//!   `odata.error` code), the message and the `x-ms-request-id`.
+//!   `odata.error` code), the message and the `x-ms-request-id`; every
+//!   request carries an `x-ms-client-request-id` of its own (the same across
+//!   its retries).
+//! - **Errors with their causes and no secrets.** A transport failure, an
+//!   answer that cannot be read, a credential's failure keep the underlying
+//!   error as their `source()`, with the SAS parameters of the URL it names
+//!   redacted ([`redact`](crate::redact)); so do the log lines of retries.
 //! - **Keys with `'`.** The crate writes `(PartitionKey='..',RowKey='..')`
 //!   without doubling quotes, so a key holding `'` would address another row;
 //!   keys are escaped here.
@@ -41,6 +47,8 @@ mod http;
 
 #[cfg(test)]
 mod connect_tests;
+#[cfg(test)]
+mod error_tests;
 #[cfg(test)]
 mod tests;
 
@@ -226,7 +234,7 @@ impl Backend for AzureBackend {
         let changeset_boundary = format!("changeset_{:032x}", rand::random::<u128>());
         let body = batch::build_body(&self.table_endpoint, table, &ops, &batch_boundary, &changeset_boundary)?;
         let url = Url::parse(&format!("{}/$batch", self.table_endpoint))
-            .map_err(|e| Error::Config(format!("table endpoint: {e}")))?;
+            .map_err(|e| Error::config(format!("table endpoint `{}`", self.table_endpoint)).with_source(e))?;
         let mut headers = Headers::new();
         headers.insert(
             azure_core::headers::CONTENT_TYPE,

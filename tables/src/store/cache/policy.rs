@@ -43,10 +43,10 @@ impl CachePolicy {
 
     pub(crate) fn check(&self, option: &str) -> Result<()> {
         match self.ttl() {
-            Some(ttl) if ttl.is_zero() => Err(Error::Config(format!(
+            Some(ttl) if ttl.is_zero() => Err(Error::config(format!(
                 "{option}: a cache time to live must be longer than zero (use CachePolicy::Disabled to turn caching off)"
             ))),
-            Some(ttl) if ttl > CachePolicy::MAX_TTL => Err(Error::Config(format!(
+            Some(ttl) if ttl > CachePolicy::MAX_TTL => Err(Error::config(format!(
                 "{option}: a cache time to live is at most one year, not {ttl:?}"
             ))),
             _ => Ok(()),
@@ -127,9 +127,8 @@ impl ReadCacheBuilder {
             policy.check(&format!("ReadCacheBuilder::policy_for::<{name}>"))?;
         }
         if self.max_bytes == 0 {
-            return Err(Error::Config(
-                "ReadCacheBuilder::max_bytes: the memory bound must be above zero (use CachePolicy::Disabled to turn caching off)"
-                    .into(),
+            return Err(Error::config(
+                "ReadCacheBuilder::max_bytes: the memory bound must be above zero (use CachePolicy::Disabled to turn caching off)",
             ));
         }
         Ok(super::ReadCache::from_builder(self))

@@ -138,12 +138,12 @@ fn bad_policies_are_refused_when_the_cache_is_built() {
     let zero = ReadCache::builder()
         .policy(CachePolicy::Sliding(Duration::ZERO))
         .build();
-    assert!(matches!(zero, Err(crate::Error::Config(ref m)) if m.contains("ReadCacheBuilder::policy")));
+    assert!(matches!(zero, Err(crate::Error::Config { message: ref m, .. }) if m.contains("ReadCacheBuilder::policy")));
     let long = ReadCache::builder()
         .policy_for::<u32>(CachePolicy::Absolute(Duration::from_secs(400 * 24 * 3600)))
         .build();
-    assert!(matches!(long, Err(crate::Error::Config(ref m)) if m.contains("policy_for::<u32>")));
+    assert!(matches!(long, Err(crate::Error::Config { message: ref m, .. }) if m.contains("policy_for::<u32>")));
     let none = ReadCache::builder().max_bytes(0).build();
-    assert!(matches!(none, Err(crate::Error::Config(ref m)) if m.contains("max_bytes")));
+    assert!(matches!(none, Err(crate::Error::Config { message: ref m, .. }) if m.contains("max_bytes")));
     assert!(ReadCache::builder().policy(CachePolicy::Disabled).build().is_ok());
 }

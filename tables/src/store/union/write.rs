@@ -179,8 +179,8 @@ impl<E: TableUnion> UnionStore<E> {
             row.insert(name, value);
         }
         if row.properties.is_empty() {
-            return Err(Error::Config(
-                "merge_columns names no column: give at least one `_`-prefixed column".into(),
+            return Err(Error::config(
+                "merge_columns names no column: give at least one `_`-prefixed column",
             ));
         }
         check_row_limits(&row)?;

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::layout::IDENTITY_TABLE_SUFFIXES;
 
 fn invalid(option: &str, reason: String) -> Error {
-    Error::Config(format!("{option}: {reason}"))
+    Error::config(format!("{option}: {reason}"))
 }
 
 /// When failed logins lock a user out, and for how long.
