@@ -1,5 +1,9 @@
 //! The service's JSON representation of rows.
 //!
+//! Request bodies are ASCII: non-ASCII characters are written `\uXXXX`, as
+//! the Azure SDKs write them (see [`write_row`] for why and what it costs),
+//! and [`wire_size`] counts them so.
+//!
 //! Int64, Double, DateTime, Guid and Binary are annotated with
 //! `{name}@odata.type` on write. On read, an annotation decides the type;
 //! without one, a number is typed from its token (a `.` or exponent means
