@@ -18,14 +18,16 @@ use crate::value::{DateTime, EdmType, Guid, Row, Value};
 /// or a string value is written `\uXXXX` (one outside the Basic
 /// Multilingual Plane, such as an emoji, as its UTF-16 surrogate pair), as
 /// Microsoft's Azure SDKs write table bodies. The storage emulator Azurite
-/// corrupts raw multi-byte UTF-8 in large bodies (a character cut between
-/// two pieces of the request is stored as two U+FFFD, and the value then
-/// fails its integrity check); escaped, 0 of the rows that were corrupted
-/// before are. The cost is six bytes per non-ASCII UTF-16 unit instead of
-/// two to four UTF-8 bytes: none for ASCII text, about 2.2 times the UTF-8
-/// size for text of mixed widths, 3 times for Cyrillic. [`wire_size`]
-/// counts it, and so every request-size budget (transactions, continuation
-/// rows) and the in-memory backend's body limits.
+/// corrupts raw multi-byte UTF-8 in large bodies: it turns each piece of
+/// the request into text on its own, so a character cut between two pieces
+/// is stored as U+FFFD and the value then fails its integrity check. An
+/// ASCII body cannot be cut inside a character. The cost is six bytes per non-ASCII UTF-16 unit instead of
+/// two to four UTF-8 bytes: none for ASCII text, about 2.1 times the UTF-8
+/// size for text of mixed widths, 3 times for Cyrillic; and CPU: a row with
+/// 1,000 mixed characters encodes in about 2.5 µs, one with 1,000 ASCII
+/// characters in 0.6 µs (`FIGURES=cpu` of the figures command).
+/// [`wire_size`] counts the escapes, and so every request-size budget
+/// (transactions, continuation rows) and the in-memory backend's body limits.
 ///
 /// ```
 /// use unified_tables::wire::{row_body, wire_size, write_row};
