@@ -1,5 +1,6 @@
-//! What large values cost: an 8 MiB string stored with `split = "text"`, an
-//! 8 MiB string stored with `split = "gzip"` and an 8 MiB file
+//! What large values cost: an 8 MiB string stored with `split = "text"`
+//! (ASCII log lines, and mixed 1- to 4-byte text: ASCII, `ä`, `Ж`, `€`, CJK,
+//! emoji), an 8 MiB string stored with `split = "gzip"` and an 8 MiB file
 //! (`BlobContent`), each written with `Store::create` and read back with
 //! `Store::get` (the file with `read_all`), in MB/s (10^6 bytes of the value
 //! per second).
@@ -90,16 +91,19 @@ struct FileDoc {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Case {
     Text,
+    /// `split = "text"` of mixed 1- to 4-byte text.
+    Mixed,
     Gzip,
     File,
 }
 
 impl Case {
-    const ALL: [Case; 3] = [Case::Text, Case::Gzip, Case::File];
+    const ALL: [Case; 4] = [Case::Text, Case::Mixed, Case::Gzip, Case::File];
 
     fn tag(self) -> &'static str {
         match self {
             Case::Text => "text",
+            Case::Mixed => "mixed-text",
             Case::Gzip => "gzip",
             Case::File => "file",
         }
@@ -140,6 +144,19 @@ fn log_text(len: usize) -> String {
         i += 1;
     }
     text.truncate(len); // ASCII: any byte index is a char boundary
+    text
+}
+
+/// Mixed 1- to 4-byte text ([`unified_tables_tests::mixed_text`]), exactly
+/// `len` bytes of UTF-8.
+fn mixed_text(len: usize) -> String {
+    let mut text = unified_tables_tests::mixed_text(len * 6 / 10, 0x5EED);
+    let mut end = len.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.extend(std::iter::repeat_n('a', len - text.len()));
     text
 }
 
@@ -184,6 +201,7 @@ struct Bench {
     raw: (Arc<dyn BlobBackend>, String),
     table: String,
     text: String,
+    mixed: String,
     file: Vec<u8>,
 }
 
@@ -193,8 +211,9 @@ impl Bench {
         let (pk, rk) = (PARTITION.to_owned(), rk.to_owned());
         let (text, table) = (self.text.clone(), &self.table);
         Ok(match case {
-            Case::Text => {
-                let mut doc = TextDoc { pk, rk, body: text };
+            Case::Text | Case::Mixed => {
+                let body = if case == Case::Mixed { self.mixed.clone() } else { text };
+                let mut doc = TextDoc { pk, rk, body };
                 let store = self.db.store_in::<TextDoc>(table);
                 timed(async { Ok(store.create(&mut doc).await?) }).await?.0
             }
@@ -222,10 +241,11 @@ impl Bench {
         let (key, table) = ((PARTITION, rk), &self.table);
         let differs = || -> Failure { format!("{}: the value read back differs", case.tag()).into() };
         let same = match case {
-            Case::Text => {
+            Case::Text | Case::Mixed => {
+                let want = if case == Case::Mixed { &self.mixed } else { &self.text };
                 let store = self.db.store_in::<TextDoc>(table);
                 let (read, got) = timed(async { Ok(store.get(key).await?) }).await?;
-                (read, got.is_some_and(|d| d.body == self.text))
+                (read, got.is_some_and(|d| &d.body == want))
             }
             Case::Gzip => {
                 let store = self.db.store_in::<GzipDoc>(table);
@@ -283,6 +303,7 @@ pub async fn figures(db: &Tables, connection: Option<&str>) -> Result<Vec<Figure
     };
     blobs.create_container(&container).await?;
     let text = log_text(SIZE);
+    let mixed = mixed_text(SIZE);
     let file = random_bytes(SIZE, 0x5EED);
     // On Azure, the same writes and reads on in-memory backends measure the library's own work.
     let own = match connection {
@@ -297,6 +318,7 @@ pub async fn figures(db: &Tables, connection: Option<&str>) -> Result<Vec<Figure
                 raw: (blobs, container.clone()),
                 table: fresh_table("Own"),
                 text: text.clone(),
+                mixed: mixed.clone(),
                 file: file.clone(),
             })
         }
@@ -307,6 +329,7 @@ pub async fn figures(db: &Tables, connection: Option<&str>) -> Result<Vec<Figure
         raw: (blobs, container),
         table: fresh_table("Large"),
         text,
+        mixed,
         file,
     };
     let mut figures = Vec::new();

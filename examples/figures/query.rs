@@ -11,7 +11,11 @@
 //!   deserialization of the same body into plain structs of the same fields
 //!   (keys, value, label);
 //! - request body encoding per row: `to_row` and `wire::write_row` against
-//!   the crate's serialization of a plain serde struct (`serde_json::to_vec`).
+//!   the crate's serialization of a plain serde struct (`serde_json::to_vec`);
+//! - what escaping non-ASCII costs: `wire::write_row` of a row whose text
+//!   cell holds 1,000 characters of mixed 1- to 4-byte text (every non-ASCII
+//!   character written `\uXXXX`, as the Azure SDKs write it) against the
+//!   same row holding 1,000 ASCII characters, with both bodies' sizes.
 //!
 //! The CPU figures run on one thread in a tight loop; the best of the rounds
 //! is each route's figure.
@@ -24,7 +28,7 @@ use azure_data_tables::prelude::TableServiceClient;
 use futures::StreamExt as _;
 use serde::Deserialize;
 use unified_tables::backend::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
-use unified_tables::{wire, EncodeOptions, Error, QueryOptions, Row, Store, TableEntity, Tables};
+use unified_tables::{wire, EncodeOptions, Error, QueryOptions, Row, Store, TableEntity, Tables, Value};
 
 use crate::common::{fresh_table, Failure, RawReading, Reading};
 use crate::report::{median, thousands, Figure, Target};
@@ -42,6 +46,10 @@ const PAGE_ROWS: usize = 1_000;
 const PAGE_LOOPS: (usize, usize) = (20, 5);
 /// Rows encoded per round of the body figure, and rounds.
 const ENCODE_LOOPS: (usize, usize) = (200_000, 5);
+/// Characters of the text cell of the escaping figure.
+const ESCAPE_CHARS: usize = 1_000;
+/// Rows encoded per round of the escaping figure, and rounds.
+const ESCAPE_LOOPS: (usize, usize) = (50_000, 5);
 
 /// A row as the raw crate reads it in a query: the same fields as the
 /// entity (keys, the Int64 as text, the label).
@@ -216,6 +224,44 @@ fn encode_figure() -> Result<Figure, Failure> {
     .target(Target::AtMost(2.0)))
 }
 
+/// What escaping costs: the body of a row with 1,000 characters of mixed
+/// text (ASCII, `ä`, `Ж`, `€`, CJK, emoji) against the same row with 1,000
+/// ASCII characters.
+fn escape_figure() -> Result<Figure, Failure> {
+    let row_with = |text: String| Row::new(PARTITION, "r0000001").with("Text", Value::String(text));
+    let ascii = row_with(unified_tables_tests::noise(ESCAPE_CHARS, 1));
+    let mixed = row_with(unified_tables_tests::mixed_text(ESCAPE_CHARS, 1));
+    let utf8 = |row: &Row| match row.get("Text") {
+        Some(Value::String(s)) => s.len(),
+        _ => 0,
+    };
+    let (loops, rounds) = ESCAPE_LOOPS;
+    let mut body = Vec::with_capacity(16 * 1024);
+    let mut encode = |row: &Row| -> Result<(), Failure> {
+        for _ in 0..loops {
+            body.clear();
+            black_box(wire::write_row(black_box(row), &mut body));
+        }
+        Ok(())
+    };
+    let (mut mixed_best, mut ascii_best) = (f64::MAX, f64::MAX);
+    for _ in 0..rounds {
+        mixed_best = mixed_best.min(best_of(1, loops, || encode(&mixed))?);
+        ascii_best = ascii_best.min(best_of(1, loops, || encode(&ascii))?);
+    }
+    Ok(Figure::compared(
+        format!(
+            "write: body of a row with {} chars of mixed text ({} B escaped, {} B of UTF-8) vs ASCII ({} B)",
+            thousands(ESCAPE_CHARS),
+            thousands(wire::wire_size(&mixed)),
+            thousands(utf8(&mixed)),
+            thousands(wire::wire_size(&ascii)),
+        ),
+        ns(mixed_best),
+        ns(ascii_best),
+    ))
+}
+
 /// The partition through the crate, page after page, into plain structs.
 async fn raw_query(service: &TableServiceClient, table: &str) -> Result<usize, Failure> {
     let mut pages = service
@@ -235,7 +281,7 @@ async fn raw_query(service: &TableServiceClient, table: &str) -> Result<usize, F
 
 /// The client CPU figures (run outside any runtime: the decode figure has its own).
 pub fn cpu_figures() -> Result<Vec<Figure>, Failure> {
-    Ok(vec![decode_figure()?, encode_figure()?])
+    Ok(vec![decode_figure()?, encode_figure()?, escape_figure()?])
 }
 
 /// The wall-time figure of the partition query, beside the raw crate on

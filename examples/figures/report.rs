@@ -144,10 +144,13 @@ pub fn print_table(figures: &[Figure]) {
     }
 }
 
-/// The median (the lower middle one for an even count).
+/// The median (the lower middle one for an even count; zero for none).
 pub fn median(mut values: Vec<Duration>) -> Duration {
     values.sort();
-    values[(values.len() - 1) / 2]
+    values
+        .get(values.len().saturating_sub(1) / 2)
+        .copied()
+        .unwrap_or_default()
 }
 
 /// A duration in the unit that suits it, three significant digits or so.

@@ -15,6 +15,8 @@ pub mod differential;
 pub mod gate;
 pub mod model;
 pub mod scenarios;
+pub mod text;
+pub use text::{cyrillic_text, emoji_text, mixed_text};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};

@@ -197,21 +197,25 @@ mod regressions {
                 len: text,
                 seed: 1,
                 astral: true,
+                mixed: false,
             },
             bytes: Fill {
                 len: bytes,
                 seed: 2,
                 astral: false,
+                mixed: false,
             },
             local: Fill {
                 len: local,
                 seed: 3,
                 astral: false,
+                mixed: false,
             },
             file: Some(Fill {
                 len: 10,
                 seed: 4,
                 astral: false,
+                mixed: false,
             }),
             ..spec(1)
         };

@@ -18,7 +18,10 @@ use crate::value::{sha256_hex, utf16_len, wire, Row, Value};
 
 /// Estimated stored bytes the cells that stay on the main row may take.
 pub(crate) const MAIN_ROW_BUDGET: usize = 1_000_000;
-/// Request-body bytes one row may take (the emulator enforces 1 MB per row).
+/// Request-body bytes one row may take (the emulator enforces 1 MiB per
+/// row), counted as [`wire::wire_size`] counts them: six bytes per non-ASCII
+/// UTF-16 unit, so a row holds 32,000 UTF-16 units of a split value's
+/// non-ASCII text per 192 KB of this budget (ASCII: 32 KB).
 pub(crate) const ROW_WIRE_BUDGET: usize = 960_000;
 /// The longest RowKey of a type with large values, in UTF-16 units: room is
 /// left for a continuation row's `~0001`, within the 512 units the storage
@@ -370,7 +373,8 @@ fn plan_large(table: &str, full: &Row, columns: &[LargeColumn], limits: Limits) 
         if any_split {
             main.insert(SPLIT_PARTS, Value::Int32(0));
         }
-        if main.stored_size() > MAIN_ROW_BUDGET {
+        let over_stored = main.stored_size() > MAIN_ROW_BUDGET;
+        if over_stored || wire::wire_size(&main) > ROW_WIRE_BUDGET {
             // Move the largest value still in one cell into split form.
             if let Some(c) = candidates
                 .iter_mut()
@@ -380,6 +384,8 @@ fn plan_large(table: &str, full: &Row, columns: &[LargeColumn], limits: Limits) 
                 c.tier = Tier::Split;
                 continue;
             }
+        }
+        if over_stored {
             let (name, size) = main
                 .properties
                 .iter()
@@ -533,6 +539,61 @@ mod tests {
         let blob = plan("T", Cow::Owned(row_with(&"a".repeat(3_145_729))), &[BODY], LIMITS).unwrap();
         assert_eq!(blob.blobs.len(), 1);
         assert!(blob.main.get("Body__blob").is_some() && blob.main.get("Body__chunks").is_none());
+    }
+
+    /// Every row of a plan within the per-row body budget, all within one transaction.
+    fn assert_within_budgets(plan: &Plan) {
+        let rows: Vec<&Row> = std::iter::once(&plan.main).chain(&plan.continuations).collect();
+        for row in &rows {
+            assert!(
+                wire::wire_size(row) <= ROW_WIRE_BUDGET,
+                "{}: {}",
+                row.row_key,
+                wire::wire_size(row)
+            );
+        }
+        assert!(rows.iter().map(|r| row_weight(r)).sum::<usize>() <= TRANSACTION_BODY_BUDGET);
+    }
+
+    #[test]
+    fn non_ascii_text_is_planned_on_its_escaped_size() {
+        // 3.0 MB of UTF-8 fit a transaction raw; escaped (9 MB) they go to a blob.
+        let cyrillic: String = ('А'..='я').cycle().take(1_500_000).collect();
+        let blob = plan("T", Cow::Owned(row_with(&cyrillic)), &[BODY], LIMITS).unwrap();
+        assert_eq!(blob.blobs.len(), 1);
+        assert!(blob.continuations.is_empty());
+        let emoji: String = ('😀'..='🙏').cycle().take(700_000).collect();
+        let blob = plan("T", Cow::Owned(row_with(&emoji)), &[BODY], LIMITS).unwrap();
+        assert_eq!(blob.blobs.len(), 1);
+        // Without a blob container, refused by the planner, not by the service.
+        let no_blobs = Limits { blobs: false, ..LIMITS };
+        let err = plan("T", Cow::Owned(row_with(&cyrillic)), &[BODY], no_blobs).unwrap_err();
+        assert!(err.to_string().contains("no blob container"), "{err}");
+        // 3.0 MB escaped: continuation rows, each under the per-row budget.
+        for text in [&cyrillic[..1_000_000], &emoji[..1_000_000]] {
+            let rows = plan("T", Cow::Owned(row_with(text)), &[BODY], LIMITS).unwrap();
+            assert!(rows.blobs.is_empty() && rows.continuations.len() >= 3);
+            assert_within_budgets(&rows);
+        }
+    }
+
+    #[test]
+    fn cells_over_the_row_body_budget_move_to_split_form() {
+        // Six cells of 30,000 Cyrillic characters: 360 KB stored, 1.08 MB escaped.
+        let columns: Vec<LargeColumn> = ["A", "B", "C", "D", "E", "F"]
+            .into_iter()
+            .map(|name| LargeColumn { name, ..BODY })
+            .collect();
+        let cell: String = ('А'..='я').cycle().take(30_000).collect();
+        let mut row = Row::new("p", "r");
+        for c in &columns {
+            row.insert(c.name, Value::String(cell.clone()));
+        }
+        assert!(row.stored_size() < MAIN_ROW_BUDGET && wire::wire_size(&row) > ROW_WIRE_BUDGET);
+        let planned = plan("T", Cow::Owned(row), &columns, LIMITS).unwrap();
+        let moved = columns.iter().filter(|c| planned.main.get(c.name).is_none()).count();
+        assert!(moved >= 1, "only as many as needed, at least one");
+        assert_within_budgets(&planned);
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub struct Fill {
     /// Whether the text holds a character outside the BMP (a surrogate pair)
     /// placed across the 32,000-unit chunk boundary when the text is that long.
     pub astral: bool,
+    /// Whether the text mixes 1- to 4-byte characters ([`crate::mixed_text`])
+    /// instead of printable ASCII.
+    pub mixed: bool,
 }
 
 impl Fill {
@@ -54,17 +57,22 @@ impl Fill {
         len: 0,
         seed: 0,
         astral: false,
+        mixed: false,
     };
 
     /// Text of exactly `len` UTF-16 units.
     pub fn text(&self) -> String {
+        let base = |units: usize, seed: u64| match self.mixed {
+            true => mixed_units(units, seed),
+            false => crate::noise(units, seed),
+        };
         if !self.astral || self.len < 2 {
-            return crate::noise(self.len, self.seed);
+            return base(self.len, self.seed);
         }
         let at = (self.len - 2).min(31_999);
-        let mut s = crate::noise(at, self.seed);
+        let mut s = base(at, self.seed);
         s.push('\u{1F600}');
-        s.push_str(&crate::noise(self.len - 2 - at, self.seed.wrapping_add(1)));
+        s.push_str(&base(self.len - 2 - at, self.seed.wrapping_add(1)));
         s
     }
 
@@ -80,6 +88,22 @@ impl Fill {
     pub fn lines(&self) -> Vec<String> {
         (0..self.len).map(|i| format!("{}-{i:06}", self.seed % 1000)).collect()
     }
+}
+
+/// [`crate::mixed_text`] of exactly `units` UTF-16 units (padded with ASCII
+/// where an astral character would pass the length).
+fn mixed_units(units: usize, seed: u64) -> String {
+    let mut out = String::with_capacity(units * 2);
+    let mut n = 0;
+    for c in crate::mixed_text(units, seed).chars() {
+        if n + c.len_utf16() > units {
+            break;
+        }
+        out.push(c);
+        n += c.len_utf16();
+    }
+    out.extend(std::iter::repeat_n('a', units - n));
+    out
 }
 
 /// A value as the reference model holds it.
@@ -119,8 +143,10 @@ impl Spec {
     /// Roughly how many bytes the large values take: below 500,000 an
     /// entity has no continuation rows.
     pub fn large_bytes(&self) -> usize {
+        // Text at its escaped size in a request body: about 4 bytes a unit when mixed.
+        let text = |f: Fill| f.len * if f.mixed { 4 } else { 3 };
         let zipped = self.zipped.map_or(0, |f| f.len * 2);
-        self.text.len * 3 + zipped + self.bytes.len * 2 + self.lines.len * 20 + self.local.len * 3
+        text(self.text) + zipped + self.bytes.len * 2 + self.lines.len * 20 + text(self.local)
     }
 }
 

@@ -107,20 +107,37 @@ fn seed() -> impl Strategy<Value = u64> {
 }
 
 fn fill(len: impl Strategy<Value = usize>, astral: impl Strategy<Value = bool>) -> impl Strategy<Value = Fill> {
-    (len, seed(), astral).prop_map(|(len, seed, astral)| Fill { len, seed, astral })
+    fill_of(len, astral, Just(false))
+}
+
+/// A fill whose text is printable ASCII or, as `mixed` says, of mixed 1- to 4-byte characters.
+fn fill_of(
+    len: impl Strategy<Value = usize>,
+    astral: impl Strategy<Value = bool>,
+    mixed: impl Strategy<Value = bool>,
+) -> impl Strategy<Value = Fill> {
+    (len, seed(), astral, mixed).prop_map(|(len, seed, astral, mixed)| Fill {
+        len,
+        seed,
+        astral,
+        mixed,
+    })
 }
 
 /// The blob offload threshold the differential stores use (encoded bytes).
 pub const BLOB_THRESHOLD: usize = 100_000;
 
 /// Text sizes: mostly small, then around one cell (32,767 UTF-16 units), the
-/// 32,000-unit chunk size (with a surrogate pair across it) and the offload threshold.
+/// 32,000-unit chunk size (with a surrogate pair across it) and the offload
+/// threshold; ASCII or mixed 1- to 4-byte characters (escaped in request
+/// bodies, so up to six times their UTF-16 size on the wire).
 pub fn text_fill() -> impl Strategy<Value = Fill> {
     prop_oneof![
-        24 => fill(0usize..=24, any::<bool>()),
-        1 => fill(32_766usize..=32_768, any::<bool>()),
-        1 => fill(31_999usize..=32_002, Just(true)),
+        24 => fill_of(0usize..=24, any::<bool>(), any::<bool>()),
+        1 => fill_of(32_766usize..=32_768, any::<bool>(), any::<bool>()),
+        1 => fill_of(31_999usize..=32_002, Just(true), any::<bool>()),
         1 => fill(BLOB_THRESHOLD - 1..=BLOB_THRESHOLD + 1, Just(false)),
+        1 => fill_of(60_000usize..=90_000, any::<bool>(), Just(true)),
     ]
 }
 
@@ -129,8 +146,8 @@ pub fn text_fill() -> impl Strategy<Value = Fill> {
 pub fn zipped_fill() -> impl Strategy<Value = Option<Fill>> {
     prop_oneof![
         8 => Just(None),
-        16 => fill(0usize..=24, any::<bool>()).prop_map(Some),
-        1 => fill(32_766usize..=32_768, Just(false)).prop_map(Some),
+        16 => fill_of(0usize..=24, any::<bool>(), any::<bool>()).prop_map(Some),
+        1 => fill_of(32_766usize..=32_768, Just(false), any::<bool>()).prop_map(Some),
         1 => fill(110_000usize..=140_000, Just(false)).prop_map(Some),
     ]
 }
@@ -154,11 +171,13 @@ pub fn lines_fill() -> impl Strategy<Value = Fill> {
     ]
 }
 
-/// Never-offloaded text: small, or over one entity (continuation rows).
+/// Never-offloaded text: small, or over one entity (continuation rows): 1.05
+/// million ASCII units, or 400,000 of mixed text (1.5 MB escaped).
 pub fn local_fill() -> impl Strategy<Value = Fill> {
     prop_oneof![
-        30 => fill(0usize..=24, Just(false)),
+        30 => fill_of(0usize..=24, Just(false), any::<bool>()),
         1 => fill(1_050_000usize..=1_050_001, any::<bool>()),
+        1 => fill_of(400_000usize..=400_001, any::<bool>(), Just(true)),
     ]
 }
 

@@ -6,7 +6,7 @@ use unified_tables::backend::{Backend, WriteOp};
 use unified_tables::{BlobContent, Error, QueryOptions, Row, TableEntity, Value};
 
 use crate::model::Document;
-use crate::{noise, Env};
+use crate::{mixed_text, noise, Env};
 
 async fn raw(env: &Env, rk: &str) -> Row {
     env.backend().get(&env.table, "p", rk).await.unwrap().expect("main row")
@@ -74,6 +74,22 @@ pub async fn every_tier_boundary_round_trips(env: &Env) {
         store.create(&mut d).await.unwrap_or_else(|e| panic!("{rk}: {e}"));
         assert!(store.get(("p", rk)).await.unwrap().unwrap().same(&d), "{rk}");
     }
+    // Mixed 1- to 4-byte text at every tier: its escaped size (about 4 bytes a
+    // character in a request body) decides rows and offload.
+    let mixed: [(&str, usize, &str); 4] = [
+        ("mixed-inline", 14_000, "Body"),
+        ("mixed-split", 60_000, "Body__chunks"),
+        ("mixed-rows", 500_000, "_SplitParts"),
+        ("mixed-blob", 1_500_000, "Body__blob"),
+    ];
+    for (rk, chars, form) in mixed {
+        let mut d = Document::new("p", rk);
+        d.body = mixed_text(chars, chars as u64);
+        d.notes = Some(mixed_text(chars.min(100_000), 5));
+        store.create(&mut d).await.unwrap_or_else(|e| panic!("{rk}: {e}"));
+        assert!(raw(env, rk).await.get(form).is_some(), "{rk}: stored as {form}");
+        assert!(store.get(("p", rk)).await.unwrap().unwrap().same(&d), "{rk}");
+    }
     let row = raw(env, "bin-split").await;
     assert_eq!(row.get("Data__enc"), Some(&Value::String("binary".into())));
     // A value that never leaves the table: just within one transaction it is stored in rows.
@@ -87,13 +103,14 @@ pub async fn every_tier_boundary_round_trips(env: &Env) {
     assert!(raw(env, "local").await.get("Local__blob").is_none());
     // Queries and counts see entities, never continuation rows.
     let all = store.query(QueryOptions::partition("p")).await.unwrap();
-    assert_eq!(all.len(), cases.len() + 4);
+    let entities = cases.len() + mixed.len() + 4;
+    assert_eq!(all.len(), entities);
     assert_eq!(
         store.count(QueryOptions::partition("p")).await.unwrap(),
-        (cases.len() + 4) as u64
+        entities as u64
     );
     let streamed: Vec<Document> = store.stream(QueryOptions::partition("p")).try_collect().await.unwrap();
-    assert_eq!(streamed.len(), cases.len() + 4);
+    assert_eq!(streamed.len(), entities);
 }
 
 pub async fn many_values_that_each_fit_move_to_split_form(env: &Env) {
@@ -181,6 +198,39 @@ pub async fn many_values_that_each_fit_move_to_split_form(env: &Env) {
         "moved {moved}, kept {kept}: only as many as needed"
     );
     assert_eq!(store.get(("p", "wide")).await.unwrap().unwrap(), w);
+
+    // 18 cells of 14,000 mixed characters: 560 KB stored, but 1.03 MB in a
+    // request body once escaped, over one row's body: some move to split form.
+    let cell = |i: u64| mixed_text(14_000, i);
+    let mut m = Wide {
+        pk: "p".into(),
+        rk: "wide-mixed".into(),
+        a: cell(1),
+        b: cell(2),
+        c: cell(3),
+        d: cell(4),
+        e: cell(5),
+        f: cell(6),
+        g: cell(7),
+        h: cell(8),
+        i: cell(9),
+        j: cell(10),
+        k: cell(11),
+        l: cell(12),
+        m: cell(13),
+        n: cell(14),
+        o: cell(15),
+        p: cell(16),
+        q: cell(17),
+        r: cell(18),
+    };
+    store
+        .create(&mut m)
+        .await
+        .expect("cells within one entity's size, over one row's body escaped, fit once some move");
+    let row = raw(env, "wide-mixed").await;
+    assert!(row.properties.keys().any(|k| k.ends_with("__chunks")), "some moved");
+    assert_eq!(store.get(("p", "wide-mixed")).await.unwrap().unwrap(), m);
 }
 
 pub async fn replacing_and_deleting_remove_the_old_parts(env: &Env) {

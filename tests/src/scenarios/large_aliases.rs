@@ -5,7 +5,7 @@ use unified_tables::backend::{Backend, WriteOp};
 use unified_tables::{BlobContent, Row, Value};
 
 use crate::model::{OldDocument, RenamedDocument};
-use crate::{noise, Env};
+use crate::{mixed_text, noise, Env};
 
 async fn raw(env: &Env, rk: &str) -> Row {
     env.backend().get(&env.table, "p", rk).await.unwrap().expect("main row")
@@ -23,15 +23,23 @@ pub async fn aliases_read_large_values_in_every_form_and_writes_move_them(env: &
     let old = env.tables.store_in::<OldDocument>(&env.table);
     let new = env.tables.store_in::<RenamedDocument>(&env.table);
     // (row key, characters of the text value, the form the old name takes)
-    let cases: [(&str, usize, &str); 4] = [
+    // Text of mixed 1- to 4-byte characters for the `mixed-` keys, ASCII otherwise.
+    let cases: [(&str, usize, &str); 7] = [
         ("inline", 1_000, "OldBody"),
         ("split", 40_000, "OldBody__chunks"),
         ("rows", 1_200_000, "_SplitParts"),
         ("blob", 4_000_000, "OldBody__blob"),
+        ("mixed-inline", 1_000, "OldBody"),
+        ("mixed-split", 40_000, "OldBody__chunks"),
+        ("mixed-rows", 500_000, "_SplitParts"),
     ];
     for (rk, chars, form) in cases {
-        let body = noise(chars, chars as u64);
-        let lines = vec![noise(chars.min(50_000), 7), "b".into()];
+        let text = |chars: usize, seed: u64| match rk.starts_with("mixed") {
+            true => mixed_text(chars, seed),
+            false => noise(chars, seed),
+        };
+        let body = text(chars, chars as u64);
+        let lines = vec![text(chars.min(50_000), 7), "b".into()];
         let mut d = OldDocument {
             pk: "p".into(),
             rk: rk.into(),

@@ -11,7 +11,7 @@ use unified_tables::backend::Backend;
 use unified_tables::{BlobContent, BlobOptions, Error, ErrorKind, Store, Tables, Value};
 
 use crate::model::Document;
-use crate::{blob_options, noise, Env};
+use crate::{blob_options, mixed_text, noise, Env};
 
 /// Over the default offload threshold (3,145,728): stored as a blob.
 const OFFLOADED: usize = 3_200_000;
@@ -91,7 +91,7 @@ pub async fn blob_requests_of_offloaded_values_are_at_their_minimum(env: &Env) {
         },
     );
     let mut two = Document::new("p", "two");
-    two.body = noise(OFFLOADED, 61);
+    two.body = mixed_text(OFFLOADED / 2 + 100_000, 61); // 3.4 MB of mixed 1- to 4-byte UTF-8
     two.data = noise(OFFLOADED, 62).into_bytes();
     store.create(&mut two).await.unwrap();
     measure(

@@ -24,7 +24,7 @@ fn measure(env: &Env, what: &str, expected: Counts) {
 
 /// What a connection dropped in the middle of a download reports.
 fn cut() -> Error {
-    Error::Transport("the connection was reset while the blob was downloading".into())
+    Error::transport("the connection was reset while the blob was downloading")
 }
 
 /// A document with two values in blobs (text and binary) and a file.

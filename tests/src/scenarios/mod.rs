@@ -21,6 +21,7 @@ pub mod large_checks;
 pub mod large_edges;
 pub mod large_reads;
 pub mod large_streams;
+pub mod large_text;
 pub mod limits;
 pub mod locks;
 pub mod logs;
@@ -142,6 +143,9 @@ macro_rules! for_each_scenario {
             large_blobs::a_failed_blob_release_does_not_fail_the_write,
             large_streams::large_values_download_as_streams_and_upload_without_a_copy,
             large_streams::a_download_cut_midway_fails_the_read_and_leaves_nothing_behind,
+            large_text::mixed_text_in_large_bodies_reads_back_unchanged,
+            large_text::mostly_non_ascii_values_are_planned_on_their_escaped_size,
+            large_text::a_transaction_is_measured_on_its_escaped_body,
             large_aliases::aliases_read_large_values_in_every_form_and_writes_move_them,
             large_aliases::an_aliased_json_value_reads_from_a_gzip_cell,
             large_edges::a_point_read_never_returns_a_continuation_row,
