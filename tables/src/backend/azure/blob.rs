@@ -71,12 +71,12 @@ use azure_storage_blobs::prelude::{BlobClient, BlobServiceClient, ClientBuilder}
 use bytes::Bytes;
 use futures::StreamExt as _;
 
+use super::azure_connection::AzureConnection;
 use super::blob_headers::{
     if_match, is_blob_missing, lease_answer, lease_headers, lease_id, parse_http_date, properties_from_headers, quoted,
     read_condition_headers, request_id_of, unreadable,
 };
-use super::connect::AzureConnection;
-use super::connection::{self, ConnectionString};
+use super::connection_string::{self, ConnectionString};
 use super::http::{client_options, local_error, map_error};
 use crate::backend::blob::{
     BlobBackend, BlobItem, BlobListing, BlobProperties, BlobSink, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer,
@@ -132,8 +132,8 @@ impl AzureBlobBackend {
     /// for Azurite) with the account's name and base64 key.
     pub fn from_account(account_url: &str, account_name: &str, key: &str) -> Result<AzureBlobBackend> {
         AzureBlobBackend::from_parsed(ConnectionString {
-            blob_endpoint: connection::normalize_endpoint("account URL", account_url)?,
-            ..connection::with_account_key(account_name, key)?
+            blob_endpoint: connection_string::normalize_endpoint("account URL", account_url)?,
+            ..connection_string::with_account_key(account_name, key)?
         })
     }
 

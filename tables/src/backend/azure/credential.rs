@@ -10,7 +10,7 @@ use azure_core::auth::Secret;
 use azure_core::auth::TokenCredential;
 use azure_storage::StorageCredentials;
 
-use super::connection::Credentials;
+use super::connection_string::Credentials;
 use crate::error::{Error, Result};
 
 /// The authorisation of one connection.

@@ -36,29 +36,29 @@
 //!   straight into rows by [`wire::row_from_slice`](crate::wire::row_from_slice) and
 //!   [`wire::page_from_slice`](crate::wire::page_from_slice), so Int64 stays Int64 and Double stays Double.
 
+mod azure_connection;
 mod batch;
 mod blob;
 mod blob_headers;
-mod connect;
-mod connection;
+mod connection_string;
 mod credential;
 mod entities;
 mod http;
 
 #[cfg(test)]
-mod connect_tests;
+mod azure_connection_tests;
 #[cfg(test)]
 mod error_tests;
 #[cfg(test)]
 mod tests;
 
+pub use azure_connection::AzureConnection;
 /// The Entra ID credentials of the same `azure_core` generation (managed
 /// identity, workload identity, client secret, Azure CLI, the default chain).
 #[cfg(feature = "identity")]
 pub use azure_identity;
 pub use blob::AzureBlobBackend;
-pub use connect::AzureConnection;
-pub use connection::{ConnectionString, Credentials, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY};
+pub use connection_string::{ConnectionString, Credentials, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY};
 
 use std::fmt;
 
@@ -118,8 +118,8 @@ impl AzureBackend {
     /// for Azurite) with the account's name and base64 key.
     pub fn from_account(account_url: &str, account_name: &str, key: &str) -> Result<AzureBackend> {
         AzureBackend::from_parsed(ConnectionString {
-            table_endpoint: connection::normalize_endpoint("account URL", account_url)?,
-            ..connection::with_account_key(account_name, key)?
+            table_endpoint: connection_string::normalize_endpoint("account URL", account_url)?,
+            ..connection_string::with_account_key(account_name, key)?
         })
     }
 

@@ -228,12 +228,12 @@ async fn an_unreachable_port_fails_within_the_policy_with_a_kind_to_match() {
 
 #[test]
 fn endpoints_for_a_token_credential_carry_no_credential() {
-    let e = connection::parse_endpoints("AccountName=myaccount").unwrap();
+    let e = connection_string::parse_endpoints("AccountName=myaccount").unwrap();
     assert_eq!(e.table_endpoint, "https://myaccount.table.core.windows.net");
     assert_eq!(e.blob_endpoint, "https://myaccount.blob.core.windows.net");
-    let e = connection::parse_endpoints("AccountName=gov;EndpointSuffix=core.usgovcloudapi.net").unwrap();
+    let e = connection_string::parse_endpoints("AccountName=gov;EndpointSuffix=core.usgovcloudapi.net").unwrap();
     assert_eq!(e.table_endpoint, "https://gov.table.core.usgovcloudapi.net");
-    let e = connection::parse_endpoints(
+    let e = connection_string::parse_endpoints(
         "TableEndpoint=https://127.0.0.1:9/devstoreaccount1;BlobEndpoint=https://127.0.0.1:8/devstoreaccount1",
     )
     .unwrap();
@@ -244,7 +244,7 @@ fn endpoints_for_a_token_credential_carry_no_credential() {
         "UseDevelopmentStorage=true",
         "SharedAccessSignature=sv=1&sig=x;TableEndpoint=https://a.table.core.windows.net",
     ] {
-        let err = connection::parse_endpoints(with_credential).unwrap_err();
+        let err = connection_string::parse_endpoints(with_credential).unwrap_err();
         assert!(err.to_string().contains("the credential authorises"), "{err}");
     }
     // Without any credential, a connection string is still refused as such.

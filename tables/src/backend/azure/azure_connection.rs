@@ -9,8 +9,8 @@ use std::sync::Arc;
 use azure_core::auth::TokenCredential;
 
 #[cfg(feature = "identity")]
-use super::connection;
-use super::connection::ConnectionString;
+use super::connection_string;
+use super::connection_string::ConnectionString;
 use super::credential::Auth;
 use super::http::http_client;
 use super::{AzureBackend, AzureBlobBackend};
@@ -108,7 +108,7 @@ impl AzureConnection {
     /// ```
     #[cfg(feature = "identity")]
     pub fn with_token_credential(endpoints: &str, credential: Arc<dyn TokenCredential>) -> Result<AzureConnection> {
-        let endpoints = connection::parse_endpoints(endpoints)?;
+        let endpoints = connection_string::parse_endpoints(endpoints)?;
         for (name, url) in [
             ("TableEndpoint", &endpoints.table_endpoint),
             ("BlobEndpoint", &endpoints.blob_endpoint),
