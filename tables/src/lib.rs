@@ -119,6 +119,7 @@ pub use unified_tables_derive::TableEnum;
 #[doc = include_str!("../docs/table_record.md")]
 #[doc(inline)]
 pub use unified_tables_derive::TableRecord;
+#[doc = include_str!("../docs/table_union.md")]
 #[doc(inline)]
 pub use unified_tables_derive::TableUnion;
 pub use union::{TableUnion, UnionVariant};
