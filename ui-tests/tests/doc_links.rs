@@ -45,7 +45,10 @@ const RUSTDOC_IDS: &[&str] = &[
 ];
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("ui-tests sits in the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("ui-tests sits in the workspace")
+        .to_path_buf()
 }
 
 fn files(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
@@ -205,7 +208,10 @@ fn every_documentation_link_in_a_compile_error_leads_to_a_heading() {
                 continue;
             };
             let Ok(markdown) = fs::read_to_string(&md) else {
-                problems.push(format!("{shown}: page `{page}` links to {}, which does not exist", md.display()));
+                problems.push(format!(
+                    "{shown}: page `{page}` links to {}, which does not exist",
+                    md.display()
+                ));
                 continue;
             };
             let Some(anchor) = anchor else { continue };
@@ -230,16 +236,23 @@ fn every_documentation_link_in_a_compile_error_leads_to_a_heading() {
         checked.iter().any(|(_, a)| a.is_some()),
         "no links with an anchor found: has the link format changed?"
     );
-    assert!(problems.is_empty(), "broken documentation links:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "broken documentation links:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
 fn anchors_are_computed_as_rustdoc_computes_them() {
     let cases = [
-        ("`#[table(split = \"text\" | \"gzip\" | \"binary\")]` and `#[table(offload = \"never\")]`",
-            "tablesplit--text--gzip--binary-and-tableoffload--never"),
+        (
+            "`#[table(split = \"text\" | \"gzip\" | \"binary\")]` and `#[table(offload = \"never\")]`",
+            "tablesplit--text--gzip--binary-and-tableoffload--never",
+        ),
         ("`#[protected(\"role,role\")]`", "protectedrolerole"),
         ("`#[table(ids = \"as_written\")]`", "tableids--as_written"),
+        ("`#[table(also = [\"...\", ..])]`", "tablealso---"),
         ("Variant attributes", "variant-attributes"),
         ("[`TableRecord`](crate::TableRecord) payloads", "tablerecord-payloads"),
     ];
