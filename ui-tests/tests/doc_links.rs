@@ -1,6 +1,7 @@
 //! Every documentation link a compile error prints leads somewhere: the page
-//! exists (`derive.TableEntity.html` is `tables/docs/table_entity.md`) and
-//! the `#anchor` is a heading on it, as rustdoc names headings.
+//! exists (`derive.TableEntity.html` is `tables/docs/table_entity.md`, which
+//! `tables/src/lib.rs` includes on the derive's re-export) and the `#anchor`
+//! is a heading on it, as rustdoc names headings.
 //!
 //! Reads the expected `.stderr` files of the compile-fail tests and the
 //! sources whose messages carry a full link (the derive's and the runtime
@@ -96,6 +97,23 @@ fn markdown_of(page: &str) -> Option<PathBuf> {
         return Some(docs.join(format!("guide/{chapter}.md")));
     }
     None
+}
+
+/// Whether `tables/src/lib.rs` includes `docs/{file}` among the attributes of
+/// the re-export of derive `name` (the page rustdoc renders for it).
+fn derive_page_includes(name: &str, file: &str) -> bool {
+    let lib = fs::read_to_string(workspace().join("tables/src/lib.rs")).expect("tables/src/lib.rs");
+    let lines: Vec<&str> = lib.lines().map(str::trim).collect();
+    let export = format!("pub use unified_tables_derive::{name};");
+    let include = format!("include_str!(\"../docs/{file}\")");
+    lines.iter().enumerate().any(|(i, line)| {
+        *line == export
+            && lines[..i]
+                .iter()
+                .rev()
+                .take_while(|l| l.starts_with("#[") || l.starts_with("//"))
+                .any(|l| l.contains(&include))
+    })
 }
 
 fn snake_case(name: &str) -> String {
@@ -214,6 +232,15 @@ fn every_documentation_link_in_a_compile_error_leads_to_a_heading() {
                 ));
                 continue;
             };
+            if let Some(name) = page.strip_prefix("derive.").and_then(|p| p.strip_suffix(".html")) {
+                let file = format!("{}.md", snake_case(name));
+                if !derive_page_includes(name, &file) {
+                    problems.push(format!(
+                        "{shown}: page `{page}` is built from tables/docs/{file}, but tables/src/lib.rs does not \
+                         include it on `pub use unified_tables_derive::{name};`"
+                    ));
+                }
+            }
             let Some(anchor) = anchor else { continue };
             let headings = anchors(&markdown);
             let file = md.strip_prefix(&root).unwrap_or(&md).display().to_string();
