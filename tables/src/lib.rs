@@ -1,42 +1,4 @@
-//! # unified-tables
-//!
-//! A typed data layer for Azure Table Storage. Describe a row with
-//! `#[derive(TableEntity)]`; the derive generates the column list and the
-//! row codec at compile time, and [`Store<T>`] gives every operation with the
-//! service's concurrency rules. [`Tables::memory()`] is a faithful embedded
-//! backend for tests and local runs; [`Tables::connect`] talks to Azure or
-//! Azurite.
-//!
-//! ```
-//! use unified_tables::{TableEntity, Tables, ETag, Error};
-//!
-//! #[derive(TableEntity, Debug, Clone, PartialEq)]
-//! struct Customer {
-//!     #[table(partition_key)]
-//!     region: String,
-//!     #[table(row_key)]
-//!     email: String,
-//!     name: String,
-//!     visits: u32,
-//!     #[table(etag)]
-//!     etag: Option<ETag>,
-//! }
-//!
-//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! let db = Tables::memory();
-//! let customers = db.store::<Customer>();
-//! let alice = Customer { region: "eu".into(), email: "alice@example.com".into(), name: "Alice".into(), visits: 0, etag: None };
-//! let mut alice = alice;
-//! customers.create(&mut alice).await?;
-//! let mut again = alice.clone();
-//! assert!(matches!(customers.create(&mut again).await, Err(Error::AlreadyExists { .. })));
-//!
-//! let mut got = customers.get(("eu", "alice@example.com")).await?.expect("stored");
-//! got.visits += 1;
-//! customers.update(&mut got).await?;          // conditional on the ETag read
-//! # Ok::<(), Error>(())
-//! # }).unwrap();
-//! ```
+#![doc = include_str!("../docs/crate.md")]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 // The derives name this crate by its absolute path; inside it, that path is the crate itself.
@@ -47,6 +9,7 @@ mod blob_container;
 pub(crate) mod codec;
 mod entity;
 mod error;
+pub mod guide;
 pub mod keys;
 pub(crate) mod large;
 pub mod layout;
@@ -117,6 +80,7 @@ pub use unified_tables_derive::TableEnum;
 #[doc = include_str!("../docs/table_record.md")]
 #[doc(inline)]
 pub use unified_tables_derive::TableRecord;
+#[doc = include_str!("../docs/table_union.md")]
 #[doc(inline)]
 pub use unified_tables_derive::TableUnion;
 pub use union::{TableUnion, UnionVariant};
