@@ -33,6 +33,8 @@ fn anchor(key: &str) -> Option<&'static str> {
         "alias" => "aliasoldname",
         "protected" => "protectedrolerole",
         "blob_content" => "blob_content",
+        "table(soft_delete" => "tablesoft_delete",
+        "table(ordering" => "tableordering",
         _ => return None,
     })
 }
