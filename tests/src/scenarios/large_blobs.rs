@@ -222,13 +222,13 @@ pub async fn blob_requests_of_files_are_at_their_minimum(env: &Env) {
             ..Counts::default()
         },
     );
-    // `read_all()` reads it in one request.
+    // `read_all()` reads it in one streamed request, checked on its length before any byte is kept.
     assert_eq!(content.read_all().await.unwrap(), bytes);
     measure(
         env,
         "reading a file whole",
         Counts {
-            blob_hashed_gets: 1,
+            blob_streamed_gets: 1,
             ..Counts::default()
         },
     );
