@@ -47,6 +47,7 @@ mod tests;
 /// The Entra ID credentials of the same `azure_core` generation (managed
 /// identity, workload identity, client secret, Azure CLI, the default chain).
 #[cfg(feature = "identity")]
+#[cfg_attr(docsrs, doc(cfg(feature = "identity")))]
 pub use azure_identity;
 pub use blob::AzureBlobBackend;
 pub use connect::AzureConnection;
