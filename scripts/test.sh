@@ -9,8 +9,8 @@
 #    code (and a zero test count on the closing line):
 #    `cargo fmt --all -- --check`;
 #    `cargo clippy --workspace --all-targets -- -D warnings`;
-#    `cargo clippy -p unified-tables -- -D warnings` with `--no-default-features`
-#    and with each feature of tables/Cargo.toml alone (workspace feature
+#    `cargo clippy -p unified-tables --all-targets -- -D warnings` with
+#    `--no-default-features` and with each feature of tables/Cargo.toml alone (workspace feature
 #    unification builds only the all-features combination otherwise);
 #    `cargo doc --no-deps --all-features` of both published crates with
 #    RUSTDOCFLAGS="-D warnings" (broken intra-doc links);
@@ -57,13 +57,13 @@ static_started=$SECONDS
 check "rustfmt" cargo fmt --all -- --check
 check "clippy (workspace, all targets)" cargo clippy --quiet --workspace --all-targets -- -D warnings
 check "clippy (unified-tables, no default features)" \
-    cargo clippy --quiet -p unified-tables --no-default-features -- -D warnings
+    cargo clippy --quiet -p unified-tables --all-targets --no-default-features -- -D warnings
 # The features declared in tables/Cargo.toml, but `default`.
 features="$(awk '/^\[/ { in_features = ($0 == "[features]") }
     in_features && /^[A-Za-z0-9_-]+ *=/ && $1 != "default" { print $1 }' tables/Cargo.toml)"
 for feature in $features; do
     check "clippy (unified-tables, only $feature)" \
-        cargo clippy --quiet -p unified-tables --no-default-features --features "$feature" -- -D warnings
+        cargo clippy --quiet -p unified-tables --all-targets --no-default-features --features "$feature" -- -D warnings
 done
 check "rustdoc (-D warnings)" env RUSTDOCFLAGS="-D warnings" \
     cargo doc --quiet --no-deps -p unified-tables -p unified-tables-derive --all-features
