@@ -1,8 +1,23 @@
 #!/usr/bin/env bash
-# Runs the whole test suite against a private Azurite on free loopback ports.
+# Runs the static checks, then the whole test suite against a private Azurite
+# on free loopback ports.
 #
 #   scripts/test.sh [extra args for the first `cargo test`]
 #
+# 0. Static checks, each run to the end so one run shows every finding; when
+#    any fails, the script stops before Azurite with the first failing exit
+#    code (and a zero test count on the closing line):
+#    `cargo fmt --all -- --check`;
+#    `cargo clippy --workspace --all-targets -- -D warnings`;
+#    `cargo clippy -p unified-tables --all-targets -- -D warnings` with
+#    `--no-default-features` and with each feature of tables/Cargo.toml alone (workspace feature
+#    unification builds only the all-features combination otherwise);
+#    `cargo doc --no-deps --all-features` of both published crates with
+#    RUSTDOCFLAGS="-D warnings" (broken intra-doc links);
+#    `scripts/public-api.sh --check` (the public surface against
+#    tables/public-api.txt);
+#    `cargo package -p unified-tables-derive -p unified-tables` (each crate
+#    builds from its packaged files alone; needs the crates.io index).
 # 1. Installs Azurite from package-lock.json (npm ci) when it is missing or the
 #    lockfile changed since the last install.
 # 2. Starts Azurite (blob, queue, table) on free 127.0.0.1 ports with its data
@@ -22,6 +37,44 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 log() { printf 'test.sh: %s\n' "$*" >&2; }
+
+# --- 0. Static checks -------------------------------------------------------------
+static_status=0
+failed_checks=()
+# check NAME COMMAND...: runs one check, logs its time, remembers a failure.
+check() {
+    local name=$1 started=$SECONDS code=0
+    shift
+    log "check: $name"
+    "$@" || code=$?
+    log "check: $name: $( ((code == 0)) && echo ok || echo "FAILED ($code)") in $((SECONDS - started)) s"
+    if ((code != 0)); then
+        failed_checks+=("$name")
+        ((static_status != 0)) || static_status=$code
+    fi
+}
+static_started=$SECONDS
+check "rustfmt" cargo fmt --all -- --check
+check "clippy (workspace, all targets)" cargo clippy --quiet --workspace --all-targets -- -D warnings
+check "clippy (unified-tables, no default features)" \
+    cargo clippy --quiet -p unified-tables --all-targets --no-default-features -- -D warnings
+# The features declared in tables/Cargo.toml, but `default`.
+features="$(awk '/^\[/ { in_features = ($0 == "[features]") }
+    in_features && /^[A-Za-z0-9_-]+ *=/ && $1 != "default" { print $1 }' tables/Cargo.toml)"
+for feature in $features; do
+    check "clippy (unified-tables, only $feature)" \
+        cargo clippy --quiet -p unified-tables --all-targets --no-default-features --features "$feature" -- -D warnings
+done
+check "rustdoc (-D warnings)" env RUSTDOCFLAGS="-D warnings" \
+    cargo doc --quiet --no-deps -p unified-tables -p unified-tables-derive --all-features
+check "public API (tables/public-api.txt)" env SKIP_DOC=1 scripts/public-api.sh --check
+check "cargo package" cargo package --quiet -p unified-tables-derive -p unified-tables --allow-dirty
+log "static checks took $((SECONDS - static_started)) s"
+if ((static_status != 0)); then
+    log "static checks failed: $(IFS=';'; echo "${failed_checks[*]}"); not starting Azurite or the tests"
+    echo "all tests: 0 passed, 0 failed, 0 skipped"
+    exit "$static_status"
+fi
 
 # --- 1. Azurite ---------------------------------------------------------------
 lock_hash="$(sha256sum package-lock.json | cut -d' ' -f1)"

@@ -1,5 +1,6 @@
 #![doc = include_str!("../docs/crate.md")]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The derives name this crate by its absolute path; inside it, that path is the crate itself.
 extern crate self as unified_tables;
@@ -28,7 +29,15 @@ mod union;
 pub mod update;
 mod value;
 #[cfg(any(feature = "tower-sessions", feature = "axum-login"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "tower-sessions", feature = "axum-login"))))]
 pub mod web;
+
+/// The README's Rust examples, compiled and run as doc tests (`cargo test --doc`).
+/// `README.md` beside `Cargo.toml` is the workspace README (a link in the
+/// repository, the file itself in the published package).
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
 
 /// Shared by the crate's generated-input tests.
 #[cfg(test)]

@@ -35,6 +35,7 @@ impl Stamp for std::time::SystemTime {
 }
 
 #[cfg(feature = "chrono")]
+#[cfg_attr(docsrs, doc(cfg(feature = "chrono")))]
 impl Stamp for chrono::DateTime<chrono::Utc> {
     fn stamp(&self) -> Option<DateTime> {
         (*self != chrono::DateTime::<chrono::Utc>::default()).then(|| DateTime::from(*self))
@@ -45,6 +46,7 @@ impl Stamp for chrono::DateTime<chrono::Utc> {
 }
 
 #[cfg(feature = "time")]
+#[cfg_attr(docsrs, doc(cfg(feature = "time")))]
 impl Stamp for time::OffsetDateTime {
     fn stamp(&self) -> Option<DateTime> {
         (*self != time::OffsetDateTime::UNIX_EPOCH).then(|| DateTime::from(*self))

@@ -15,6 +15,7 @@ pub(crate) mod pack;
 pub mod retry;
 
 #[cfg(feature = "azure")]
+#[cfg_attr(docsrs, doc(cfg(feature = "azure")))]
 pub mod azure;
 
 use std::fmt;

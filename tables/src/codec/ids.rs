@@ -51,6 +51,7 @@ impl TableValue for Guid {
 }
 
 #[cfg(feature = "uuid")]
+#[cfg_attr(docsrs, doc(cfg(feature = "uuid")))]
 impl TableValue for uuid::Uuid {
     const KIND: ValueKind = ValueKind::Cell(EdmType::Guid);
 

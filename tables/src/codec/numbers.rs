@@ -208,6 +208,7 @@ impl TableValue for f32 {
 }
 
 #[cfg(feature = "decimal")]
+#[cfg_attr(docsrs, doc(cfg(feature = "decimal")))]
 impl TableValue for rust_decimal::Decimal {
     const KIND: ValueKind = ValueKind::Cell(EdmType::Double);
 

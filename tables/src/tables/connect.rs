@@ -4,6 +4,7 @@
 use crate::backend::azure::AzureConnection;
 use crate::tables::{BlobOptions, Tables};
 
+#[cfg_attr(docsrs, doc(cfg(feature = "azure")))]
 impl Tables {
     /// Tables over Azure Table Storage or Azurite as `connection` describes
     /// it: shared key, shared access signature or (feature `identity`) a

@@ -181,6 +181,7 @@ impl Tables {
 }
 
 #[cfg(feature = "azure")]
+#[cfg_attr(docsrs, doc(cfg(feature = "azure")))]
 impl Tables {
     /// Tables over Azure Table Storage or Azurite, from a storage connection
     /// string (see [`ConnectionString`](crate::backend::azure::ConnectionString) for the accepted forms). Nothing is

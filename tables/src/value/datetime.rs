@@ -186,6 +186,7 @@ impl From<DateTime> for SystemTime {
 }
 
 #[cfg(feature = "chrono")]
+#[cfg_attr(docsrs, doc(cfg(feature = "chrono")))]
 impl From<chrono::DateTime<chrono::Utc>> for DateTime {
     fn from(t: chrono::DateTime<chrono::Utc>) -> Self {
         let nanos = t.timestamp() as i128 * 1_000_000_000 + t.timestamp_subsec_nanos() as i128;
@@ -194,6 +195,7 @@ impl From<chrono::DateTime<chrono::Utc>> for DateTime {
 }
 
 #[cfg(feature = "chrono")]
+#[cfg_attr(docsrs, doc(cfg(feature = "chrono")))]
 impl From<DateTime> for chrono::DateTime<chrono::Utc> {
     fn from(t: DateTime) -> Self {
         let nanos = t.unix_nanos();
@@ -204,6 +206,7 @@ impl From<DateTime> for chrono::DateTime<chrono::Utc> {
 }
 
 #[cfg(feature = "time")]
+#[cfg_attr(docsrs, doc(cfg(feature = "time")))]
 impl From<time::OffsetDateTime> for DateTime {
     fn from(t: time::OffsetDateTime) -> Self {
         DateTime::from_unix_nanos(t.unix_timestamp_nanos())
@@ -211,6 +214,7 @@ impl From<time::OffsetDateTime> for DateTime {
 }
 
 #[cfg(feature = "time")]
+#[cfg_attr(docsrs, doc(cfg(feature = "time")))]
 impl From<DateTime> for time::OffsetDateTime {
     fn from(t: DateTime) -> Self {
         time::OffsetDateTime::from_unix_timestamp_nanos(t.unix_nanos()).unwrap_or(time::OffsetDateTime::UNIX_EPOCH)

@@ -121,6 +121,7 @@ impl FromStr for Guid {
 }
 
 #[cfg(feature = "uuid")]
+#[cfg_attr(docsrs, doc(cfg(feature = "uuid")))]
 impl From<uuid::Uuid> for Guid {
     fn from(u: uuid::Uuid) -> Self {
         Guid(*u.as_bytes())
@@ -128,6 +129,7 @@ impl From<uuid::Uuid> for Guid {
 }
 
 #[cfg(feature = "uuid")]
+#[cfg_attr(docsrs, doc(cfg(feature = "uuid")))]
 impl From<Guid> for uuid::Uuid {
     fn from(g: Guid) -> Self {
         uuid::Uuid::from_bytes(g.0)

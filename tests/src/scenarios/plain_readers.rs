@@ -32,7 +32,7 @@ async fn put(env: &Env, row: Row) {
 /// .NET library may store text), in two chunks.
 fn utf16_row(rk: &str, text: &str) -> Row {
     let stored: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
-    let half = stored.len() / 2 & !1;
+    let half = (stored.len() / 2) & !1;
     Row::new("p", rk)
         .with("Title", Value::String("utf16".into()))
         .with(chunks_cell("Body"), Value::Int32(2))

@@ -107,6 +107,7 @@ impl AzureConnection {
     /// # Ok::<(), unified_tables::Error>(())
     /// ```
     #[cfg(feature = "identity")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "identity")))]
     pub fn with_token_credential(endpoints: &str, credential: Arc<dyn TokenCredential>) -> Result<AzureConnection> {
         let endpoints = connection_string::parse_endpoints(endpoints)?;
         for (name, url) in [
@@ -148,6 +149,7 @@ impl AzureConnection {
     /// # Ok::<(), unified_tables::Error>(())
     /// ```
     #[cfg(feature = "identity")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "identity")))]
     pub fn with_default_credential(endpoints: &str) -> Result<AzureConnection> {
         let credential = azure_identity::create_credential()
             .map_err(|e| Error::config("cannot create the default Azure credential").with_source(e))?;

@@ -56,6 +56,7 @@ pub use azure_connection::AzureConnection;
 /// The Entra ID credentials of the same `azure_core` generation (managed
 /// identity, workload identity, client secret, Azure CLI, the default chain).
 #[cfg(feature = "identity")]
+#[cfg_attr(docsrs, doc(cfg(feature = "identity")))]
 pub use azure_identity;
 pub use blob::AzureBlobBackend;
 pub use connection_string::{ConnectionString, Credentials, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY};
