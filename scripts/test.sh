@@ -20,8 +20,10 @@
 #    builds from its packaged files alone; needs the crates.io index).
 # 1. Installs Azurite from package-lock.json (npm ci) when it is missing or the
 #    lockfile changed since the last install.
-# 2. Starts Azurite (blob, queue, table) on free 127.0.0.1 ports with its data
-#    and log in a temporary directory, removed on exit (also on failure or ^C).
+# 2. Starts Azurite (blob, queue, table) on free 127.0.0.1 ports, its data in
+#    memory (a workspace on disk is serialized whole from time to time, which
+#    fails once a long run has stored a few hundred MB) and its log in a
+#    temporary directory, removed on exit (also on failure or ^C).
 #    Beside it starts a second Azurite over HTTPS that accepts Entra ID bearer
 #    tokens (`--oauth basic`), with a throwaway certificate authority and
 #    server certificate made by openssl in the same directory.
@@ -170,7 +172,7 @@ start_azurite() {
         --tableHost 127.0.0.1 --tablePort "$table" \
         --queueHost 127.0.0.1 --queuePort "$queue" \
         --loose --skipApiVersionCheck --disableTelemetry \
-        -l "$tmp/$name" "$@" >"$tmp/$name.log" 2>&1 &
+        --inMemoryPersistence "$@" >"$tmp/$name.log" 2>&1 &
     azurite_pids+=("$!")
 }
 
