@@ -77,6 +77,7 @@ pub enum Revalidated {
 /// # }).unwrap();
 /// ```
 #[derive(Debug, Clone)]
+#[doc = include_str!("../docs/blob_container.md")]
 pub struct BlobContainer {
     /// The backend and the library's own container, if these tables have a blob store.
     backend: Option<(Arc<dyn BlobBackend>, String)>,

@@ -59,7 +59,7 @@ pub(crate) mod fuzz {
 
 pub use backend::retry::{RetryPolicy, RetryPolicyBuilder};
 pub use blob_container::{BlobContainer, Revalidated, StoredBlob};
-pub use codec::{EncodeOptions, OversizedCellPolicy, TableValue};
+pub use codec::{EncodeOptions, JsonValue, OversizedCellPolicy, TableValue};
 pub use entity::{
     normalize_id, restore_id, Column, ColumnKind, HasETag, Key, KeyMode, LargeEncoding, Schema, TableEntity,
     TableRecord,

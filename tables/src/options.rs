@@ -11,6 +11,7 @@ use crate::service::{check_container_name, MAX_TRANSACTION_BYTES};
 /// [`BlobOptions::new`] and its `with_*` methods, which check each value
 /// when it is set.
 #[derive(Debug, Clone)]
+#[doc = include_str!("../docs/large_values.md")]
 pub struct BlobOptions {
     /// The container (default `unified-tables-values`).
     pub(crate) container: String,

@@ -6,6 +6,7 @@
 //! paging and limits. Every piece of logic above that (keys, stamping,
 //! concurrency, batching) lives once, in `Store<T>`, so the in-memory
 //! backend and Azure run the same code.
+#![doc = include_str!("../../docs/backends.md")]
 
 pub mod blob;
 pub mod counting;

@@ -15,7 +15,7 @@ use crate::value::Row;
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};
-/// use unified_tables::codec::JsonValue;
+/// use unified_tables::JsonValue;
 ///
 /// #[derive(Serialize, Deserialize)]
 /// struct Preferences { theme: String }

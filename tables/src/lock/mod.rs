@@ -104,6 +104,7 @@ const MAX_POLL: Duration = Duration::from_secs(1);
 /// # }).unwrap();
 /// ```
 #[derive(Debug, Clone)]
+#[doc = include_str!("../../docs/locks.md")]
 pub struct Lock {
     backend: Option<Arc<dyn BlobBackend>>,
     container: String,

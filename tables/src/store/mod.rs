@@ -136,6 +136,7 @@ impl From<String> for Lookup<'_> {
 ///
 /// Every call validates its input first: a refused call (a bad key, an
 /// oversized value, a missing ETag) sends nothing and stores nothing.
+#[doc = include_str!("../../docs/store.md")]
 pub struct Store<T> {
     tables: Tables,
     table: String,

@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 /// # Ok::<(), unified_tables::Error>(())
 /// ```
 #[derive(Clone)]
+#[doc = include_str!("../../../docs/connecting.md")]
 pub struct AzureConnection {
     account_name: String,
     table_endpoint: String,

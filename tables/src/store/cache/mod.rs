@@ -40,6 +40,7 @@ const ENTRY_OVERHEAD: usize = 96;
 /// a cache: a handle caches only when given one with
 /// [`Tables::with_cache`](crate::Tables::with_cache).
 #[derive(Clone)]
+#[doc = include_str!("../../../docs/read_cache.md")]
 pub struct ReadCache {
     inner: Arc<Inner>,
 }

@@ -52,6 +52,7 @@ use crate::value::{utf16_len, DateTime, ETag, Value};
 /// # Ok::<(), unified_tables::Error>(())
 /// # }).unwrap();
 /// ```
+#[doc = include_str!("../../../docs/union_store.md")]
 pub struct UnionStore<E> {
     store: Store<E>,
 }

@@ -26,7 +26,7 @@ use crate::value::{DateTime, EdmType, Guid, Row, Value};
 /// size for text of mixed widths, 3 times for Cyrillic; and CPU: a row with
 /// 1,000 mixed characters encodes in about 2.5 µs, one with 1,000 ASCII
 /// characters in 0.6 µs (`FIGURES=cpu` of the figures command).
-/// [`wire_size`] counts the escapes, and so every request-size budget
+/// [`wire_size`](super::wire_size) counts the escapes, and so every request-size budget
 /// (transactions, continuation rows) and the in-memory backend's body limits.
 ///
 /// ```

@@ -141,6 +141,7 @@
 //! row lands later than that, and that then stops before step 3, leaves a
 //! user whose row names an address it does not own: `find_by_email` does
 //! not return that user, and the address belongs to its reservation's owner.
+#![doc = include_str!("../../../docs/identity.md")]
 
 mod backend;
 mod claims;
