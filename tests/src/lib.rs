@@ -14,6 +14,7 @@ pub mod connect;
 pub mod differential;
 pub mod gate;
 pub mod model;
+pub mod rows;
 pub mod scenarios;
 pub mod text;
 pub use text::{cyrillic_text, emoji_text, mixed_text};

@@ -6,18 +6,8 @@ use unified_tables::backend::{Backend, WriteOp};
 use unified_tables::{BlobContent, Error, QueryOptions, Row, TableEntity, Value};
 
 use crate::model::Document;
+use crate::rows::{part_count, raw};
 use crate::{mixed_text, noise, Env};
-
-async fn raw(env: &Env, rk: &str) -> Row {
-    env.backend().get(&env.table, "p", rk).await.unwrap().expect("main row")
-}
-
-fn part_count(row: &Row) -> i32 {
-    match row.get("_SplitParts") {
-        Some(Value::Int32(n)) => *n,
-        _ => -1,
-    }
-}
 
 pub async fn every_tier_boundary_round_trips(env: &Env) {
     let store = env.tables.store_in::<Document>(&env.table);
@@ -157,10 +147,10 @@ pub async fn many_values_that_each_fit_move_to_split_form(env: &Env) {
         #[table(split = "text")]
         r: String,
     }
-    let cell = |i: u64| noise(30_000, i);
-    let mut w = Wide {
+    // One value per column, from `cell(1)` to `cell(18)`.
+    let wide = |rk: &str, cell: &dyn Fn(u64) -> String| Wide {
         pk: "p".into(),
-        rk: "wide".into(),
+        rk: rk.into(),
         a: cell(1),
         b: cell(2),
         c: cell(3),
@@ -180,6 +170,7 @@ pub async fn many_values_that_each_fit_move_to_split_form(env: &Env) {
         q: cell(17),
         r: cell(18),
     };
+    let mut w = wide("wide", &|i| noise(30_000, i));
     let store = env.tables.store_in::<Wide>(&env.table);
     store
         .create(&mut w)
@@ -201,29 +192,7 @@ pub async fn many_values_that_each_fit_move_to_split_form(env: &Env) {
 
     // 18 cells of 14,000 mixed characters: 560 KB stored, but 1.03 MB in a
     // request body once escaped, over one row's body: some move to split form.
-    let cell = |i: u64| mixed_text(14_000, i);
-    let mut m = Wide {
-        pk: "p".into(),
-        rk: "wide-mixed".into(),
-        a: cell(1),
-        b: cell(2),
-        c: cell(3),
-        d: cell(4),
-        e: cell(5),
-        f: cell(6),
-        g: cell(7),
-        h: cell(8),
-        i: cell(9),
-        j: cell(10),
-        k: cell(11),
-        l: cell(12),
-        m: cell(13),
-        n: cell(14),
-        o: cell(15),
-        p: cell(16),
-        q: cell(17),
-        r: cell(18),
-    };
+    let mut m = wide("wide-mixed", &|i| mixed_text(14_000, i));
     store
         .create(&mut m)
         .await

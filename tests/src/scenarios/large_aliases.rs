@@ -5,11 +5,8 @@ use unified_tables::backend::{Backend, WriteOp};
 use unified_tables::{BlobContent, Row, Value};
 
 use crate::model::{OldDocument, RenamedDocument};
+use crate::rows::raw;
 use crate::{mixed_text, noise, Env};
-
-async fn raw(env: &Env, rk: &str) -> Row {
-    env.backend().get(&env.table, "p", rk).await.unwrap().expect("main row")
-}
 
 fn old_columns(row: &Row) -> Vec<&str> {
     row.properties

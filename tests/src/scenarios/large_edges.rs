@@ -3,21 +3,11 @@
 
 use futures::TryStreamExt;
 use unified_tables::backend::{Backend, IfMatch, WriteOp};
-use unified_tables::{BlobContent, Error, Row, Value};
+use unified_tables::{BlobContent, Error, Value};
 
 use crate::model::Document;
+use crate::rows::{part_count, raw};
 use crate::{mixed_text, noise, Env};
-
-async fn raw(env: &Env, rk: &str) -> Row {
-    env.backend().get(&env.table, "p", rk).await.unwrap().expect("row")
-}
-
-fn part_count(row: &Row) -> i32 {
-    match row.get("_SplitParts") {
-        Some(Value::Int32(n)) => *n,
-        _ => -1,
-    }
-}
 
 /// `get` and `exists` of a continuation row's key return the continuation row
 /// as an entity; reads must never return continuation rows.

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use unified_tables::backend::counting::Counts;
-use unified_tables::backend::{Backend, IfMatch, UpdateMode, WriteOp};
+use unified_tables::backend::{Backend, IfMatch, WriteOp};
 use unified_tables::layout::{
     blob_cell, chunk_cell, continuation_key, len_cell, parse_split_cell, sha256_cell, SplitCell, SPLIT_INDEX, SPLIT_OF,
     SPLIT_PARTS,
@@ -14,6 +14,7 @@ use unified_tables::{sha256_hex, Error, Row, Store, Tables, Value};
 
 use crate::gate::{GateBackend, Point};
 use crate::model::Document;
+use crate::rows::put_back;
 use crate::{blob_options, noise, Env};
 
 /// The most continuation rows a read fetches by point reads (more take one range query).
@@ -55,19 +56,6 @@ async fn stored_rows(env: &Env, rk: &str) -> Vec<Row> {
         rows.push(b.get(&env.table, "p", &key).await.unwrap().expect("continuation row"));
     }
     rows
-}
-
-async fn put_back(env: &Env, row: Row) {
-    env.backend()
-        .execute(
-            &env.table,
-            WriteOp::Upsert {
-                row,
-                mode: UpdateMode::Replace,
-            },
-        )
-        .await
-        .unwrap();
 }
 
 /// Writes `notes`, then rewrites its stored gzip with `damage` and a

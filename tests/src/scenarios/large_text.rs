@@ -6,18 +6,8 @@ use unified_tables::backend::{Backend, WriteOp};
 use unified_tables::{Error, Row, Tables, Value};
 
 use crate::model::Document;
+use crate::rows::{part_count, raw};
 use crate::{cyrillic_text, emoji_text, mixed_text, Env};
-
-async fn raw(env: &Env, rk: &str) -> Row {
-    env.backend().get(&env.table, "p", rk).await.unwrap().expect("main row")
-}
-
-fn part_count(row: &Row) -> i32 {
-    match row.get("_SplitParts") {
-        Some(Value::Int32(n)) => *n,
-        _ => -1,
-    }
-}
 
 /// Twenty entities of mixed 1- to 4-byte text, written and read back at
 /// once: every character comes back as written (a storage emulator that

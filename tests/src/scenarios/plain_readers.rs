@@ -4,29 +4,12 @@
 //! column and the remedy; a write back follows the oversized-cell policy;
 //! and a manifest that lies about its chunks is damage for a split-aware type.
 
-use unified_tables::backend::{Backend, UpdateMode, WriteOp};
 use unified_tables::layout::{chunk_cell, chunks_cell, enc_cell, len_cell, sha256_cell};
 use unified_tables::{sha256_hex, Error, QueryOptions, Row, Value};
 
 use crate::model::{Document, PlainDocument};
+use crate::rows::{put_back, raw};
 use crate::{noise, Env};
-
-async fn raw(env: &Env, rk: &str) -> Row {
-    env.backend().get(&env.table, "p", rk).await.unwrap().expect("main row")
-}
-
-async fn put(env: &Env, row: Row) {
-    env.backend()
-        .execute(
-            &env.table,
-            WriteOp::Upsert {
-                row,
-                mode: UpdateMode::Replace,
-            },
-        )
-        .await
-        .unwrap();
-}
 
 /// A row holding `text` as a split value `Body` stored as UTF-16LE (as the
 /// .NET library may store text), in two chunks.
@@ -63,7 +46,7 @@ pub async fn a_plain_field_reads_a_value_split_on_the_main_row(env: &Env) {
     assert_eq!(got.data, d.data, "binary");
     // UTF-16LE, as another writer of the format stores text.
     let text = noise(30_000, 4);
-    put(env, utf16_row("utf16", &text)).await;
+    put_back(env, utf16_row("utf16", &text)).await;
     assert_eq!(plain.get(("p", "utf16")).await.unwrap().unwrap().body, text);
     // A listing of the partition reads them all, not failing on one.
     let all = plain.query(QueryOptions::partition("p")).await.unwrap();
@@ -73,7 +56,7 @@ pub async fn a_plain_field_reads_a_value_split_on_the_main_row(env: &Env) {
     if let Some(Value::String(s)) = row.properties.get_mut(&chunk_cell("Body", 1)) {
         s.replace_range(0..1, if s.starts_with('A') { "B" } else { "A" });
     }
-    put(env, row).await;
+    put_back(env, row).await;
     let err = plain.get(("p", "main")).await.unwrap_err();
     assert!(
         matches!(&err, Error::Integrity { column, .. } if column == "Body"),
@@ -99,7 +82,7 @@ pub async fn a_plain_field_refuses_a_value_on_continuation_rows_or_an_incomplete
     split.create(&mut d).await.unwrap();
     let mut row = raw(env, "short").await;
     row.insert(chunks_cell("Body"), Value::Int32(2));
-    put(env, row).await;
+    put_back(env, row).await;
     let err = plain.get(("p", "short")).await.unwrap_err();
     assert!(matches!(&err, Error::Decode { .. }), "{err}");
 }
@@ -137,7 +120,7 @@ pub async fn a_manifest_that_lies_about_its_chunks_is_damage(env: &Env) {
         for lie in [count - 1, count + 1] {
             let mut row = raw(env, rk).await;
             row.insert(chunks_cell("Body"), Value::Int32(lie));
-            put(env, row).await;
+            put_back(env, row).await;
             let err = split.get(("p", rk)).await.unwrap_err();
             assert!(
                 matches!(&err, Error::Integrity { column, .. } if column == "Body"),
