@@ -248,13 +248,31 @@ fn push_unit(out: &mut Vec<u8>, unit: u32) {
 /// (a character outside the Basic Multilingual Plane as its UTF-16
 /// surrogate pair, `😀` as `\ud83d\ude00`), as the Azure SDKs write bodies.
 /// Runs of plain ASCII are copied whole.
+/// Whether any of the eight bytes of `word` is escaped: a control byte,
+/// `"`, `\\`, or a byte of a non-ASCII character.
+fn needs_escape(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // A byte is zero (after the xor) or below 0x20 when subtracting borrows into its high bit.
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    (word & HIGHS) | below_space | zero(word ^ (ONES * b'"' as u64)) | zero(word ^ (ONES * b'\\' as u64)) != 0
+}
+
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let b = s.as_bytes();
     out.reserve(b.len() + 2);
     out.push(b'"');
     let (mut from, mut i) = (0, 0);
     while i < b.len() {
-        let byte = b[i];
+        // Eight bytes at a time while none of them needs an escape.
+        while let Some(word) = b.get(i..i + 8) {
+            if needs_escape(u64::from_le_bytes(word.try_into().unwrap_or([0x80; 8]))) {
+                break;
+            }
+            i += 8;
+        }
+        let Some(&byte) = b.get(i) else { break };
         let esc = ESCAPES[usize::from(byte)];
         if esc == 0 {
             i += 1;
@@ -387,6 +405,24 @@ mod tests {
         assert_eq!(out, br#""a\u00e4\u0416\u20ac\ud83d\ude00""#);
         for (text, units) in [("ä", 1), ("Ж", 1), ("€", 1), ("中", 1), ("😀", 2)] {
             assert_eq!(str_size(&text.repeat(1000)), 2 + 6 * units * 1000, "{text}");
+        }
+    }
+
+    #[test]
+    fn an_escaped_character_at_any_place_in_a_run_of_plain_bytes_is_escaped() {
+        // Plain runs are skipped eight bytes at a time: put each kind of escaped
+        // byte at every offset of such a run, with runs before and after it.
+        for special in ['"', '\\', '\n', '\u{1f}', '\u{7f}', 'é', '€', '😀'] {
+            for before in 0..20 {
+                for after in [0, 1, 7, 8, 9, 17] {
+                    let s = format!("{}{special}{}", "a".repeat(before), "b".repeat(after));
+                    let mut out = Vec::new();
+                    write_str(&mut out, &s);
+                    assert!(out.is_ascii(), "{s:?}");
+                    assert_eq!(out.len(), str_size(&s), "{s:?}");
+                    assert_eq!(serde_json::from_slice::<String>(&out).unwrap(), s);
+                }
+            }
         }
     }
 
