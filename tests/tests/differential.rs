@@ -284,4 +284,26 @@ mod regressions {
         ])
         .await;
     }
+
+    /// An `upsert_batch` naming one key twice, with values too large to share
+    /// a transaction: refused before anything is written, as when they would
+    /// have shared one (found by `UNIFIED_TABLES_DIFF_CASES=600
+    /// UNIFIED_TABLES_DIFF_OPS=24`, seed 16995111046520773932).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_repeated_key_is_refused_even_across_transactions() {
+        let large = Spec {
+            local: Fill {
+                len: 400_000,
+                seed: 0,
+                astral: false,
+                mixed: true,
+            },
+            ..spec(0)
+        };
+        both::<Large>(vec![
+            Op::UpsertBatch("a", vec![("r2", large.clone()), ("r0", large.clone()), ("r2", large)]),
+            Op::Get(K("a", "r2")),
+        ])
+        .await;
+    }
 }

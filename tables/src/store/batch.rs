@@ -48,8 +48,10 @@ impl<T: TableEntity> Store<T> {
 
     /// Inserts or replaces many entities in entity-group transactions, packed
     /// as [`Store::create_batch`] packs them. Returns the number of entities
-    /// passed. A key repeated within one transaction fails it with the
-    /// service's 400 `InvalidDuplicateRow`; earlier transactions stay committed.
+    /// passed. A key that appears twice in `entities` is refused with
+    /// [`Error::InvalidKey`] before anything is written, whether or not the
+    /// two would have shared a transaction (entities too large to share one
+    /// are sent in transactions of their own).
     /// Batch writes bypass the protected-field check.
     pub async fn upsert_batch(&self, entities: &[T]) -> Result<usize> {
         self.write_batch(entities, Verb::Upsert).await
@@ -63,9 +65,9 @@ impl<T: TableEntity> Store<T> {
         for entity in entities {
             encoded.push(self.encode(entity, Stamps::of(&verb, entity, at)).await?);
         }
-        if matches!(verb, Verb::Create) {
-            refuse_repeated_keys(&encoded)?;
-        }
+        // Whether the repeats would share a transaction depends on the
+        // entities' sizes: refused here, a repeated key fails the same way always.
+        refuse_repeated_keys(&encoded)?;
         self.ensure_created().await?;
         // Only types whose plan depends on the stored row read it (large
         // values); batches do not check protected fields.
@@ -177,7 +179,7 @@ pub(crate) fn batch_failed(committed: usize, key: Key, source: Error) -> Error {
     }
 }
 
-/// Refuses a batch of creates that names one entity twice: nothing is written.
+/// Refuses a batch that names one entity twice: nothing is written.
 fn refuse_repeated_keys(encoded: &[Encoded]) -> Result<()> {
     refuse_repeated_rows(encoded.iter().map(|e| &e.row))
 }
