@@ -7,7 +7,7 @@ use unified_tables::{Concurrency, ETag, Outcome, Store};
 
 use super::model::{self, Model};
 use super::ops::{Op, Tag, BLOB_THRESHOLD};
-use super::outcome::{difference, expect_kind, kind, ok, short, short_debug, Kind};
+use super::outcome::{difference, expect_kind, ok, short, short_debug, Kind};
 use super::{Spec, Subject, FILE_TYPE, K};
 use crate::Env;
 
