@@ -67,6 +67,12 @@ fn damaged(column: &str, reason: String) -> Error {
     }
 }
 
+/// The chunk count of the split value `name` on `row` when its manifest is
+/// well formed (count, encoding and hash as [`SplitAssembler`] reads them).
+pub(crate) fn well_formed_count(name: &str, row: &Row) -> Option<usize> {
+    manifest(name, row).ok().map(|m| m.count)
+}
+
 /// The manifest of the split value `name` on `row`, checked as `assemble` checks it.
 fn manifest(name: &str, row: &Row) -> Result<Manifest> {
     let count = match row.get(&chunks_cell(name)) {

@@ -10,12 +10,11 @@ use crate::codec::ValueKind;
 use crate::entity::{Column, ColumnKind, LargeForm, Schema};
 use crate::error::{Error, Result};
 use crate::large::cells::inline_name;
-use crate::large::stream::SplitAssembler;
+use crate::large::stream::{well_formed_count, SplitAssembler};
 use crate::layout::{
-    chunk_cell, chunks_cell, enc_cell, parse_split_cell, sha256_cell, split_cell, SplitCell, BLOB_SUFFIX,
-    CHUNKS_SUFFIX, GZIP_SUFFIX, JSON_SUFFIX,
+    chunk_cell, parse_split_cell, split_cell, SplitCell, BLOB_SUFFIX, CHUNKS_SUFFIX, GZIP_SUFFIX, JSON_SUFFIX,
 };
-use crate::value::{EdmType, Row, Value};
+use crate::value::{EdmType, Row};
 
 /// Reassembles, in place, every value split on `row` under a field that is
 /// not `split` (the one-cell form replaces the split cells), then refuses
@@ -60,19 +59,15 @@ fn plain_form(column: &Column) -> Option<LargeForm> {
 /// Whether `row` holds the whole split value `column`: a well-formed
 /// manifest and exactly the chunk cells it counts, all on this row.
 fn complete_on_this_row(row: &Row, column: &str) -> bool {
-    let count = match row.get(&chunks_cell(column)) {
-        Some(Value::Int32(n)) if *n > 0 => *n as usize,
-        Some(Value::Int64(n)) if *n > 0 => *n as usize,
-        _ => return false,
+    let Some(count) = well_formed_count(column, row) else {
+        return false;
     };
-    let encoding = matches!(row.get(&enc_cell(column)), Some(Value::String(_)));
-    let hash = matches!(row.get(&sha256_cell(column)), Some(Value::String(h)) if h.len() == 64);
     let chunks = row
         .properties
         .keys()
         .filter(|k| matches!(parse_split_cell(k), Some((c, SplitCell::Chunk(_))) if c == column))
         .count();
-    encoding && hash && chunks == count && (0..count).all(|i| row.get(&chunk_cell(column, i)).is_some())
+    chunks == count && (0..count).all(|i| row.get(&chunk_cell(column, i)).is_some())
 }
 
 /// Refuses a row holding a cell form the field of its column cannot read,
