@@ -40,6 +40,19 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 log() { printf 'test.sh: %s\n' "$*" >&2; }
 
+# A CI run builds once from a clean checkout: incremental caches would only
+# take disk space there.
+if [[ "${CI:-}" == true ]]; then
+    export CARGO_INCREMENTAL=0
+fi
+# disk_report WHEN: the build's size and the free space, for runs that fail
+# on a full disk.
+disk_report() {
+    local dir="${CARGO_TARGET_DIR:-target}"
+    log "disk $1: build dir $(du -sh "$dir" 2>/dev/null | cut -f1 || echo '?'), $(df -h --output=avail . | tail -1 | tr -d ' ') free"
+}
+disk_report "at start"
+
 # --- 0. Static checks -------------------------------------------------------------
 static_status=0
 failed_checks=()
@@ -72,6 +85,7 @@ check "rustdoc (-D warnings)" env RUSTDOCFLAGS="-D warnings" \
 check "public API (tables/public-api.txt)" env SKIP_DOC=1 scripts/public-api.sh --check
 check "cargo package" cargo package --quiet -p unified-tables-derive -p unified-tables --allow-dirty
 log "static checks took $((SECONDS - static_started)) s"
+disk_report "after the static checks"
 if ((static_status != 0)); then
     log "static checks failed: $(IFS=';'; echo "${failed_checks[*]}"); not starting Azurite or the tests"
     echo "all tests: 0 passed, 0 failed, 0 skipped"
@@ -223,6 +237,8 @@ set -e
 if ((status == 0)); then
     status=$doc_status
 fi
+
+disk_report "after the tests"
 
 # One closing line over every test binary (cargo prints one summary per binary).
 sed 's/\x1b\[[0-9;]*m//g' "$tmp/tests.log" | awk '
