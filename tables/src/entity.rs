@@ -131,6 +131,24 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     fn cache_clone(&self) -> Option<Self> {
         Self::cache_cloner().map(|clone| clone(self))
     }
+
+    /// Whether [`decode_page`](TableEntity::decode_page) reads pages (the
+    /// derive sets it for types of plain cells only: no large value, file,
+    /// flattened record, JSON or binary field, alias, soft-delete stamp or
+    /// composite id).
+    const DECODES_PAGES: bool = false;
+
+    /// The entities of a Query Entities answer body (`{"value":[..]}`),
+    /// read straight from its JSON without building rows, when this type
+    /// can be and every row of the page is what [`from_row`](TableEntity::from_row)
+    /// of its row would read the same way. `None` means "read the page
+    /// through rows": a row with a column the type does not declare, a
+    /// repeated column, or anything the row path refuses (which then says
+    /// why). The default reads no page.
+    fn decode_page(body: &[u8]) -> Option<Vec<Self>> {
+        let _ = body;
+        None
+    }
 }
 
 /// An entity with an `#[table(etag)]` field: the ETag-conditional verbs

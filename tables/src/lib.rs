@@ -104,7 +104,7 @@ pub use value::{
 pub mod __private {
     pub use crate::codec::{concat_lists, join_each, joined_len, pick_names, split_joined, total_len};
     pub use crate::codec::{
-        decode_binary, decode_json, decode_optional_binary, encode_binary, encode_json, resolve_column,
+        decode_binary, decode_in_row, decode_json, decode_optional_binary, encode_binary, encode_json, resolve_column,
         take_scalar_value, EncodeOptions, JoinedName, JsonValue, Prefix, TableValue, ValueKind,
     };
     pub use crate::entity::{
@@ -126,6 +126,7 @@ pub mod __private {
     pub use crate::union::{TableUnion, UnionVariant};
     pub use crate::update::refusal::{LargeFieldsCannotBePatched, MergeCannotClearAField};
     pub use crate::update::{Authorized, MaySetProtected, RecordUpdater, Unauthorized, Update, UpdateBuilder};
+    pub use crate::value::wire::{page_into, WireRow};
     pub use crate::value::{names_are_distinct, DateTime, ETag, EdmType, Properties, Row, Value};
     pub use crate::{concat_names, joined_names};
     pub use core::default::Default;

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use tokio::sync::oneshot;
-use unified_tables::backend::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
+use unified_tables::backend::{Backend, Page, PageAnswer, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use unified_tables::layout::is_continuation_key;
 use unified_tables::{Result, Row};
 
@@ -126,6 +126,12 @@ impl<B: Backend> Backend for GateBackend<B> {
         self.pass(Point::AfterQuery).await;
         page
     }
+    async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
+        self.pass(Point::BeforeQuery).await;
+        let page = self.inner.query_body(table, request, token).await;
+        self.pass(Point::AfterQuery).await;
+        page
+    }
 }
 
 /// Wraps a table backend and pauses a random 0–`max` before and after each
@@ -188,6 +194,12 @@ impl<B: Backend> Backend for JitterBackend<B> {
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
         self.pause().await;
         let page = self.inner.query(table, request, token).await;
+        self.pause().await;
+        page
+    }
+    async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
+        self.pause().await;
+        let page = self.inner.query_body(table, request, token).await;
         self.pause().await;
         page
     }

@@ -185,6 +185,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
         })
         .collect();
     let inits = fields::inits(&cont.fields);
+    let direct = direct_decode(cont, &inits);
 
     let system = |role| cont.field_with_system(role).map(|f| f.ident.clone());
     let etag_get = match system(SystemRole::ETag) {
@@ -302,6 +303,8 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
                 #update_ident(::core::default::Default::default())
             }
 
+            #direct
+
             fn cache_cloner() -> #p::Option<fn(&Self) -> Self> {
                 #[allow(unused_imports)]
                 use #p::{ProbeClone as _, ProbeNoClone as _};
@@ -311,6 +314,67 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
 
         #lifecycle_impls
     })
+}
+
+/// `DECODES_PAGES` and `decode_page` for a type of plain cells only (keys,
+/// system fields, skipped fields and `TableValue` fields without an alias
+/// or soft-delete stamp; no composite id): the page read straight into
+/// entities, each field from its own cell as `from_row` reads it.
+fn direct_decode(cont: &Container, inits: &[TokenStream]) -> TokenStream {
+    let p = private();
+    let ident = &cont.ident;
+    let plain = cont.field_with_key(KeyRole::Id).is_none()
+        && cont.fields.iter().all(|f| match &f.storage {
+            Storage::Key(role) => *role != KeyRole::Id,
+            Storage::System(_) | Storage::Skip => true,
+            Storage::Value => f.attrs.alias.is_none() && f.attrs.soft_delete.is_none(),
+            _ => false,
+        });
+    if !plain {
+        return quote!();
+    }
+    let with_etag = cont.field_with_system(SystemRole::ETag).is_some();
+    let mut columns = Vec::new();
+    let decodes: Vec<TokenStream> = cont
+        .fields
+        .iter()
+        .map(|f| {
+            let local = fields::local(f);
+            let ty = &f.ty;
+            let value = match &f.storage {
+                Storage::Key(KeyRole::Partition) => {
+                    quote_spanned!(ty.span()=> <#ty as #p::KeyPart>::from_key_text(::core::mem::take(&mut __w.partition_key)))
+                }
+                Storage::Key(_) => {
+                    quote_spanned!(ty.span()=> <#ty as #p::KeyPart>::from_key_text(::core::mem::take(&mut __w.row_key)))
+                }
+                Storage::System(SystemRole::ETag) => quote!(__w.etag.clone()),
+                Storage::System(SystemRole::Timestamp) => {
+                    quote!(#p::Option::map(__w.timestamp, ::core::convert::From::from))
+                }
+                Storage::Skip => quote_spanned!(ty.span()=> <#ty as #p::Default>::default()),
+                _ => {
+                    let (at, c) = (columns.len(), &f.column);
+                    columns.push(c.clone());
+                    quote_spanned!(ty.span()=> <#ty as #p::TableValue>::decode_cell(__w.cells[#at].take(), #c)?)
+                }
+            };
+            quote!(let #local = #value;)
+        })
+        .collect();
+    quote! {
+        const DECODES_PAGES: bool = true;
+
+        fn decode_page(__body: &[u8]) -> #p::Option<::std::vec::Vec<Self>> {
+            const __COLUMNS: &[&str] = &[#(#columns),*];
+            #[allow(unused_mut, unused_variables, clippy::redundant_clone)]
+            fn __build(mut __w: #p::WireRow<'_>) -> #p::Result<#ident> {
+                #(#decodes)*
+                #p::Ok(#ident { #(#inits),* })
+            }
+            #p::page_into(__body, __COLUMNS, #with_etag, __build)
+        }
+    }
 }
 
 /// `blob_contents` and `blob_contents_mut` for entities with `#[blob_content]` fields.

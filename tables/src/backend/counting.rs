@@ -10,7 +10,7 @@ use super::blob::{
     BlobBackend, BlobCondition, BlobListing, BlobProperties, BlobSink, DeleteOptions, GetOptions, LeaseAction,
     LeaseAnswer, PutOptions,
 };
-use super::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
+use super::{Backend, Page, PageAnswer, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::Result;
 use crate::value::{DateTime, Row};
 
@@ -248,6 +248,10 @@ impl<B: Backend> Backend for CountingBackend<B> {
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
         bump(&self.counts.queries);
         self.inner.query(table, request, token).await
+    }
+    async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
+        bump(&self.counts.queries);
+        self.inner.query_body(table, request, token).await
     }
 }
 

@@ -10,7 +10,7 @@ use super::blob::{
     BlobBackend, BlobCondition, BlobListing, BlobProperties, BlobSink, DeleteOptions, GetOptions, LeaseAction,
     LeaseAnswer, PutOptions,
 };
-use super::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
+use super::{Backend, Page, PageAnswer, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
 use crate::value::{DateTime, Row};
 
@@ -220,6 +220,13 @@ impl<B: Backend> Backend for FaultyBackend<B> {
     }
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
         with_fault(self.take(FaultTarget::Query), self.inner.query(table, request, token)).await
+    }
+    async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
+        with_fault(
+            self.take(FaultTarget::Query),
+            self.inner.query_body(table, request, token),
+        )
+        .await
     }
 }
 

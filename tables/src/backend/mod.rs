@@ -13,6 +13,7 @@ pub mod counting;
 pub mod faulty;
 pub mod memory;
 pub(crate) mod pack;
+mod page_body;
 pub mod retry;
 
 #[cfg(feature = "azure")]
@@ -27,6 +28,8 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::query::Filter;
 use crate::value::{DateTime, ETag, Row};
+
+pub use page_body::{PageAnswer, PageBody};
 
 /// The condition of an update or delete (`If-Match`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,6 +174,14 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
 
     /// Reads one page of a query, starting at `token` if given.
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page>;
+
+    /// [`query`](Backend::query), answered as the backend received the
+    /// page: the service's JSON body where there is one, so that a reader
+    /// can decode it straight into its entities; else the rows. The
+    /// default answers the rows of `query`.
+    async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
+        self.query(table, request, token).await.map(PageAnswer::Rows)
+    }
 }
 
 #[async_trait]
@@ -192,5 +203,8 @@ impl<B: Backend + ?Sized> Backend for Arc<B> {
     }
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
         (**self).query(table, request, token).await
+    }
+    async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
+        (**self).query_body(table, request, token).await
     }
 }

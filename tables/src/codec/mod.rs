@@ -123,6 +123,28 @@ pub trait TableValue: Sized {
             Ok(None)
         }
     }
+
+    /// [`decode`](TableValue::decode) of a row holding `cell` under
+    /// `column` and no other form of it: how a page read straight into
+    /// entities reads the field. Types override it to read the cell
+    /// without the row, with the same result.
+    #[doc(hidden)]
+    #[inline]
+    fn decode_cell(cell: Option<Value>, column: &str) -> Result<Self> {
+        decode_in_row(cell, column)
+    }
+}
+
+/// [`TableValue::decode`] of a row holding only `cell` under `column`.
+#[doc(hidden)]
+#[cold]
+#[inline(never)]
+pub fn decode_in_row<T: TableValue>(cell: Option<Value>, column: &str) -> Result<T> {
+    let mut row = Row::default();
+    if let Some(value) = cell {
+        row.insert(column, value);
+    }
+    T::decode(&mut row, column)
 }
 
 /// Which stored column a field reads from: the canonical name when any of
@@ -204,6 +226,14 @@ impl<T: TableValue> TableValue for Option<T> {
     #[inline]
     fn decode(row: &mut Row, column: &str) -> Result<Self> {
         T::decode_present(row, column)
+    }
+
+    #[inline]
+    fn decode_cell(cell: Option<Value>, column: &str) -> Result<Self> {
+        match cell {
+            None => Ok(None),
+            cell => T::decode_cell(cell, column).map(Some),
+        }
     }
 }
 

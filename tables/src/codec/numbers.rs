@@ -49,6 +49,17 @@ macro_rules! int_cell {
                 }
                 decode_integer(row, column, plain, stringify!($t), false)
             }
+
+            #[inline]
+            fn decode_cell(cell: Option<Value>, column: &str) -> Result<Self> {
+                if let Some(Value::$cell(v)) = cell {
+                    #[allow(irrefutable_let_patterns, clippy::unnecessary_fallible_conversions, clippy::useless_conversion)]
+                    if let Ok(n) = <$t>::try_from(v) {
+                        return Ok(n);
+                    }
+                }
+                super::decode_in_row(cell, column)
+            }
         }
     )*};
 }
@@ -176,6 +187,14 @@ impl TableValue for f64 {
         match row.take(column) {
             Some(Value::Double(d)) => Ok(d),
             plain => decode_double(row, column, plain),
+        }
+    }
+
+    #[inline]
+    fn decode_cell(cell: Option<Value>, column: &str) -> Result<Self> {
+        match cell {
+            Some(Value::Double(d)) => Ok(d),
+            other => super::decode_in_row(other, column),
         }
     }
 }

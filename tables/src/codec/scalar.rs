@@ -34,6 +34,14 @@ impl TableValue for String {
     }
 
     #[inline]
+    fn decode_cell(cell: Option<Value>, column: &str) -> Result<Self> {
+        match cell {
+            Some(Value::String(s)) => Ok(s),
+            other => super::decode_in_row(other, column),
+        }
+    }
+
+    #[inline]
     fn decode_present(row: &mut Row, column: &str) -> Result<Option<Self>> {
         match row.take(column) {
             Some(Value::String(s)) => Ok(Some(s)),

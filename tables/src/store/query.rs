@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 
 use super::Store;
-use crate::backend::QueryRequest;
+use crate::backend::{PageAnswer, QueryRequest};
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
 use crate::query::{CmpOp, Filter, IntoFilter, Selected};
@@ -374,6 +374,9 @@ impl<T: TableEntity> Store<T> {
         }
         let keeping = whole.as_deref().and_then(|pk| self.list_ticket(pk));
         let limit = options.take.unwrap_or(usize::MAX);
+        if T::DECODES_PAGES && keeping.is_none() && limit == usize::MAX {
+            return self.query_direct(self.request_for(&options)?).await;
+        }
         let mut pages = self.pages(self.request_for(&options)?).await?;
         let mut out = Vec::new();
         let mut bytes = 0;
@@ -398,6 +401,40 @@ impl<T: TableEntity> Store<T> {
         }
         if let (Some(keeping), Some(pk)) = (keeping, &whole) {
             self.keep_list(keeping, pk, &out, bytes);
+        }
+        Ok(out)
+    }
+
+    /// Every entity of the request, each page read straight into entities
+    /// where the backend answers its body and the type can
+    /// ([`TableEntity::decode_page`]), else through rows, with the same
+    /// results and errors.
+    async fn query_direct(&self, request: QueryRequest) -> Result<Vec<T>> {
+        self.ensure_created().await?;
+        let mut pages =
+            super::read_ahead::PageFetcher::new(self.tables.backend.clone(), &self.table, request).of_bodies();
+        let mut out = Vec::new();
+        while let Some(answer) = pages.next_answer(|| true).await? {
+            let rows = match answer {
+                PageAnswer::Body(body) => match T::decode_page(body.body()) {
+                    Some(entities) => {
+                        if out.is_empty() {
+                            out = entities;
+                        } else {
+                            out.extend(entities);
+                        }
+                        continue;
+                    }
+                    // What the direct read does not take (or refuses) is read as rows, which say why.
+                    None => body.rows()?,
+                },
+                PageAnswer::Rows(page) => page.rows,
+            };
+            for row in rows {
+                if let Some(entity) = self.decode_listed(row).await? {
+                    out.push(entity);
+                }
+            }
         }
         Ok(out)
     }

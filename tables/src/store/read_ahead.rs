@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use tokio::task::JoinHandle;
 
-use crate::backend::{Backend, Page, PageToken, QueryRequest};
+use crate::backend::{Backend, Page, PageAnswer, PageToken, QueryRequest};
 use crate::error::{Error, Result};
 
 /// The page fetched ahead, by a task of its own; dropped, it is abandoned.
-struct Ahead(JoinHandle<Result<Page>>);
+struct Ahead(JoinHandle<Result<PageAnswer>>);
 
 impl Drop for Ahead {
     fn drop(&mut self) {
@@ -31,6 +31,10 @@ pub(crate) struct PageFetcher {
     token: Option<PageToken>,
     started: bool,
     ahead: Option<Ahead>,
+    /// Whether pages come as the service's bodies (read by the caller,
+    /// straight into entities) rather than as rows (read by the task that
+    /// fetches them).
+    bodies: bool,
 }
 
 impl PageFetcher {
@@ -42,7 +46,15 @@ impl PageFetcher {
             token: None,
             started: false,
             ahead: None,
+            bodies: false,
         }
+    }
+
+    /// The same walk, its pages answered as bodies where the backend has
+    /// them ([`Backend::query_body`]).
+    pub(crate) fn of_bodies(mut self) -> PageFetcher {
+        self.bodies = true;
+        self
     }
 
     /// Whether the last page has been returned.
@@ -50,11 +62,46 @@ impl PageFetcher {
         self.started && self.token.is_none() && self.ahead.is_none()
     }
 
+    /// One page, as the fetcher's mode asks.
+    async fn fetch(
+        backend: &dyn Backend,
+        table: &str,
+        request: &QueryRequest,
+        token: Option<&PageToken>,
+        bodies: bool,
+    ) -> Result<PageAnswer> {
+        if bodies {
+            backend.query_body(table, request, token).await
+        } else {
+            backend.query(table, request, token).await.map(PageAnswer::Rows)
+        }
+    }
+
     /// The next page, or `None` after the last. When the page has a
     /// successor and `wants_next(&page)` says the reader will read it, the
     /// successor is fetched while the caller decodes this one.
     pub(crate) async fn next(&mut self, wants_next: impl FnOnce(&Page) -> bool) -> Result<Option<Page>> {
-        let page = match self.ahead.take() {
+        let Some(answer) = self.take_answer().await? else {
+            return Ok(None);
+        };
+        let page = answer.into_page()?;
+        self.after(page.next.clone(), || wants_next(&page));
+        Ok(Some(page))
+    }
+
+    /// The next page as the backend answered it, or `None` after the last;
+    /// its successor is fetched ahead when `wants_next()`.
+    pub(crate) async fn next_answer(&mut self, wants_next: impl FnOnce() -> bool) -> Result<Option<PageAnswer>> {
+        let Some(answer) = self.take_answer().await? else {
+            return Ok(None);
+        };
+        self.after(answer.next().cloned(), wants_next);
+        Ok(Some(answer))
+    }
+
+    /// The page fetched ahead, or the next one fetched now.
+    async fn take_answer(&mut self) -> Result<Option<PageAnswer>> {
+        Ok(Some(match self.ahead.take() {
             Some(mut ahead) => {
                 let joined = (&mut ahead.0).await;
                 match joined {
@@ -65,25 +112,36 @@ impl PageFetcher {
             }
             None if self.is_done() => return Ok(None),
             None => {
-                self.backend
-                    .query(&self.table, &self.request, self.token.as_ref())
-                    .await?
+                Self::fetch(
+                    &*self.backend,
+                    &self.table,
+                    &self.request,
+                    self.token.as_ref(),
+                    self.bodies,
+                )
+                .await?
             }
-        };
+        }))
+    }
+
+    /// A page whose successor starts at `next` was returned: fetch that one
+    /// ahead when the reader will read it.
+    fn after(&mut self, next: Option<PageToken>, wants_next: impl FnOnce() -> bool) {
         self.started = true;
-        self.token = page.next.clone();
+        self.token = next;
         if let Some(token) = self.token.clone() {
-            if wants_next(&page) {
+            if wants_next() {
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                     let (backend, table, request) = (self.backend.clone(), self.table.clone(), self.request.clone());
-                    let task = runtime.spawn(async move { backend.query(&table, &request, Some(&token)).await });
+                    let bodies = self.bodies;
+                    let task = runtime
+                        .spawn(async move { Self::fetch(&*backend, &table, &request, Some(&token), bodies).await });
                     self.ahead = Some(Ahead(task));
                     // The successor's own token comes with it.
                     self.token = None;
                 }
             }
         }
-        Ok(Some(page))
     }
 }
 

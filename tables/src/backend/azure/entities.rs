@@ -15,7 +15,7 @@ use azure_storage::clients::ServiceType;
 
 use super::http::{local_error, map_error, REQUEST_ID};
 use super::{quote_key, timestamp_from_etag, AzureBackend};
-use crate::backend::{IfMatch, Page, PageToken, QueryRequest, UpdateMode, WriteOp, WriteOutcome};
+use crate::backend::{IfMatch, PageBody, PageToken, QueryRequest, UpdateMode, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
 use crate::value::{wire, ETag, Row};
 
@@ -155,7 +155,7 @@ impl AzureBackend {
         table: &str,
         request: &QueryRequest,
         token: Option<&PageToken>,
-    ) -> Result<Page> {
+    ) -> Result<PageBody> {
         let mut url = self.url_of(&format!("{table}()"))?;
         {
             let mut query = url.query_pairs_mut();
@@ -184,7 +184,6 @@ impl AzureBackend {
         let mut headers = Headers::new();
         headers.insert(headers::ACCEPT, FULL_METADATA);
         let answer = self.send(Method::Get, url, headers, None).await?;
-        let rows = wire::page_from_slice(&answer.body).map_err(|reason| unreadable_entity(reason, &answer))?;
         let next = answer
             .headers
             .get_optional_string(&HeaderName::from_static(NEXT_PARTITION_KEY))
@@ -194,7 +193,8 @@ impl AzureBackend {
                     .headers
                     .get_optional_string(&HeaderName::from_static(NEXT_ROW_KEY)),
             });
-        Ok(Page { rows, next })
+        let request_id = answer.request_id().map(str::to_owned);
+        Ok(PageBody::new(answer.body, next).with_request_id(request_id.as_deref()))
     }
 }
 

@@ -70,7 +70,7 @@ use azure_data_tables::clients::TableServiceClientBuilder;
 use azure_data_tables::prelude::TableServiceClient;
 use azure_storage::CloudLocation;
 
-use crate::backend::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
+use crate::backend::{Backend, Page, PageAnswer, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
 use crate::value::{DateTime, ETag, Row};
 
@@ -260,7 +260,10 @@ impl Backend for AzureBackend {
     }
 
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
-        self.query_page(table, request, token).await
+        self.query_page(table, request, token).await?.into_page()
+    }
+    async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
+        self.query_page(table, request, token).await.map(PageAnswer::Body)
     }
 }
 

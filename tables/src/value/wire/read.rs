@@ -185,7 +185,7 @@ impl<'de> Visitor<'de> for RowsSeed {
 }
 
 /// Text borrowed from the body when it has no escapes, owned otherwise.
-struct Text<'de>(Cow<'de, str>);
+pub(super) struct Text<'de>(pub(super) Cow<'de, str>);
 
 impl<'de> de::Deserialize<'de> for Text<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -213,7 +213,7 @@ impl<'de> Visitor<'de> for TextVisitor {
 }
 
 /// One JSON value of a property, as its token says, before its annotation types it.
-struct RawSeed;
+pub(super) struct RawSeed;
 
 impl<'de> DeserializeSeed<'de> for RawSeed {
     type Value = Raw<'de>;
@@ -270,13 +270,13 @@ impl<'de> Visitor<'de> for RawSeed {
 }
 
 /// What an annotation says: a known type, or the text of an unknown one.
-enum Annotation<'de> {
+pub(super) enum Annotation<'de> {
     Known(EdmType),
     Unknown(Cow<'de, str>),
 }
 
 /// A key, ETag or Timestamp member's text, or an error naming it.
-fn member_text<'de, A: MapAccess<'de>>(map: &mut A, name: &str) -> Result<Cow<'de, str>, A::Error> {
+pub(super) fn member_text<'de, A: MapAccess<'de>>(map: &mut A, name: &str) -> Result<Cow<'de, str>, A::Error> {
     match map.next_value_seed(RawSeed)? {
         Raw::Text(t) => Ok(t),
         other => Err(de::Error::custom(format_args!(
