@@ -7,6 +7,8 @@
 //! reports them as before: a damaged value is found no matter where its
 //! damage lies, and nothing here decides what its error says.
 
+use crate::value::wire::utf8;
+
 /// What was gathered: text, checked, or bytes.
 #[derive(Debug)]
 pub(crate) enum Gathered {
@@ -116,14 +118,14 @@ impl Gather {
             if cut.len() < sequence_len(lead) {
                 return;
             }
-            match std::str::from_utf8(cut) {
+            match utf8(cut) {
                 Ok(c) => text.push_str(c),
                 Err(_) => return self.give_up_on_text(bytes),
             }
             cut.clear();
         }
         let (whole, rest) = bytes.split_at(whole_len(bytes));
-        match std::str::from_utf8(whole) {
+        match utf8(whole) {
             Ok(whole) => {
                 text.push_str(whole);
                 cut.extend_from_slice(rest);

@@ -75,7 +75,7 @@ pub fn page_into<T>(
     {
         return None;
     }
-    let text = std::str::from_utf8(body).ok()?;
+    let text = super::utf8(body).ok()?;
     let mut de = serde_json::Deserializer::from_str(text);
     let entities = de
         .deserialize_map(PageVisitor {

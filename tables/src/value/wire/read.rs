@@ -31,7 +31,7 @@ use crate::value::{ColumnName, DateTime, ETag, EdmType, Properties, Row};
 ///     .contains("`N`"));
 /// ```
 pub fn row_from_slice(body: &[u8]) -> Result<Row, String> {
-    match std::str::from_utf8(body) {
+    match super::utf8(body) {
         Ok(text) => row_from(serde_json::Deserializer::from_str(text)),
         // Read byte-wise, the reader names where the bad bytes are.
         Err(_) => row_from(serde_json::Deserializer::from_slice(body)),
@@ -58,7 +58,7 @@ fn row_from<'de, R: serde_json::de::Read<'de>>(mut de: serde_json::Deserializer<
 pub fn page_from_slice(body: &[u8]) -> Result<Vec<Row>, String> {
     // Checked as UTF-8 once, the body is read without checking each of its
     // strings again.
-    match std::str::from_utf8(body) {
+    match super::utf8(body) {
         Ok(text) => page_from(serde_json::Deserializer::from_str(text)),
         Err(_) => page_from(serde_json::Deserializer::from_slice(body)),
     }
