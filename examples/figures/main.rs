@@ -30,6 +30,9 @@
 //! `FIGURES=codec,query` runs only the named sections (`codec`, `layouts`,
 //! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `stream`), for work
 //! on one of them; the figures of record are those of a full run.
+//! `FIGURES_RUNS=5` runs them five times and prints, for each figure, the
+//! run whose ratio is the median, with the lowest and highest ratio of the
+//! runs (the run-to-run noise); the verdict is the median's.
 
 #[path = "../../tables/benches/support/codec_routes.rs"]
 mod codec_routes;
@@ -153,14 +156,8 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
     Ok((figures, notes))
 }
 
-fn main() -> Result<(), Failure> {
-    let connection = connection_from_env();
-    let started = Instant::now();
-    let on = match &connection {
-        Some(c) => format!("Azure at {}", ConnectionString::parse(c)?.table_endpoint),
-        None => "the in-memory backend".to_owned(),
-    };
-    eprintln!("figures on {on}: codec ..");
+/// Every selected section once: the figures and the notes.
+fn one_run(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<String>), Failure> {
     let mut figures = Vec::new();
     if runs("codec") {
         figures.extend(codec_figures());
@@ -174,7 +171,7 @@ fn main() -> Result<(), Failure> {
 
     eprintln!("figures: batches, point operations, large values ..");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let (network, notes) = runtime.block_on(network_figures(connection.as_deref()))?;
+    let (network, notes) = runtime.block_on(network_figures(connection))?;
     drop(runtime);
     figures.extend(network);
 
@@ -183,17 +180,46 @@ fn main() -> Result<(), Failure> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     if runs("stream") {
         figures.extend(runtime.block_on(async {
-            let (db, rows) = match &connection {
+            let (db, rows) = match connection {
                 Some(c) => (Tables::connect(c)?.without_cache(), STREAM_ROWS.1),
                 None => (Tables::memory().without_cache(), STREAM_ROWS.0),
             };
             stream::figures(&db, rows).await
         })?);
     }
+    Ok((figures, notes))
+}
+
+fn main() -> Result<(), Failure> {
+    let connection = connection_from_env();
+    let started = Instant::now();
+    let on = match &connection {
+        Some(c) => format!("Azure at {}", ConnectionString::parse(c)?.table_endpoint),
+        None => "the in-memory backend".to_owned(),
+    };
+    // `FIGURES_RUNS=5`: every figure is the run with the median ratio of five whole runs.
+    let count: usize = std::env::var("FIGURES_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let (mut all, mut notes) = (Vec::new(), Vec::new());
+    for run in 1..=count {
+        eprintln!("figures on {on}, run {run} of {count}: codec ..");
+        let (figures, run_notes) = one_run(connection.as_deref())?;
+        all.push(figures);
+        notes.extend(run_notes);
+    }
+    notes.dedup();
+    let figures = report::median_of_runs(all);
 
     println!(
-        "unified-tables figures on {on} ({:.0} s); ratio = library / reference",
-        started.elapsed().as_secs_f64()
+        "unified-tables figures on {on} ({:.0} s, {}); ratio = library / reference",
+        started.elapsed().as_secs_f64(),
+        match count {
+            1 => "one run".to_owned(),
+            n => format!("each figure the median of {n} runs, its ratios over the runs beside it"),
+        }
     );
     println!();
     report::print_table(&figures);

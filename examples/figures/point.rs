@@ -1,8 +1,8 @@
-//! Point operations: `Store::get`, `Store::upsert` and `Store::create` of one
-//! small row, with 1 and with 16 requests in flight, as operations per second
+//! Point operations: `Store::get`, `Store::upsert`, `Store::create` and
+//! `Store::mutate` of one small row, with 1 and with 16 requests in flight, as operations per second
 //! of wall time; on Azure beside the same requests sent with the raw
 //! `azure_data_tables` crate on a pooled client (get entity, insert or
-//! replace, insert), with the target of at least 0.95x the crate's rate.
+//! replace, insert, get entity then update with its ETag), with the target of at least 0.95x the crate's rate.
 //!
 //! Library and crate take turns over interleaved rounds, and within a round
 //! over slices of its operations (so a slow spell of the emulator falls on
@@ -14,7 +14,7 @@ use std::future::Future;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use azure_data_tables::prelude::{TableClient, TableServiceClient};
+use azure_data_tables::prelude::{IfMatchCondition, TableClient, TableServiceClient};
 use futures::stream::{self, StreamExt as _, TryStreamExt as _};
 use unified_tables::{Store, Tables};
 
@@ -36,16 +36,19 @@ enum Op {
     Get,
     Upsert,
     Create,
+    /// Read, change, write on condition of the version read.
+    Mutate,
 }
 
 impl Op {
-    const ALL: [Op; 3] = [Op::Get, Op::Upsert, Op::Create];
+    const ALL: [Op; 4] = [Op::Get, Op::Upsert, Op::Create, Op::Mutate];
 
     fn name(self) -> &'static str {
         match self {
             Op::Get => "get",
             Op::Upsert => "upsert",
             Op::Create => "create",
+            Op::Mutate => "mutate",
         }
     }
 }
@@ -123,6 +126,14 @@ async fn library(store: &Store<Reading>, slice: Slice) -> Result<Timing, Failure
                     .create(&mut Reading::nth(PARTITION, &format!("lib{round}-{in_flight}-"), i))
                     .await?;
             }
+            Op::Mutate => {
+                // The same content written back: the gets of later rounds still check it.
+                store
+                    .mutate((PARTITION, format!("s{i:07}").as_str()), |r| {
+                        r.label = format!("item {}", i % 97)
+                    })
+                    .await?;
+            }
         }
         Ok(())
     })
@@ -159,6 +170,17 @@ async fn raw(table: &TableClient, slice: Slice) -> Result<Timing, Failure> {
             Op::Create => {
                 let row = Reading::nth(PARTITION, &format!("raw{round}-{in_flight}-"), i);
                 table.insert::<_, serde_json::Value>(RawReading::from(&row))?.await?;
+            }
+            Op::Mutate => {
+                // As `Store::mutate`: read, change, replace on condition of the ETag read.
+                let entity = table.partition_key_client(PARTITION).entity_client(format!("s{i:07}"));
+                let got = entity.get::<RawReadingOwned>().await?;
+                let mut row = Reading::nth(PARTITION, "s", i);
+                row.value = got.entity.value.parse()?;
+                row.label = format!("item {}", i % 97);
+                entity
+                    .update(RawReading::from(&row), IfMatchCondition::Etag(got.etag))?
+                    .await?;
             }
         }
         Ok(())
@@ -252,7 +274,7 @@ pub async fn figures(db: &Tables, service: Option<&TableServiceClient>, n: usize
             figures.push(Figure::beside_raw(name, rate(lib_times), raw, Target::AtLeast(0.95)));
         }
     }
-    // Client CPU per operation at 16 in flight, beside the raw crate's (no target).
+    // Client CPU per operation at 16 in flight, beside the raw crate's.
     for (o, op) in Op::ALL.iter().enumerate() {
         let (lib_times, raw_times) = &times[o][IN_FLIGHT.len() - 1];
         if let (Some(lib), Some(raw)) = (cpu_per_op(lib_times), cpu_per_op(raw_times)) {
@@ -261,7 +283,7 @@ pub async fn figures(db: &Tables, service: Option<&TableServiceClient>, n: usize
                 op.name(),
                 IN_FLIGHT[IN_FLIGHT.len() - 1]
             );
-            figures.push(Figure::compared(name, lib, raw));
+            figures.push(Figure::compared(name, lib, raw).target(Target::AtMost(0.9)));
         }
     }
     Ok(figures)

@@ -54,6 +54,8 @@ pub struct Figure {
     /// reference itself reaches, or the reference with the library's own
     /// work added where that work cannot overlap the requests.
     pub ceiling: Option<f64>,
+    /// Over several runs: the lowest and highest ratio.
+    pub spread: Option<(f64, f64)>,
 }
 
 impl Figure {
@@ -66,6 +68,7 @@ impl Figure {
             ratio: Some(library.1 / reference.1),
             target: None,
             ceiling: None,
+            spread: None,
         }
     }
 
@@ -78,6 +81,7 @@ impl Figure {
             ratio: None,
             target: None,
             ceiling: None,
+            spread: None,
         }
     }
 
@@ -104,33 +108,78 @@ impl Figure {
     }
 }
 
-/// Prints the figures as one table: `figure | library | reference | ratio | target`.
-pub fn print_table(figures: &[Figure]) {
-    let header = ["figure", "library", "reference", "ratio", "target"].map(String::from);
-    let rows: Vec<[String; 5]> = figures
+/// The figures of several runs as one list, in the first run's order: for
+/// each figure the run whose ratio is the median (the lower middle one),
+/// with the lowest and highest ratio of the runs; its ceiling is the
+/// median of the runs' ceilings. One run is returned as it is.
+pub fn median_of_runs(runs: Vec<Vec<Figure>>) -> Vec<Figure> {
+    if runs.len() < 2 {
+        return runs.into_iter().next().unwrap_or_default();
+    }
+    let first = runs[0].clone();
+    first
         .iter()
         .map(|f| {
-            [
+            let mut same: Vec<&Figure> = runs
+                .iter()
+                .filter_map(|r| r.iter().find(|g| g.name == f.name))
+                .collect();
+            if same.iter().any(|g| g.ratio.is_none()) {
+                return f.clone();
+            }
+            let ratio = |g: &&Figure| g.ratio.unwrap_or(f64::NAN);
+            same.sort_by(|a, b| ratio(a).total_cmp(&ratio(b)));
+            let mut median = same[(same.len() - 1) / 2].clone();
+            median.spread = Some((ratio(&same[0]), ratio(&same[same.len() - 1])));
+            let mut ceilings: Vec<f64> = same.iter().filter_map(|g| g.ceiling).collect();
+            ceilings.sort_by(f64::total_cmp);
+            median.ceiling = ceilings.get(ceilings.len().saturating_sub(1) / 2).copied();
+            median
+        })
+        .collect()
+}
+
+/// Prints the figures as one table: `figure | library | reference | ratio | target`,
+/// and `runs` (the lowest and highest ratio) when the figures come from several runs.
+pub fn print_table(figures: &[Figure]) {
+    let several = figures.iter().any(|f| f.spread.is_some());
+    let mut header: Vec<String> = ["figure", "library", "reference", "ratio", "target"]
+        .map(String::from)
+        .into();
+    if several {
+        header.push("runs (min-max)".into());
+    }
+    let rows: Vec<Vec<String>> = figures
+        .iter()
+        .map(|f| {
+            let mut row = vec![
                 f.name.clone(),
                 f.library.clone(),
                 f.reference.clone(),
                 f.ratio.map_or_else(|| "-".into(), |r| format!("{r:.3}")),
                 f.target.map_or_else(|| "-".into(), |t| t.cell(f.ratio, f.ceiling)),
-            ]
+            ];
+            if several {
+                row.push(
+                    f.spread
+                        .map_or_else(|| "-".into(), |(lo, hi)| format!("{lo:.3}-{hi:.3}")),
+                );
+            }
+            row
         })
         .collect();
-    let mut widths = header.clone().map(|h| h.chars().count());
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: &[String; 5]| {
+    let line = |cells: &[String]| {
         let parts: Vec<String> = cells
             .iter()
-            .zip(widths)
+            .zip(&widths)
             .enumerate()
-            .map(|(i, (c, w))| match i {
+            .map(|(i, (c, &w))| match i {
                 0 | 4 => format!("{c:<w$}"),
                 _ => format!("{c:>w$}"),
             })
@@ -138,7 +187,10 @@ pub fn print_table(figures: &[Figure]) {
         println!("{}", parts.join(" | ").trim_end());
     };
     line(&header);
-    println!("{}", widths.map(|w| "-".repeat(w)).join("-+-"));
+    println!(
+        "{}",
+        widths.iter().map(|&w| "-".repeat(w)).collect::<Vec<_>>().join("-+-")
+    );
     for row in &rows {
         line(row);
     }
