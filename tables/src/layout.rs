@@ -275,6 +275,39 @@ pub fn escape_segment(segment: &str) -> String {
     out
 }
 
+/// Reverses [`escape_segment`]: `%` alone is the empty key.
+pub fn unescape_segment(segment: &str) -> Option<String> {
+    if segment == "%" {
+        return Some(String::new());
+    }
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The partition key a blob name holds when it has the offload shape
+/// (`{table}/{partitionKey}/…`, at least three segments), or `None`.
+/// Names of other shapes (locks, a user's own blobs) name no partition.
+pub fn blob_partition(name: &str) -> Option<String> {
+    let mut segments = name.splitn(3, '/');
+    let (_table, partition, rest) = (segments.next()?, segments.next()?, segments.next()?);
+    if partition.is_empty() || rest.is_empty() {
+        return None;
+    }
+    unescape_segment(partition)
+}
+
 /// The blob name of a value: `{table}/{partitionKey}/{rowKey}/{column}/{sha256}`.
 pub fn blob_name(table: &str, partition_key: &str, row_key: &str, column: &str, sha256: &str) -> String {
     format!(
@@ -380,6 +413,25 @@ pub fn decode_fencing_token(bytes: &[u8]) -> Option<u64> {
     }
     text.parse().ok()
 }
+
+// --- Pools of accounts --------------------------------------------------------------
+
+/// The table in each account of a pool that holds the pool's descriptor.
+pub const POOL_TABLE: &str = "UnifiedTablesPool";
+/// The descriptor row's PartitionKey.
+pub const POOL_PARTITION: &str = "pool";
+/// The descriptor row's RowKey.
+pub const POOL_ROW: &str = "descriptor";
+/// The descriptor's columns: the pool's id (lower-case hex, shared by every
+/// account), its size (`Edm.Int32`), its accounts' names in pool order (a
+/// JSON array) and this account's position in it (`Edm.Int32`).
+pub const POOL_ID: &str = "PoolId";
+/// See [`POOL_ID`].
+pub const POOL_SIZE: &str = "Size";
+/// See [`POOL_ID`].
+pub const POOL_ACCOUNTS: &str = "Accounts";
+/// See [`POOL_ID`].
+pub const POOL_POSITION: &str = "Position";
 
 // --- Sessions -----------------------------------------------------------------------
 

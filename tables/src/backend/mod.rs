@@ -13,6 +13,7 @@ pub mod counting;
 pub mod faulty;
 pub mod memory;
 pub(crate) mod pack;
+pub mod pool;
 pub mod retry;
 
 #[cfg(feature = "azure")]

@@ -3,6 +3,10 @@
 mod blobs;
 #[cfg(feature = "azure")]
 mod connect;
+mod pool;
+mod reshard;
+
+pub use reshard::ReshardReport;
 
 use std::collections::HashSet;
 use std::fmt;
