@@ -15,6 +15,7 @@ pub mod memory;
 pub(crate) mod pack;
 pub mod pool;
 pub mod retry;
+pub mod throttle;
 
 #[cfg(feature = "azure")]
 #[cfg_attr(docsrs, doc(cfg(feature = "azure")))]

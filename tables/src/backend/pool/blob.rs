@@ -184,16 +184,16 @@ mod tests {
     #[tokio::test]
     async fn a_value_blob_lives_in_its_partitions_account_and_lists_from_every_account() {
         let (pooled, accounts) = pool(3);
-        pooled.create_container("c").await.unwrap();
+        pooled.create_container("box").await.unwrap();
         let sha = "0".repeat(64);
         let mut names = Vec::new();
         for i in 0..12 {
             let pk = format!("p/{i}"); // escaped in the name
             let name = blob_name("T", &pk, "r", "Body", &sha);
-            pooled.put("c", &name, vec![i as u8], PutOptions::default()).await.unwrap();
+            pooled.put("box", &name, vec![i as u8], PutOptions::default()).await.unwrap();
             let home = account_of(&pk, 3);
             for (n, account) in accounts.iter().enumerate() {
-                let there = account.properties("c", &name).await.unwrap().is_some();
+                let there = account.properties("box", &name).await.unwrap().is_some();
                 assert_eq!(there, n == home, "{name} in account {n}");
             }
             names.push(name);
@@ -202,7 +202,7 @@ mod tests {
         let mut seen = Vec::new();
         let mut marker: Option<String> = None;
         loop {
-            let page = pooled.list("c", "T/", None, marker.as_deref(), 2).await.unwrap();
+            let page = pooled.list("box", "T/", None, marker.as_deref(), 2).await.unwrap();
             seen.extend(page.items.into_iter().map(|i| i.name));
             match page.next_marker {
                 Some(m) => marker = Some(m),
@@ -214,13 +214,13 @@ mod tests {
         assert_eq!(seen, names);
         // A partition's prefix asks its account only.
         let prefix = format!("T/{}/", escape_segment("p/3"));
-        let page = pooled.list("c", &prefix, None, None, 100).await.unwrap();
+        let page = pooled.list("box", &prefix, None, None, 100).await.unwrap();
         assert_eq!(page.items.len(), 1);
         // A blob of another shape lives in the first account.
-        pooled.put("c", "lock-name", vec![], PutOptions::default()).await.unwrap();
-        assert!(accounts[0].properties("c", "lock-name").await.unwrap().is_some());
+        pooled.put("box", "lock-name", vec![], PutOptions::default()).await.unwrap();
+        assert!(accounts[0].properties("box", "lock-name").await.unwrap().is_some());
         // A marker from elsewhere is refused, naming it.
-        let err = pooled.list("c", "", None, Some("9:x"), 10).await.unwrap_err();
+        let err = pooled.list("box", "", None, Some("9:x"), 10).await.unwrap_err();
         assert!(err.to_string().contains("9:x"), "{err}");
     }
 }

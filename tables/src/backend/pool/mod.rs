@@ -244,11 +244,11 @@ mod tests {
 
     #[test]
     fn a_pinned_partition_is_found_under_and() {
-        let f = Filter::eq("PartitionKey", Value::String("p"))
-            .and(Filter::cmp("RowKey", CmpOp::Ge, Value::String("a")));
+        let f = Filter::eq("PartitionKey", Value::String("p".into()))
+            .and(Filter::cmp("RowKey", CmpOp::Ge, Value::String("a".into())));
         assert_eq!(pinned_partition(&f), Some("p"));
-        let or = Filter::eq("PartitionKey", Value::String("p"))
-            .or(Filter::eq("PartitionKey", Value::String("q")));
+        let or = Filter::eq("PartitionKey", Value::String("p".into()))
+            .or(Filter::eq("PartitionKey", Value::String("q".into())));
         assert_eq!(pinned_partition(&or), None);
     }
 }
