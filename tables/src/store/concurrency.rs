@@ -289,6 +289,8 @@ impl<T: TableEntity> Store<T> {
             };
             let write_error = match written {
                 Ok(_) => return Ok(Outcome::Updated(entity)),
+                // The write could not be settled: re-applying the intent could apply it twice.
+                Err(e @ Error::OutcomeUnknown { .. }) => return Err(e),
                 Err(
                     e @ (Error::InvalidKey { .. }
                     | Error::InvalidValue { .. }
@@ -315,12 +317,9 @@ impl<T: TableEntity> Store<T> {
                         read_error = %read_error,
                         "a conditional write was rejected and the re-read failed; reporting a conflict"
                     );
-                    // Without an answer to the write, whether it was applied is unknown.
+                    // The write was settled as not applied (or refused): nothing of it is stored.
                     return Err(match write_error.kind() {
-                        ErrorKind::OutcomeUnknown => write_error,
-                        ErrorKind::Unavailable => {
-                            write_error.after_sending(&self.table, &key.partition_key, &key.row_key)
-                        }
+                        ErrorKind::Unavailable | ErrorKind::Throttled => write_error,
                         _ => self.conflict(key),
                     });
                 }

@@ -9,7 +9,7 @@ use super::{UnionEntry, UnionPage, UnionQuery, UnionStore};
 use crate::backend::{Page, PageToken, QueryRequest};
 use crate::entity::Key;
 use crate::error::{Error, Result};
-use crate::layout::{is_system_column, TYPE_NAME};
+use crate::layout::{is_system_column, TYPE_NAME, WRITE_TOKEN};
 use crate::store::read::is_continuation_row;
 use crate::union::TableUnion;
 use crate::value::{ETag, Row, Value};
@@ -169,7 +169,7 @@ impl<E: TableUnion> UnionStore<E> {
         let columns = row
             .properties
             .iter()
-            .filter(|(name, _)| is_system_column(name) && name.as_str() != TYPE_NAME)
+            .filter(|(name, _)| is_system_column(name) && !matches!(name.as_str(), TYPE_NAME | WRITE_TOKEN))
             .map(|(name, value)| (name.to_string(), value.clone()))
             .collect();
         let token = match row.get(TYPE_NAME) {
