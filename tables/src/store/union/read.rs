@@ -164,12 +164,14 @@ impl<E: TableUnion> UnionStore<E> {
     /// A stored row as an entry: its system columns, its token, its item.
     fn entry(&self, mut row: Row) -> Result<UnionEntry<E>> {
         let key = Key::new(row.partition_key.clone(), row.row_key.clone());
+        // The store's own cell: neither a column of the entry nor of a catch-all's row.
+        row.properties.remove(WRITE_TOKEN);
         let etag = row.etag.take().unwrap_or_else(|| ETag::new(""));
         let timestamp = row.timestamp;
         let columns = row
             .properties
             .iter()
-            .filter(|(name, _)| is_system_column(name) && !matches!(name.as_str(), TYPE_NAME | WRITE_TOKEN))
+            .filter(|(name, _)| is_system_column(name) && name.as_str() != TYPE_NAME)
             .map(|(name, value)| (name.to_string(), value.clone()))
             .collect();
         let token = match row.get(TYPE_NAME) {
