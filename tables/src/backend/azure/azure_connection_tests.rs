@@ -147,6 +147,16 @@ async fn a_table_write_is_left_to_the_store_and_a_read_is_retried() {
     assert_eq!(count.load(Ordering::SeqCst), 1);
     assert_eq!(err.service_code(), Some((500, "OperationTimedOut")), "{err}");
 
+    // Creating a table is safe to repeat: retried, and "already exists" is success.
+    let table_exists = (
+        409,
+        "TableAlreadyExists",
+        r#"{"odata.error":{"code":"TableAlreadyExists","message":{"lang":"en-US","value":"The table specified already exists."}}}"#,
+    );
+    let (endpoint, count) = scripted_server(vec![TIMED_OUT, table_exists]);
+    backend_with(&endpoint, quick()).create_table("T").await.unwrap();
+    assert_eq!(count.load(Ordering::SeqCst), 2);
+
     // A read is safe to repeat: retried, and its 404 is the answer.
     let (endpoint, count) = scripted_server(vec![TIMED_OUT, NOT_FOUND]);
     let got = backend_with(&endpoint, quick()).get("T", "p", "r").await.unwrap();

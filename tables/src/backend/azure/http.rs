@@ -173,8 +173,15 @@ struct BoundedRetry {
 impl Policy for BoundedRetry {
     async fn send(&self, ctx: &Context, request: &mut Request, next: &[Arc<dyn Policy>]) -> PolicyResult {
         let start = Instant::now();
+        // Creating or deleting a table is safe to repeat (the store tolerates
+        // `TableAlreadyExists`); an entity write is not.
         let table_write = matches!(ctx.get::<ServiceType>(), Some(ServiceType::Table))
-            && !matches!(request.method(), Method::Get | Method::Head);
+            && !matches!(request.method(), Method::Get | Method::Head)
+            && !request
+                .url()
+                .path_segments()
+                .and_then(|mut segments| segments.next_back())
+                .is_some_and(|last| last.starts_with("Tables"));
         let mut attempts = 0;
         loop {
             attempts += 1;
