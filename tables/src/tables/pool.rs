@@ -155,8 +155,8 @@ impl Tables {
     /// difference, so a handle cannot read or write a partition in the wrong
     /// account. Grow a pool with [`Tables::reshard`].
     ///
-    /// The pooled handle takes its store options and blob options from the
-    /// first account's handle, and has no read cache (add one with
+    /// The pooled handle takes its store options, retry policy and blob
+    /// options from the first account's handle, and has no read cache (add one with
     /// [`Tables::with_cache`]). Large values need a blob store in every
     /// account or in none.
     ///
@@ -211,6 +211,7 @@ impl Tables {
         };
         let mut pooled = Tables::from_arc(Arc::new(PooledBackend::new(backends)?));
         pooled.options = first.options.clone();
+        pooled.retry = first.retry;
         pooled.blobs = blobs;
         pooled.scope = format!("pool:{id}").into();
         Ok(pooled)
