@@ -16,7 +16,13 @@
 //!    raw requests of the same stored layout on Azure;
 //! 5. streaming memory: peak heap growth streaming rows against collecting them;
 //! 6. the read cache: a cached `get` against one that reads the table, and
-//!    the allocations of a hit against those of the clone it returns.
+//!    the allocations of a hit against those of the clone it returns;
+//! 7. scaling: one partition offered 4x its rate through the throttling
+//!    decorator (the rate the store's backoff achieves against the
+//!    partition's, and what surfaces once the default policy's budget runs
+//!    out), a pool of 2 and 4 throttled accounts against one, and with
+//!    `FIGURES_POOL` (connection strings separated by `|`) upserts on a pool
+//!    of those Azure accounts against the first alone.
 //!
 //! The ratio is library / reference of the figures as printed (times: lower
 //! is better; MB/s: higher is better); the target, where one is set, says
@@ -28,7 +34,7 @@
 //! ```
 //!
 //! `FIGURES=codec,query` runs only the named sections (`codec`, `layouts`,
-//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `stream`), for work
+//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `scaling`, `stream`), for work
 //! on one of them; the figures of record are those of a full run.
 
 #[path = "../../tables/benches/support/codec_routes.rs"]
@@ -44,6 +50,7 @@ mod large;
 mod point;
 mod query;
 mod report;
+mod scaling;
 mod stream;
 
 use std::time::Instant;
@@ -149,6 +156,11 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
     }
     if runs("cache") {
         figures.extend(cache::figures(&db, cache_ops, 1_000).await?);
+    }
+    if runs("scaling") {
+        let (scaling, scaling_notes) = scaling::figures().await?;
+        figures.extend(scaling);
+        notes.extend(scaling_notes);
     }
     Ok((figures, notes))
 }

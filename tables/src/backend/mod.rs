@@ -15,6 +15,7 @@ pub mod memory;
 pub(crate) mod pack;
 pub mod pool;
 pub mod retry;
+pub mod retrying_reads;
 pub mod throttle;
 
 #[cfg(feature = "azure")]

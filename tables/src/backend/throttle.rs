@@ -28,7 +28,7 @@ pub struct ThrottleLimits {
     /// How much of the rate a bucket holds when idle: the burst it lets
     /// through at once is the rate times this.
     pub burst: Duration,
-    /// Answer every n-th throttled request with 500 `OperationTimeout`
+    /// Answer every n-th throttled request with 500 `OperationTimedOut`
     /// instead of 503 `ServerBusy` (0: never). Neither is applied.
     pub timeout_every: u64,
 }
@@ -73,7 +73,7 @@ struct Buckets {
 
 /// Wraps a table [`Backend`] and refuses requests past its
 /// [`ThrottleLimits`] the way the service does: 503 `ServerBusy` (or 500
-/// `OperationTimeout`, see [`ThrottleLimits::timeout_every`]), without
+/// `OperationTimedOut`, see [`ThrottleLimits::timeout_every`]), without
 /// applying them.
 ///
 /// Each request costs its entities in its partition's bucket and in the
@@ -155,7 +155,7 @@ impl<B> ThrottledBackend<B> {
             return Err(if every > 0 && n % every == 0 {
                 Error::service(
                     500,
-                    "OperationTimeout",
+                    "OperationTimedOut",
                     "The operation could not be completed within the permitted time.",
                 )
             } else {
@@ -272,9 +272,9 @@ mod tests {
             }
         }
         // 10 in the bucket (one taken by create_table), the rest refused;
-        // every second refusal is an OperationTimeout.
+        // every second refusal is an OperationTimedOut.
         assert_eq!(refused.len(), 11, "{refused:?}");
-        assert!(refused.contains(&Some((500, "OperationTimeout".to_owned()))));
+        assert!(refused.contains(&Some((500, "OperationTimedOut".to_owned()))));
         assert!(refused.contains(&Some((503, "ServerBusy".to_owned()))));
     }
 }
