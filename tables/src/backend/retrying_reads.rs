@@ -110,7 +110,7 @@ mod tests {
 
     #[tokio::test]
     async fn transient_read_failures_are_retried_and_refusals_and_writes_are_not() {
-        let faulty = FaultyBackend::new(MemoryBackend::new());
+        let faulty = std::sync::Arc::new(FaultyBackend::new(MemoryBackend::new()));
         let b = RetryingReads::new(faulty.clone(), quick(3));
         b.create_table("t").await.unwrap();
         b.execute("t", WriteOp::Insert(Row::new("p", "r"))).await.unwrap();
