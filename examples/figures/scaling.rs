@@ -32,7 +32,7 @@ fn throttled(limits: ThrottleLimits) -> Tables {
 /// A policy that outlasts the figure's backlog.
 fn patient() -> Result<RetryPolicy, Failure> {
     Ok(RetryPolicy::builder()
-        .attempts(1_000)
+        .attempts(100)
         .backoff(Duration::from_millis(20), Duration::from_millis(400))
         .retry_budget(Duration::from_secs(60))
         .build()?)
