@@ -314,12 +314,12 @@ pub fn unescape_segment(segment: &str) -> Option<String> {
 }
 
 /// The partition key a blob name holds when it has the offload shape
-/// (`{table}/{partitionKey}/…`, at least three segments), or `None`.
-/// Names of other shapes (locks, a user's own blobs) name no partition.
+/// (`{table}/{partitionKey}/…`: a partition segment followed by a `/`), or
+/// `None`. Every large value's and file's blob has it.
 pub fn blob_partition(name: &str) -> Option<String> {
     let mut segments = name.splitn(3, '/');
-    let (_table, partition, rest) = (segments.next()?, segments.next()?, segments.next()?);
-    if partition.is_empty() || rest.is_empty() {
+    let (_table, partition, _rest) = (segments.next()?, segments.next()?, segments.next()?);
+    if partition.is_empty() {
         return None;
     }
     unescape_segment(partition)

@@ -19,11 +19,13 @@ use crate::value::DateTime;
 ///
 /// A blob whose name has the offload shape (`{table}/{partitionKey}/…`,
 /// which every large value's and file's blob has) lives in its partition's
-/// account; any other blob (locks, conditional blobs of
-/// [`Tables::blobs`](crate::Tables::blobs)) in the first account. A listing
-/// whose prefix names a partition asks that account; any other lists the
-/// accounts one after another, each in name order, with a marker that says
-/// which account it stopped in.
+/// account; any other blob (a lock, a conditional blob of
+/// [`Tables::blobs`](crate::Tables::blobs)) in the account its whole name
+/// hashes to, as if the name were a partition key: a lock named after a
+/// partition key lives beside that partition. A listing whose prefix names
+/// a partition asks that account; any other lists the accounts one after
+/// another, each in name order, with a marker that says which account it
+/// stopped in. The blob service's clock is the first account's.
 #[derive(Debug, Clone)]
 pub struct PooledBlobBackend {
     accounts: Arc<[Arc<dyn BlobBackend>]>,
@@ -41,12 +43,10 @@ impl PooledBlobBackend {
         })
     }
 
-    /// The account of the blob `name`.
+    /// The account of the blob `name`: its partition's, or its whole name's.
     fn route(&self, name: &str) -> &Arc<dyn BlobBackend> {
-        match blob_partition(name) {
-            Some(pk) => &self.accounts[account_of(&pk, self.accounts.len())],
-            None => &self.accounts[0],
-        }
+        let key = blob_partition(name);
+        &self.accounts[account_of(key.as_deref().unwrap_or(name), self.accounts.len())]
     }
 
     /// The account a listing prefix is confined to, if it names a partition
@@ -216,9 +216,12 @@ mod tests {
         let prefix = format!("T/{}/", escape_segment("p/3"));
         let page = pooled.list("box", &prefix, None, None, 100).await.unwrap();
         assert_eq!(page.items.len(), 1);
-        // A blob of another shape lives in the first account.
-        pooled.put("box", "lock-name", vec![], PutOptions::default()).await.unwrap();
-        assert!(accounts[0].properties("box", "lock-name").await.unwrap().is_some());
+        // A blob of another shape lives in the account of its whole name.
+        for name in ["lock-a", "lock-b", "lock-c", "lock-d"] {
+            pooled.put("box", name, vec![], PutOptions::default()).await.unwrap();
+            let home = account_of(name, 3);
+            assert!(accounts[home].properties("box", name).await.unwrap().is_some());
+        }
         // A marker from elsewhere is refused, naming it.
         let err = pooled.list("box", "", None, Some("9:x"), 10).await.unwrap_err();
         assert!(err.to_string().contains("9:x"), "{err}");
