@@ -16,7 +16,8 @@ use unified_tables::backend::pool::account_of;
 use unified_tables::backend::{Backend, IfMatch, QueryRequest, WriteOp};
 use unified_tables::layout::{POOL_PARTITION, POOL_ROW, POOL_TABLE};
 use unified_tables::query::Filter;
-use unified_tables::{BlobContent, Error, ErrorKind, QueryOptions, Tables, TableEntity, Value};
+use unified_tables::store::AnyPartition;
+use unified_tables::{BlobContent, Error, ErrorKind, QueryOptions, Store, TableEntity, Tables, Value};
 use unified_tables_tests::model::Document;
 use unified_tables_tests::{blob_options, noise, unique_table, POOL_VAR};
 
@@ -59,7 +60,9 @@ impl Accounts {
 
     fn memory() -> Accounts {
         Accounts::over(
-            (0..3).map(|_| Arc::new(MemoryBackend::new()) as Arc<dyn Backend>).collect(),
+            (0..3)
+                .map(|_| Arc::new(MemoryBackend::new()) as Arc<dyn Backend>)
+                .collect(),
             (0..3)
                 .map(|_| Arc::new(MemoryBlobBackend::new()) as Arc<dyn unified_tables::backend::blob::BlobBackend>)
                 .collect(),
@@ -70,7 +73,10 @@ impl Accounts {
         let Ok(connections) = std::env::var(POOL_VAR) else {
             let required = std::env::var("UNIFIED_TABLES_REQUIRE_AZURE").is_ok_and(|v| v == "1")
                 || std::env::var("CI").is_ok_and(|v| v == "true");
-            assert!(!required, "the pooled Azure tests are required here but {POOL_VAR} is not set");
+            assert!(
+                !required,
+                "the pooled Azure tests are required here but {POOL_VAR} is not set"
+            );
             return None;
         };
         let connections: Vec<&str> = connections.split('|').filter(|c| !c.is_empty()).collect();
@@ -91,7 +97,11 @@ impl Accounts {
     }
 
     fn pool(&self, n: usize) -> Vec<(String, Tables)> {
-        self.names[..n].iter().cloned().zip(self.handles[..n].iter().cloned()).collect()
+        self.names[..n]
+            .iter()
+            .cloned()
+            .zip(self.handles[..n].iter().cloned())
+            .collect()
     }
 
     /// Forgets any pool these accounts were part of (the Azure accounts are
@@ -149,10 +159,32 @@ fn readings(partitions: usize, per_partition: usize) -> Vec<Reading> {
     all
 }
 
+/// Every row of `store` page by page from `options`, each page at most `size` rows.
+async fn page_through(
+    store: &Store<Reading>,
+    mut options: QueryOptions<Reading, AnyPartition>,
+    size: usize,
+) -> Vec<Reading> {
+    let mut seen = Vec::new();
+    loop {
+        let page = store.page(options.clone()).await.unwrap();
+        assert!(page.items.len() <= size);
+        seen.extend(page.items);
+        match page.cursor {
+            Some(next) => options = options.after(next),
+            None => return seen,
+        }
+    }
+}
+
 /// A pooled handle made without a descriptor check (the tests that do not
 /// check descriptors run side by side).
 fn unchecked(accounts: &Accounts) -> Tables {
-    let backends: Vec<Arc<dyn Backend>> = accounts.raw.iter().map(|r| Arc::new(r.clone()) as Arc<dyn Backend>).collect();
+    let backends: Vec<Arc<dyn Backend>> = accounts
+        .raw
+        .iter()
+        .map(|r| Arc::new(r.clone()) as Arc<dyn Backend>)
+        .collect();
     Tables::with_backend(unified_tables::backend::pool::PooledBackend::new(backends).unwrap()).without_blobs()
 }
 
@@ -188,17 +220,7 @@ async fn cursors_resume_across_accounts_and_take_stops_early(accounts: Accounts)
     for partition in all.chunks(3) {
         store.create_batch(partition).await.unwrap();
     }
-    let mut seen = Vec::new();
-    let mut options = QueryOptions::all().take(7);
-    loop {
-        let page = store.page(options.clone()).await.unwrap();
-        assert!(page.items.len() <= 7);
-        seen.extend(page.items);
-        match page.cursor {
-            Some(next) => options = options.after(next),
-            None => break,
-        }
-    }
+    let seen = page_through(&store, QueryOptions::all().take(7), 7).await;
     assert_eq!(seen, all, "every row once, in key order");
     accounts.counters.iter().for_each(CountingBackend::reset);
     let first = store.query(QueryOptions::all().take(4)).await.unwrap();
@@ -225,22 +247,19 @@ async fn an_account_failing_mid_query_fails_it_and_resumes_without_loss(accounts
     });
     let err = store.page(options.clone()).await.unwrap_err();
     assert!(err.to_string().contains("account 1 failed"), "{err}");
-    loop {
-        let page = store.page(options.clone()).await.unwrap();
-        seen.extend(page.items);
-        match page.cursor {
-            Some(next) => options = options.after(next),
-            None => break,
-        }
-    }
+    seen.extend(page_through(&store, options, 6).await);
     assert_eq!(seen, all, "nothing twice, nothing skipped");
 }
 
 async fn the_descriptor_refuses_a_wrong_pool(accounts: Accounts) {
     let _turn = DESCRIPTORS.lock().await;
     accounts.forget_pool().await;
-    Tables::pooled(accounts.pool(3)).await.expect("the first open records the pool");
-    Tables::pooled(accounts.pool(3)).await.expect("the same pool opens again");
+    Tables::pooled(accounts.pool(3))
+        .await
+        .expect("the first open records the pool");
+    Tables::pooled(accounts.pool(3))
+        .await
+        .expect("the same pool opens again");
     let fewer = Tables::pooled(accounts.pool(2)).await.unwrap_err();
     assert_eq!(fewer.kind(), ErrorKind::Invalid);
     assert!(fewer.to_string().contains("3 accounts"), "{fewer}");
@@ -265,13 +284,18 @@ async fn resharding_moves_partitions_with_their_large_values(accounts: Accounts)
     for i in 0..12 {
         let mut doc = Document::new(&format!("customer-{i}"), "doc");
         doc.body = noise(if i % 3 == 0 { 3_200_000 } else { 150_000 }, i); // a blob, or continuation rows
-        doc.attachment = (i % 4 == 0).then(|| BlobContent::from_bytes(noise(20_000, i + 100).into_bytes(), "text/plain"));
+        doc.attachment =
+            (i % 4 == 0).then(|| BlobContent::from_bytes(noise(20_000, i + 100).into_bytes(), "text/plain"));
         store.upsert(&mut doc).await.unwrap();
         documents.push(doc);
     }
-    let moving: Vec<usize> = (0..12).filter(|i| account_of(&format!("customer-{i}"), 3) == 2).collect();
+    let moving: Vec<usize> = (0..12)
+        .filter(|i| account_of(&format!("customer-{i}"), 3) == 2)
+        .collect();
     assert!(!moving.is_empty(), "some partitions move to the new account");
-    let report = Tables::reshard(accounts.pool(2), accounts.pool(3), &[table.as_str()]).await.unwrap();
+    let report = Tables::reshard(accounts.pool(2), accounts.pool(3), &[table.as_str()])
+        .await
+        .unwrap();
     assert_eq!(report.partitions_moved, moving.len());
     assert!(report.rows_copied >= moving.len());
     assert_eq!(report.rows_removed, report.rows_copied);
@@ -280,7 +304,11 @@ async fn resharding_moves_partitions_with_their_large_values(accounts: Accounts)
     let three = Tables::pooled(accounts.pool(3)).await.unwrap();
     let store = three.store_in::<Document>(&table);
     for doc in &documents {
-        let mut read = store.get((doc.pk.as_str(), "doc")).await.unwrap().expect("every document survives");
+        let mut read = store
+            .get((doc.pk.as_str(), "doc"))
+            .await
+            .unwrap()
+            .expect("every document survives");
         read.etag = None;
         let mut want = doc.clone();
         want.etag = None;
@@ -296,10 +324,14 @@ async fn resharding_moves_partitions_with_their_large_values(accounts: Accounts)
         }
     }
     // Running it again finds nothing left to do.
-    let again = Tables::reshard(accounts.pool(2), accounts.pool(3), &[table.as_str()]).await.unwrap();
+    let again = Tables::reshard(accounts.pool(2), accounts.pool(3), &[table.as_str()])
+        .await
+        .unwrap();
     assert_eq!((again.partitions_moved, again.rows_removed), (0, 0));
     // A filter too complex to resume across accounts is refused, naming why.
-    let wide = (0..13).fold(Filter::eq("value", Value::Int64(0)), |f, i| f.or(Filter::eq("value", Value::Int64(i))));
+    let wide = (0..13).fold(Filter::eq("value", Value::Int64(0)), |f, i| {
+        f.or(Filter::eq("value", Value::Int64(i)))
+    });
     let err = store.query(QueryOptions::all().filter(wide)).await.unwrap_err();
     assert!(err.to_string().contains("pool"), "{err}");
     accounts.forget_pool().await;

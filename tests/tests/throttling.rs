@@ -39,11 +39,16 @@ fn memory() -> Option<Arc<dyn Backend>> {
 
 fn azure() -> Option<Arc<dyn Backend>> {
     match std::env::var(CONNECTION_VAR) {
-        Ok(c) => Some(Arc::new(AzureBackend::from_connection_string(&c).expect("a usable connection string"))),
+        Ok(c) => Some(Arc::new(
+            AzureBackend::from_connection_string(&c).expect("a usable connection string"),
+        )),
         Err(_) => {
             let required = std::env::var("UNIFIED_TABLES_REQUIRE_AZURE").is_ok_and(|v| v == "1")
                 || std::env::var("CI").is_ok_and(|v| v == "true");
-            assert!(!required, "the Azure throttling tests are required here but {CONNECTION_VAR} is not set");
+            assert!(
+                !required,
+                "the Azure throttling tests are required here but {CONNECTION_VAR} is not set"
+            );
             None
         }
     }
@@ -57,7 +62,9 @@ async fn a_burst_past_the_partition_rate_is_absorbed_by_backoff(inner: Arc<dyn B
         .retry_budget(Duration::from_secs(20))
         .build()
         .unwrap();
-    let db = Tables::with_backend(RetryingReads::new(throttle.clone(), policy)).without_blobs().with_retry(policy);
+    let db = Tables::with_backend(RetryingReads::new(throttle.clone(), policy))
+        .without_blobs()
+        .with_retry(policy);
     let store = db.store_in::<Tick>(unique_table("burst"));
     // Forty writes at once into a partition whose bucket holds five.
     let writes = (0..40).map(|i| {
@@ -86,7 +93,9 @@ async fn a_budget_that_runs_out_is_throttled_and_stores_nothing(inner: Arc<dyn B
         .backoff(Duration::from_millis(10), Duration::from_millis(20))
         .build()
         .unwrap();
-    let db = Tables::with_backend(RetryingReads::new(throttle.clone(), policy)).without_blobs().with_retry(policy);
+    let db = Tables::with_backend(RetryingReads::new(throttle.clone(), policy))
+        .without_blobs()
+        .with_retry(policy);
     let store = db.store_in::<Tick>(unique_table("budget"));
     store.ensure_created().await.unwrap();
     let mut first = Tick {
@@ -117,7 +126,9 @@ async fn a_throttled_write_answered_operation_timeout_is_settled_and_applied_onc
         .retry_budget(Duration::from_secs(20))
         .build()
         .unwrap();
-    let db = Tables::with_backend(RetryingReads::new(throttle.clone(), policy)).without_blobs().with_retry(policy);
+    let db = Tables::with_backend(RetryingReads::new(throttle.clone(), policy))
+        .without_blobs()
+        .with_retry(policy);
     let store = db.store_in::<Tick>(unique_table("timeout"));
     store.ensure_created().await.unwrap();
     let mut counter = Tick {

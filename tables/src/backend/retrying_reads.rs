@@ -117,7 +117,10 @@ mod tests {
         let busy = || Error::service(503, "ServerBusy", "The server is busy.");
         faulty.fail_next(FaultTarget::Get, FaultTiming::Before, busy);
         faulty.fail_next(FaultTarget::Get, FaultTiming::Before, busy);
-        assert!(b.get("t", "p", "r").await.unwrap().is_some(), "two busy answers, then the row");
+        assert!(
+            b.get("t", "p", "r").await.unwrap().is_some(),
+            "two busy answers, then the row"
+        );
         // Past the attempts, the last answer surfaces.
         for _ in 0..3 {
             faulty.fail_next(FaultTarget::Query, FaultTiming::Before, busy);

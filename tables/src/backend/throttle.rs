@@ -136,7 +136,10 @@ impl<B> ThrottledBackend<B> {
     fn admit(&self, partition: Option<(&str, &str)>, cost: f64) -> Result<()> {
         let (partition_capacity, account_capacity) = self.capacities();
         let now = Instant::now();
-        let mut buckets = self.buckets.lock().map_err(|_| Error::config("the throttle's state is poisoned"))?;
+        let mut buckets = self
+            .buckets
+            .lock()
+            .map_err(|_| Error::config("the throttle's state is poisoned"))?;
         let Buckets { account, partitions } = &mut *buckets;
         account.refill(self.limits.account_per_second, account_capacity, now);
         let bucket = partition.map(|(table, pk)| {
@@ -244,7 +247,9 @@ mod tests {
         b.create_table("t").await.unwrap();
         // The bucket holds 10 (100/s for 100 ms): the 11th write at once is refused.
         for i in 0..10 {
-            b.execute("t", WriteOp::Insert(Row::new("p", format!("{i}")))).await.unwrap();
+            b.execute("t", WriteOp::Insert(Row::new("p", format!("{i}"))))
+                .await
+                .unwrap();
         }
         let err = b.execute("t", WriteOp::Insert(Row::new("p", "x"))).await.unwrap_err();
         assert_eq!(err.service_code(), Some((503, "ServerBusy")));
@@ -260,10 +265,13 @@ mod tests {
 
     #[tokio::test]
     async fn the_account_rate_bounds_every_partition_together() {
-        let b = ThrottledBackend::new(MemoryBackend::new(), ThrottleLimits {
-            timeout_every: 2,
-            ..limits(1_000.0, 100.0)
-        });
+        let b = ThrottledBackend::new(
+            MemoryBackend::new(),
+            ThrottleLimits {
+                timeout_every: 2,
+                ..limits(1_000.0, 100.0)
+            },
+        );
         b.create_table("t").await.unwrap();
         let mut refused = Vec::new();
         for i in 0..20 {

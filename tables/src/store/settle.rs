@@ -285,8 +285,8 @@ pub fn without_write_tokens(mut tables: crate::Tables) -> crate::Tables {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::WRITE_TOKEN_CHARS;
     use crate::backend::{IfMatch, UpdateMode};
+    use crate::layout::WRITE_TOKEN_CHARS;
 
     #[test]
     fn a_token_is_fresh_and_of_the_documented_size() {

@@ -123,7 +123,7 @@ pub(crate) async fn check_pool(backends: &[Arc<dyn Backend>], names: &[String]) 
             let op = WriteOp::Insert(mine.to_row());
             if let Err(e) = backend.execute(POOL_TABLE, op).await {
                 // Another handle recorded it first: it must agree.
-                if !e.service_code().is_some_and(|(status, _)| status == 409) {
+                if e.service_code().is_none_or(|(status, _)| status != 409) {
                     return Err(e);
                 }
                 let theirs = read_descriptor(backend.as_ref(), &names[position]).await?;
@@ -205,7 +205,7 @@ impl Tables {
             _ => {
                 return Err(Error::config(
                     "some accounts of the pool have a blob store and some do not: give every account one \
-                     (Tables::with_blobs) or none"
+                     (Tables::with_blobs) or none",
                 ))
             }
         };

@@ -43,7 +43,10 @@ fn accounts<N: Into<String>>(pool: Vec<(N, Tables)>) -> Vec<Account> {
         .map(|(name, t)| Account {
             name: name.into(),
             rows: t.backend.clone(),
-            blobs: t.blobs.as_ref().map(|b| (b.backend.clone(), b.options.container.clone())),
+            blobs: t
+                .blobs
+                .as_ref()
+                .map(|b| (b.backend.clone(), b.options.container.clone())),
         })
         .collect()
 }
@@ -89,7 +92,10 @@ async fn partition_blobs(blobs: &dyn BlobBackend, container: &str, table: &str, 
     let mut names = Vec::new();
     let mut marker: Option<String> = None;
     loop {
-        let page = match blobs.list(container, &prefix, None, marker.as_deref(), MAX_LIST_RESULTS).await {
+        let page = match blobs
+            .list(container, &prefix, None, marker.as_deref(), MAX_LIST_RESULTS)
+            .await
+        {
             Err(e) if e.service_code().is_some_and(|(status, _)| status == 404) => return Ok(names),
             page => page?,
         };
@@ -112,7 +118,9 @@ async fn copy_partition(from: &Account, to: &Account, table: &str, rows: Vec<Row
             let Some((_, bytes, sha)) = source.get_hashed(source_container, &name).await? else {
                 continue; // deleted meanwhile: nothing refers to it any more
             };
-            target.put(target_container, &name, bytes, PutOptions::default()).await?;
+            target
+                .put(target_container, &name, bytes, PutOptions::default())
+                .await?;
             let copied = target.get_hashed(target_container, &name).await?.map(|(_, _, s)| s);
             if copied.as_deref() != Some(sha.as_str()) {
                 return Err(Error::Integrity {
@@ -156,21 +164,35 @@ async fn copy_partition(from: &Account, to: &Account, table: &str, rows: Vec<Row
     Ok((rows.len(), blobs_copied))
 }
 
-/// Removes from `account` (position `position`) every partition of `table`
-/// whose home in a pool of `size` is another account.
-async fn remove_moved(account: &Account, position: usize, size: usize, table: &str, report: &mut ReshardReport) -> Result<()> {
-    let mut stray: Vec<Row> = Vec::new();
+/// The rows of `table` in the account at `position` whose partition's home
+/// in a pool of `size` is another account, one group per partition.
+async fn strays(account: &Account, position: usize, size: usize, table: &str) -> Result<Vec<Vec<Row>>> {
+    let mut groups: Vec<Vec<Row>> = Vec::new();
     scan(account.rows.as_ref(), table, None, |row| {
-        if account_of(&row.partition_key, size) != position {
-            stray.push(row);
+        if account_of(&row.partition_key, size) == position {
+            return;
+        }
+        match groups.last_mut() {
+            Some(group) if group[0].partition_key == row.partition_key => group.push(row),
+            _ => groups.push(vec![row]),
         }
     })
     .await?;
-    let mut start = 0;
-    while start < stray.len() {
-        let pk = stray[start].partition_key.clone();
-        let end = start + stray[start..].iter().take_while(|r| r.partition_key == pk).count();
-        let ops = stray[start..end]
+    Ok(groups)
+}
+
+/// Removes from `account` (position `position`) every partition of `table`
+/// whose home in a pool of `size` is another account.
+async fn remove_moved(
+    account: &Account,
+    position: usize,
+    size: usize,
+    table: &str,
+    report: &mut ReshardReport,
+) -> Result<()> {
+    for group in strays(account, position, size, table).await? {
+        let pk = group[0].partition_key.clone();
+        let ops = group
             .iter()
             .map(|row| WriteOp::Delete {
                 partition_key: row.partition_key.clone(),
@@ -179,14 +201,13 @@ async fn remove_moved(account: &Account, position: usize, size: usize, table: &s
             })
             .collect();
         commit(account.rows.as_ref(), table, ops).await?;
-        report.rows_removed += end - start;
+        report.rows_removed += group.len();
         if let Some((blobs, container)) = &account.blobs {
             for name in partition_blobs(blobs.as_ref(), container, table, &pk).await? {
                 blobs.delete(container, &name, Default::default()).await?;
                 report.blobs_removed += 1;
             }
         }
-        start = end;
     }
     Ok(())
 }
@@ -256,23 +277,12 @@ impl Tables {
             let id = check_pool(&old_rows, &old_names).await?;
             for (position, account) in old.iter().enumerate() {
                 for table in tables {
-                    let mut moving: Vec<Row> = Vec::new();
-                    scan(account.rows.as_ref(), table, None, |row| {
-                        if account_of(&row.partition_key, new.len()) != position {
-                            moving.push(row);
-                        }
-                    })
-                    .await?;
-                    let mut start = 0;
-                    while start < moving.len() {
-                        let pk = moving[start].partition_key.clone();
-                        let end = start + moving[start..].iter().take_while(|r| r.partition_key == pk).count();
-                        let to = &new[account_of(&pk, new.len())];
-                        let (rows, blobs) = copy_partition(account, to, table, moving[start..end].to_vec()).await?;
+                    for group in strays(account, position, new.len(), table).await? {
+                        let to = &new[account_of(&group[0].partition_key, new.len())];
+                        let (rows, blobs) = copy_partition(account, to, table, group).await?;
                         report.partitions_moved += 1;
                         report.rows_copied += rows;
                         report.blobs_copied += blobs;
-                        start = end;
                     }
                 }
             }

@@ -62,7 +62,11 @@ impl PooledBlobBackend {
 
 /// A pooled listing's marker: `{account}:{that account's marker}`.
 fn parse_marker(marker: &str, accounts: usize) -> Result<(usize, Option<&str>)> {
-    let bad = || Error::config(format!("blob listing marker {marker:?} does not come from this pool's listing"));
+    let bad = || {
+        Error::config(format!(
+            "blob listing marker {marker:?} does not come from this pool's listing"
+        ))
+    };
     let (index, inner) = marker.split_once(':').ok_or_else(bad)?;
     let index: usize = index.parse().map_err(|_| bad())?;
     if index >= accounts {
@@ -176,8 +180,9 @@ mod tests {
     use crate::layout::{blob_name, escape_segment};
 
     fn pool(n: usize) -> (PooledBlobBackend, Vec<Arc<dyn BlobBackend>>) {
-        let accounts: Vec<Arc<dyn BlobBackend>> =
-            (0..n).map(|_| Arc::new(MemoryBlobBackend::new()) as Arc<dyn BlobBackend>).collect();
+        let accounts: Vec<Arc<dyn BlobBackend>> = (0..n)
+            .map(|_| Arc::new(MemoryBlobBackend::new()) as Arc<dyn BlobBackend>)
+            .collect();
         (PooledBlobBackend::new(accounts.clone()).unwrap(), accounts)
     }
 
@@ -190,7 +195,10 @@ mod tests {
         for i in 0..12 {
             let pk = format!("p/{i}"); // escaped in the name
             let name = blob_name("T", &pk, "r", "Body", &sha);
-            pooled.put("box", &name, vec![i as u8], PutOptions::default()).await.unwrap();
+            pooled
+                .put("box", &name, vec![i as u8], PutOptions::default())
+                .await
+                .unwrap();
             let home = account_of(&pk, 3);
             for (n, account) in accounts.iter().enumerate() {
                 let there = account.properties("box", &name).await.unwrap().is_some();

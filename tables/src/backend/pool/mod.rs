@@ -50,9 +50,9 @@ const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 /// assert!(grown == home || grown == 4);
 /// ```
 pub fn account_of(partition_key: &str, accounts: usize) -> usize {
-    let mut key = partition_key.bytes().fold(KEY_HASH_SEED, |hash, b| {
-        (hash ^ u64::from(b)).wrapping_mul(FNV_PRIME)
-    });
+    let mut key = partition_key
+        .bytes()
+        .fold(KEY_HASH_SEED, |hash, b| (hash ^ u64::from(b)).wrapping_mul(FNV_PRIME));
     let buckets = accounts.max(1) as i64;
     let (mut b, mut j) = (-1i64, 0i64);
     while j < buckets {
@@ -244,8 +244,11 @@ mod tests {
 
     #[test]
     fn a_pinned_partition_is_found_under_and() {
-        let f = Filter::eq("PartitionKey", Value::String("p".into()))
-            .and(Filter::cmp("RowKey", CmpOp::Ge, Value::String("a".into())));
+        let f = Filter::eq("PartitionKey", Value::String("p".into())).and(Filter::cmp(
+            "RowKey",
+            CmpOp::Ge,
+            Value::String("a".into()),
+        ));
         assert_eq!(pinned_partition(&f), Some("p"));
         let or = Filter::eq("PartitionKey", Value::String("p".into()))
             .or(Filter::eq("PartitionKey", Value::String("q".into())));
