@@ -16,7 +16,10 @@
 //!    raw requests of the same stored layout on Azure;
 //! 5. streaming memory: peak heap growth streaming rows against collecting them;
 //! 6. the read cache: a cached `get` against one that reads the table, and
-//!    the allocations of a hit against those of the clone it returns.
+//!    the allocations of a hit against those of the clone it returns;
+//! 7. the write token: request body bytes and client CPU per write with it
+//!    against without, and ambiguous answers injected through a
+//!    `FaultyBackend` against operations applied twice.
 //!
 //! The ratio is library / reference of the figures as printed (times: lower
 //! is better; MB/s: higher is better); the target, where one is set, says
@@ -28,7 +31,7 @@
 //! ```
 //!
 //! `FIGURES=codec,query` runs only the named sections (`codec`, `layouts`,
-//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `stream`), for work
+//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `tokens`, `stream`), for work
 //! on one of them; the figures of record are those of a full run.
 
 #[path = "../../tables/benches/support/codec_routes.rs"]
@@ -45,6 +48,7 @@ mod point;
 mod query;
 mod report;
 mod stream;
+mod tokens;
 
 use std::time::Instant;
 
@@ -149,6 +153,9 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
     }
     if runs("cache") {
         figures.extend(cache::figures(&db, cache_ops, 1_000).await?);
+    }
+    if runs("tokens") {
+        figures.extend(tokens::figures(&db, point_ops / 4).await?);
     }
     Ok((figures, notes))
 }
