@@ -17,7 +17,10 @@
 //! 5. streaming memory: peak heap growth streaming rows against collecting them;
 //! 6. the read cache: a cached `get` against one that reads the table, and
 //!    the allocations of a hit against those of the clone it returns;
-//! 7. scaling: one partition offered 4x its rate through the throttling
+//! 7. the write token: request body bytes and client CPU per write with it
+//!    against without, and ambiguous answers injected through a
+//!    `FaultyBackend` against operations applied twice;
+//! 8. scaling: one partition offered 4x its rate through the throttling
 //!    decorator (the rate the store's backoff achieves against the
 //!    partition's, and what surfaces once the default policy's budget runs
 //!    out), a pool of 2 and 4 throttled accounts against one, and with
@@ -34,7 +37,7 @@
 //! ```
 //!
 //! `FIGURES=codec,query` runs only the named sections (`codec`, `layouts`,
-//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `scaling`, `stream`), for work
+//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `tokens`, `scaling`, `stream`), for work
 //! on one of them; the figures of record are those of a full run.
 
 #[path = "../../tables/benches/support/codec_routes.rs"]
@@ -52,6 +55,7 @@ mod query;
 mod report;
 mod scaling;
 mod stream;
+mod tokens;
 
 use std::time::Instant;
 
@@ -156,6 +160,9 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
     }
     if runs("cache") {
         figures.extend(cache::figures(&db, cache_ops, 1_000).await?);
+    }
+    if runs("tokens") {
+        figures.extend(tokens::figures(&db, point_ops).await?);
     }
     if runs("scaling") {
         let (scaling, scaling_notes) = scaling::figures().await?;

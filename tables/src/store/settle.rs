@@ -23,7 +23,10 @@
 //!   conditional write applied before is refused, an upsert lands the same
 //!   row again, a delete finds the row gone), settled the same way;
 //! - when the policy's attempts or retry budget run out before a read-back
-//!   could be made, the write is [`Error::OutcomeUnknown`].
+//!   could be made, the write is [`Error::OutcomeUnknown`]; so is a write on
+//!   condition of a version whose row now holds another writer's version
+//!   without its token (it may have landed first and been replaced, or lost
+//!   the race: nobody can tell, and `mutate` must not apply its intent again).
 //!
 //! A transaction is atomic, so the row of its first token settles all of it.
 //! A request of deletes only is settled by its first row being gone (as the
@@ -35,11 +38,11 @@ use base64::Engine as _;
 use rand::RngCore as _;
 
 use super::Store;
-use crate::backend::WriteOp;
 use crate::backend::WriteOutcome;
+use crate::backend::{IfMatch, WriteOp};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::WRITE_TOKEN;
-use crate::value::{Row, Value};
+use crate::value::{ColumnName, Row, Value};
 
 /// A fresh write token: 16 random bytes, URL-safe base64 without padding.
 pub(crate) fn new_token() -> String {
@@ -52,7 +55,7 @@ pub(crate) fn new_token() -> String {
 /// they count it. Every send of the row is settled before the next one, so
 /// the sends of one write may share it.
 pub(crate) fn reserve_token(row: &mut Row) {
-    row.insert(WRITE_TOKEN, Value::String(new_token()));
+    row.insert(ColumnName::from_static(WRITE_TOKEN), Value::String(new_token()));
 }
 
 /// Gives the first row of `ops` a fresh token when no row has one. Returns
@@ -163,11 +166,16 @@ impl<T> Store<T> {
                 return Err(self.outcome_unknown(&ops, earlier));
             }
             match self.read_back(&ops).await {
-                Ok(Some(outcomes)) => {
+                Ok(Settlement::Undecided) => {
+                    tracing::warn!(table = %self.table, "a conditional write whose answer was lost finds another writer's version: whether it landed first cannot be told");
+                    let earlier = doubt.take().unwrap_or_else(|| unreachable!("a write in doubt"));
+                    return Err(self.outcome_unknown(&ops, earlier));
+                }
+                Ok(Settlement::Applied(outcomes)) => {
                     tracing::debug!(table = %self.table, "a write whose answer was lost was applied (its token was read back)");
                     return Ok(outcomes);
                 }
-                Ok(None) => {
+                Ok(Settlement::NotApplied) => {
                     let earlier = doubt.take().unwrap_or_else(|| unreachable!("a write in doubt"));
                     // Not applied: a refusal is this attempt's own answer.
                     if matches!(said, Answer::Refused | Answer::Failed) {
@@ -215,10 +223,12 @@ impl<T> Store<T> {
         }
     }
 
-    /// Reads back the row that settles `ops`: `Some(outcomes)` when they
-    /// were applied (the first row sent with a token holds it; for deletes
-    /// only, the first row is gone), `None` when they were not.
-    async fn read_back(&self, ops: &[WriteOp]) -> Result<Option<Vec<WriteOutcome>>> {
+    /// Reads back the row that settles `ops`: applied when the first row
+    /// sent with a token holds it (for deletes only, when the first row is
+    /// gone); undecided when that row was written on condition of a version
+    /// and now holds another writer's version (this write may have landed
+    /// first and been replaced, or lost to it); otherwise not applied.
+    async fn read_back(&self, ops: &[WriteOp]) -> Result<Settlement> {
         let witness = ops
             .iter()
             .position(|op| op.row().is_some_and(|r| token_of(r).is_some()))
@@ -230,7 +240,21 @@ impl<T> Store<T> {
             None => stored.is_none(),
         };
         if !applied {
-            return Ok(None);
+            let moved = match (&ops[witness], &stored) {
+                (
+                    WriteOp::Update {
+                        condition: IfMatch::ETag(version),
+                        ..
+                    },
+                    Some(row),
+                ) => row.etag.as_ref() != Some(version),
+                _ => false,
+            };
+            return Ok(if moved {
+                Settlement::Undecided
+            } else {
+                Settlement::NotApplied
+            });
         }
         let mut outcomes = vec![
             WriteOutcome {
@@ -248,7 +272,7 @@ impl<T> Store<T> {
                 outcomes[i] = outcome_of(row.as_ref().filter(|r| holds(r, sent)));
             }
         }
-        Ok(Some(outcomes))
+        Ok(Settlement::Applied(outcomes))
     }
 
     /// The unknown outcome of `ops`, named by the row that would settle it.
@@ -265,6 +289,17 @@ impl<T> Store<T> {
             source: Box::new(source),
         }
     }
+}
+
+/// What a read-back says about a write in doubt.
+enum Settlement {
+    /// Applied: the outcome of each operation (the ETag of each row that
+    /// still holds its token).
+    Applied(Vec<WriteOutcome>),
+    /// Not applied: safe to send again.
+    NotApplied,
+    /// Nobody can tell.
+    Undecided,
 }
 
 fn outcome_of(row: Option<&Row>) -> WriteOutcome {
@@ -285,7 +320,7 @@ pub fn without_write_tokens(mut tables: crate::Tables) -> crate::Tables {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{IfMatch, UpdateMode};
+    use crate::backend::UpdateMode;
     use crate::layout::WRITE_TOKEN_CHARS;
 
     #[test]
