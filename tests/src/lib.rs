@@ -12,6 +12,7 @@ pub mod blob_scenarios;
 pub mod blob_stream_scenarios;
 pub mod connect;
 pub mod differential;
+pub mod fault_proxy;
 pub mod gate;
 pub mod model;
 pub mod rows;
