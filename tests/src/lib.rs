@@ -19,6 +19,7 @@ pub mod integrity_scan;
 pub mod model;
 pub mod rows;
 pub mod scenarios;
+pub mod soak;
 pub mod text;
 pub use text::{cyrillic_text, emoji_text, mixed_text};
 
