@@ -16,7 +16,11 @@
 //!    raw requests of the same stored layout on Azure;
 //! 5. streaming memory: peak heap growth streaming rows against collecting them;
 //! 6. the read cache: a cached `get` against one that reads the table, and
-//!    the allocations of a hit against those of the clone it returns.
+//!    the allocations of a hit against those of the clone it returns;
+//! 7. the soak under faults (Azure only): 64 clients for 60 s through a
+//!    proxy dropping 1 % of the write answers, against the raw crate running
+//!    the same mix by hand: rates, p50/p99 latency, lost and doubled
+//!    increments (`FIGURES_SOAK_CLIENTS`, `FIGURES_SOAK_SECS` for a shorter run).
 //!
 //! The ratio is library / reference of the figures as printed (times: lower
 //! is better; MB/s: higher is better); the target, where one is set, says
@@ -28,7 +32,7 @@
 //! ```
 //!
 //! `FIGURES=codec,query` runs only the named sections (`codec`, `layouts`,
-//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `stream`), for work
+//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `stream`, `soak`), for work
 //! on one of them; the figures of record are those of a full run.
 
 #[path = "../../tables/benches/support/codec_routes.rs"]
@@ -44,6 +48,7 @@ mod large;
 mod point;
 mod query;
 mod report;
+mod soak;
 mod stream;
 
 use std::time::Instant;
@@ -149,6 +154,9 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
     }
     if runs("cache") {
         figures.extend(cache::figures(&db, cache_ops, 1_000).await?);
+    }
+    if runs("soak") {
+        figures.extend(soak::figures(connection).await?);
     }
     Ok((figures, notes))
 }

@@ -159,7 +159,9 @@ pub enum Op {
 }
 
 impl Op {
-    fn pick(roll: u32) -> Op {
+    /// The operation a roll of 0..100 picks: 30 % increments, 25 % appends,
+    /// 15 % creates, 10 % deletes, 8 % queries, 7 % history reads, 5 % large values.
+    pub fn pick(roll: u32) -> Op {
         match roll {
             0..30 => Op::Increment,
             30..55 => Op::Append,
