@@ -89,16 +89,26 @@ async fn read_modify_write(table: &TableClient, pk: &str, rk: &str, f: impl Fn(&
     }
 }
 
-async fn raw_op(
-    table: &TableClient,
-    config: &SoakConfig,
+/// One raw client: its table, the mix and what it saw.
+struct RawClient<'a> {
+    table: &'a TableClient,
+    config: &'a SoakConfig,
     client: usize,
-    seq: u64,
-    op: Op,
-    rng: &mut rand::rngs::StdRng,
-    log: &mut RawLog,
-    items: &mut Vec<String>,
-) -> azure_core::Result<()> {
+    rng: rand::rngs::StdRng,
+    log: RawLog,
+    items: Vec<String>,
+}
+
+async fn raw_op(c: &mut RawClient<'_>, seq: u64, op: Op) -> azure_core::Result<()> {
+    let RawClient {
+        table,
+        config,
+        client,
+        rng,
+        log,
+        items,
+    } = c;
+    let (table, client) = (*table, *client);
     let own = format!("i{client}");
     match op {
         Op::Increment => {
@@ -190,22 +200,27 @@ async fn raw_soak(table: TableClient, config: &SoakConfig) -> Result<(Vec<RawLog
         .map(|client| {
             let (table, config) = (table.clone(), config.clone());
             tokio::spawn(async move {
-                let mut rng = rand::rngs::StdRng::seed_from_u64(config.seed ^ (client as u64) << 20);
-                let (mut log, mut items, mut seq) = (RawLog::default(), Vec::new(), 0u64);
+                let mut c = RawClient {
+                    table: &table,
+                    config: &config,
+                    client,
+                    rng: rand::rngs::StdRng::seed_from_u64(config.seed ^ (client as u64) << 20),
+                    log: RawLog::default(),
+                    items: Vec::new(),
+                };
+                let mut seq = 0u64;
                 while Instant::now() < deadline {
                     seq += 1;
-                    let op = Op::pick(rng.gen_range(0..100));
+                    let op = Op::pick(c.rng.gen_range(0..100));
                     let t = Instant::now();
-                    if raw_op(&table, &config, client, seq, op, &mut rng, &mut log, &mut items)
-                        .await
-                        .is_err()
-                    {
-                        log.errors += 1;
+                    if raw_op(&mut c, seq, op).await.is_err() {
+                        c.log.errors += 1;
                     }
-                    log.latencies
+                    c.log
+                        .latencies
                         .push(t.elapsed().as_micros().min(u128::from(u32::MAX)) as u32);
                 }
-                log
+                c.log
             })
         })
         .collect();
