@@ -329,21 +329,27 @@ pub async fn run(tables: &Tables, table: &str, config: &SoakConfig) -> SoakRun {
             let (tables, table, config) = (tables.clone(), table.to_owned(), config.clone());
             let (in_flight, max_in_flight) = (in_flight.clone(), max_in_flight.clone());
             tokio::spawn(async move {
-                let mut rng = rand::rngs::StdRng::seed_from_u64(config.seed ^ (client as u64) << 20);
-                let mut log = ClientLog::default();
+                let mut c = Client {
+                    tables: &tables,
+                    table: &table,
+                    config: &config,
+                    client,
+                    rng: rand::rngs::StdRng::seed_from_u64(config.seed ^ (client as u64) << 20),
+                    log: ClientLog::default(),
+                };
                 let mut seq = 0u64;
                 while Instant::now() < deadline {
                     seq += 1;
-                    let op = Op::pick(rng.gen_range(0..100));
+                    let op = Op::pick(c.rng.gen_range(0..100));
                     let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                     max_in_flight.fetch_max(now, Ordering::SeqCst);
                     let t = Instant::now();
-                    one_op(&tables, &table, &config, client, seq, op, &mut rng, &mut log).await;
+                    one_op(&mut c, seq, op).await;
                     let micros = t.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
                     in_flight.fetch_sub(1, Ordering::SeqCst);
-                    log.latencies.entry(op).or_default().push(micros);
+                    c.log.latencies.entry(op).or_default().push(micros);
                 }
-                log
+                c.log
             })
         })
         .collect();
@@ -363,17 +369,26 @@ pub async fn run(tables: &Tables, table: &str, config: &SoakConfig) -> SoakRun {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn one_op(
-    tables: &Tables,
-    table: &str,
-    config: &SoakConfig,
+/// One client: where it writes, the mix and its record.
+struct Client<'a> {
+    tables: &'a Tables,
+    table: &'a str,
+    config: &'a SoakConfig,
     client: usize,
-    seq: u64,
-    op: Op,
-    rng: &mut rand::rngs::StdRng,
-    log: &mut ClientLog,
-) {
+    rng: rand::rngs::StdRng,
+    log: ClientLog,
+}
+
+async fn one_op(c: &mut Client<'_>, seq: u64, op: Op) {
+    let Client {
+        tables,
+        table,
+        config,
+        client,
+        rng,
+        log,
+    } = c;
+    let (tables, table, config, client) = (*tables, *table, *config, *client);
     match op {
         Op::Increment => {
             let n = rng.gen_range(0..config.counters);
