@@ -197,9 +197,14 @@ pub enum Error {
         /// What happened to it.
         source: Box<Error>,
     },
-    /// A write was sent and no answer says whether it was applied (the
-    /// connection failed or timed out after the request left). Read the
-    /// entity before applying the change again: it may already be stored.
+    /// A write was sent, no answer says whether it was applied (the
+    /// connection failed or timed out after the request left, or the service
+    /// answered 5xx), and the store could not read the row back to settle it
+    /// within its [`RetryPolicy`](crate::RetryPolicy) (a write whose row can
+    /// be read back is settled by its write token, and never ends here). Read
+    /// the entity before applying the change again: it may already be stored.
+    /// `mutate` and the other compare-and-swap verbs stop here, without
+    /// running their intent again.
     /// What cut the request short is the `source` (also
     /// [`std::error::Error::source`]), not repeated in this message; the
     /// message names the service's request id, when there is one.
@@ -233,8 +238,9 @@ pub enum Error {
     },
     /// The service answered with something this crate cannot read (JSON
     /// that does not parse, a transaction answer that does not match its
-    /// request, a header in the wrong form). For a write, the outcome is
-    /// unknown: read the entity before applying the change again. A retry
+    /// request, a header in the wrong form). A write answered so is settled
+    /// by the store, which reads the row back (or reports
+    /// [`Error::OutcomeUnknown`] when it cannot). A retry
     /// may get a readable answer; if the same answer comes again, give the
     /// request id to whoever runs the service (or report the answer as a bug
     /// of this crate).
@@ -255,8 +261,10 @@ pub enum Error {
     /// connection was refused or reset, TLS failed, a timeout or the retry
     /// policy's deadline passed. Kind [`ErrorKind::Unavailable`]: retrying
     /// later may help (the [`RetryPolicy`](crate::RetryPolicy) already
-    /// retried as it allows). A write that failed so is reported by the store
-    /// as [`Error::OutcomeUnknown`].
+    /// retried as it allows). A write that failed so is settled by the store
+    /// (its row read back); only one that cannot be read back is
+    /// [`Error::OutcomeUnknown`]. A write that ends with this error was not
+    /// applied.
     ///
     /// Build one with [`Error::transport`].
     #[error("cannot reach the storage service{}", detail(message))]

@@ -122,6 +122,7 @@ pub mod __private {
         decode_deletion_stamp, encode_deletion_stamp, DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete,
     };
     pub use crate::stamp::{KeyPart, Stamp};
+    pub use crate::store::settle::without_write_tokens;
     pub use crate::store::Authorizer;
     pub use crate::union::{TableUnion, UnionVariant};
     pub use crate::update::refusal::{LargeFieldsCannotBePatched, MergeCannotClearAField};

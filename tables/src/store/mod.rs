@@ -19,6 +19,7 @@ pub(crate) mod protect;
 mod query;
 mod read;
 mod read_ahead;
+pub(crate) mod settle;
 mod soft_delete;
 mod stream;
 mod sweep;

@@ -8,6 +8,7 @@ pub mod conditional_blobs;
 pub mod connect;
 pub mod crud;
 pub mod dotnet_rows;
+pub mod exactly_once;
 pub mod filters;
 pub mod hostile_rows;
 pub mod identity;
@@ -100,6 +101,18 @@ macro_rules! for_each_scenario {
             concurrency::a_rejected_write_is_classified_by_re_reading,
             concurrency::lost_answers_are_reported_as_unknown_outcomes,
             concurrency::composite_ids_work_with_the_outcome_verbs,
+            exactly_once::a_create_whose_answer_is_lost_is_applied_once,
+            exactly_once::upserts_and_replaces_whose_answers_are_lost_are_applied_once,
+            exactly_once::a_conditional_update_whose_answer_is_lost_succeeds_with_the_stored_etag,
+            exactly_once::a_delete_whose_answer_is_lost_is_done,
+            exactly_once::mutate_increments_a_counter_exactly_once_under_lost_answers,
+            exactly_once::the_outcome_verbs_apply_once_under_lost_answers,
+            exactly_once::a_batch_whose_answer_is_lost_is_settled_by_one_row,
+            exactly_once::large_values_whose_answers_are_lost_are_applied_once,
+            exactly_once::a_write_that_did_not_land_is_sent_again,
+            exactly_once::a_retried_attempt_refused_by_its_own_first_attempt_succeeds,
+            exactly_once::a_write_that_cannot_be_read_back_is_an_unknown_outcome,
+            exactly_once::the_write_token_is_a_system_cell_no_reader_sees,
             batch::create_batch_packs_transactions_of_100,
             batch::create_batch_refuses_a_repeated_key_before_writing,
             batch::a_failed_transaction_keeps_earlier_ones_and_names_the_entity,
