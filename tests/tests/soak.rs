@@ -1,8 +1,9 @@
 //! Soak under faults: 8 clients for 10 s on Azure / Azurite through the
 //! fault proxy, which drops the answer of 1 % of the writes after the
-//! service applied them (`UNIFIED_TABLES_SOAK_CLIENTS`,
-//! `UNIFIED_TABLES_SOAK_SECS` and `UNIFIED_TABLES_SOAK_DROP_PER_MILLION` set
-//! a longer or harsher run). The mix and the checks are in
+//! service applied them and resets 0.5 % of all connections before the
+//! request is forwarded (`UNIFIED_TABLES_SOAK_CLIENTS`,
+//! `UNIFIED_TABLES_SOAK_SECS`, `UNIFIED_TABLES_SOAK_DROP_PER_MILLION` and
+//! `UNIFIED_TABLES_SOAK_RESET_PER_MILLION` set a longer or harsher run). The mix and the checks are in
 //! `unified_tables_tests::soak`: every counter equals the increments that
 //! reported success, every appended id that reported success appears exactly
 //! once and none more than once, every read is a prefix of the final
@@ -29,11 +30,13 @@ async fn concurrent_clients_under_lost_answers_lose_and_double_nothing() {
     let clients = env_number("UNIFIED_TABLES_SOAK_CLIENTS", 8) as usize;
     let secs = env_number("UNIFIED_TABLES_SOAK_SECS", 10);
     let rate = env_number("UNIFIED_TABLES_SOAK_DROP_PER_MILLION", 10_000) as u32;
+    let resets = env_number("UNIFIED_TABLES_SOAK_RESET_PER_MILLION", 5_000) as u32;
     let config = SoakConfig::new(clients, Duration::from_secs(secs));
     prepare(&env.tables, &env.table, &config)
         .await
         .expect("the counters and histories");
     proxy.set_rate(Kinds::WRITES, Fault::DropAnswer, rate);
+    proxy.set_rate(Kinds::TABLE_DATA, Fault::ResetBeforeForward, resets);
     let soak = run(&env.tables, &env.table, &config).await;
     proxy.clear();
     let verdict = check(&env.tables, &env.table, &soak)
@@ -41,13 +44,14 @@ async fn concurrent_clients_under_lost_answers_lose_and_double_nothing() {
         .expect("the final state reads");
     let faults = proxy.counts();
     eprintln!(
-        "soak: {clients} clients × {secs} s: {} ops ({:.0}/s), {} ok, {} unknown, {} mutates gave up; {} write answers dropped of {} requests; lost {} doubled {}; p50 {:.1} ms p99 {:.1} ms; most in flight {}; resident {:.1} MiB after warm-up, {:.1} MiB at the end",
+        "soak: {clients} clients × {secs} s: {} ops ({:.0}/s), {} ok, {} unknown, {} mutates gave up; {} write answers dropped and {} connections reset of {} requests; lost {} doubled {}; p50 {:.1} ms p99 {:.1} ms; most in flight {}; resident {:.1} MiB after warm-up, {:.1} MiB at the end",
         verdict.ops,
         verdict.rate(&soak),
         verdict.ok,
         verdict.unknown,
         verdict.gave_up,
         faults.dropped_write_answers,
+        faults.resets,
         faults.requests,
         verdict.lost,
         verdict.doubled,

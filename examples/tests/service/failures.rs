@@ -55,7 +55,9 @@ pub async fn storage_failures_are_json_answers(server: &Server) {
         .faults
         .fail_after(FaultTarget::Get, 2, FaultTiming::Before, connection_reset);
     for _ in 0..3 {
-        server.faults.fail_next(FaultTarget::Get, FaultTiming::Before, connection_reset);
+        server
+            .faults
+            .fail_next(FaultTarget::Get, FaultTiming::Before, connection_reset);
     }
     let (status, body) = alice
         .send(Method::POST, "/notes", Some(json!({ "id": "n3", "title": "t" })))
