@@ -12,7 +12,10 @@
 //!   then the connection is reset.
 //!
 //! The proxy reads HTTP/1.1 (`Content-Length`, `chunked`, keep-alive), so it
-//! faults one request of a pooled connection, not a whole connection. Which
+//! faults one request of a pooled connection, not a whole connection. It
+//! holds each request and answer whole in memory, speaks plain HTTP only,
+//! and does not answer `Expect: 100-continue` itself (the Azure clients do
+//! not send it). Which
 //! requests get faults is decided by a seed and the request's sequence
 //! number; [`FaultProxy::fault_next`] faults the next N requests of a kind.
 //!
