@@ -219,3 +219,39 @@ async fn batches_and_large_values_whose_answers_are_lost_on_the_network_apply_on
     };
     assert!(matches!(row.get("_WriteToken"), Some(Value::String(t)) if t.len() == 22));
 }
+
+/// A write applied whose answer is lost while another writer changes the
+/// row before the read-back: the read-back finds the other writer's token,
+/// not its own. The write was applied, so it must not be applied again:
+/// the counter ends at 2 (the first call succeeding or reporting an unknown
+/// outcome), never 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lost_answer_overtaken_by_another_writer_is_not_applied_twice() {
+    let Some((env, proxy)) = proxied_env("xonceovertaken", 14).await else { return };
+    let store = env.tables.store_in::<Customer>(&env.table);
+    store.create(&mut Customer::new("p", "n", "counter")).await.unwrap();
+    proxy.fault_next(
+        Kinds::of(RequestKind::TableWrite),
+        Fault::DropAnswerLate(std::time::Duration::from_millis(800)),
+        1,
+    );
+    let first = {
+        let store = store.clone();
+        tokio::spawn(async move { store.mutate(("p", "n"), |c| c.visits += 1).await })
+    };
+    // The first write is applied and its answer held; another writer overtakes it.
+    while proxy.pending() > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let second = store.mutate(("p", "n"), |c| c.visits += 1).await.unwrap();
+    assert_eq!(second.visits, 2, "the second writer saw the first write applied");
+    let first = first.await.unwrap();
+    let visits = store.get(("p", "n")).await.unwrap().unwrap().visits;
+    match &first {
+        Ok(_) => {}
+        Err(e) => assert_eq!(e.kind(), ErrorKind::OutcomeUnknown, "{e}"),
+    }
+    assert_eq!(proxy.counts().dropped_write_answers, 1);
+    assert_eq!(visits, 2, "each increment applied once (the first call answered {first:?})");
+}

@@ -5,6 +5,8 @@
 //! - [`Fault::DropAnswer`]: the request is forwarded and answered, then the
 //!   client's connection is reset before it sees the answer. A write is
 //!   applied and its client never learns: the ambiguous answer.
+//! - [`Fault::DropAnswerLate`]: the same, with the answer held for a while
+//!   first, so that other clients' requests overtake the lost one.
 //! - [`Fault::Delay`]: the request waits before it is forwarded.
 //! - [`Fault::ResetBeforeForward`]: the connection is reset and the request
 //!   never reaches the service.
@@ -141,6 +143,8 @@ impl Kinds {
 pub enum Fault {
     /// Forwarded and answered; the client's connection is reset before the answer reaches it.
     DropAnswer,
+    /// Forwarded and answered; the answer is held this long, then the client's connection is reset.
+    DropAnswerLate(Duration),
     /// Held this long, then forwarded as usual.
     Delay(Duration),
     /// The connection is reset; the request never reaches the service.
@@ -235,7 +239,7 @@ impl Shared {
     fn count(&self, kind: RequestKind, fault: Fault) {
         let mut counts = self.counts.lock().unwrap();
         match fault {
-            Fault::DropAnswer => {
+            Fault::DropAnswer | Fault::DropAnswerLate(_) => {
                 counts.dropped_answers += 1;
                 if Kinds::WRITES.contains(kind) {
                     counts.dropped_write_answers += 1;

@@ -81,6 +81,11 @@ pub(super) async fn serve(client: TcpStream, upstream_addr: SocketAddr, service:
         };
         up.used = Instant::now();
         match fault {
+            Some(Fault::DropAnswerLate(hold)) => {
+                tokio::time::sleep(hold).await;
+                shared.count(kind, Fault::DropAnswer);
+                return reset(reader.into_inner(), writer);
+            }
             Some(Fault::DropAnswer) => {
                 shared.count(kind, Fault::DropAnswer);
                 return reset(reader.into_inner(), writer);

@@ -126,14 +126,16 @@ pub struct SoakConfig {
 }
 
 impl SoakConfig {
-    /// The short form: `clients` clients for `duration`, 8 counters and histories.
+    /// `clients` clients for `duration`, sharing one counter and one history
+    /// per four clients (at least 8 of each): every key is contended.
     pub fn new(clients: usize, duration: Duration) -> SoakConfig {
+        let keys = (clients / 4).max(8);
         SoakConfig {
             clients,
             duration,
             seed: 0x50A6,
-            counters: 8,
-            histories: 8,
+            counters: keys,
+            histories: keys,
             large_chars: 120_000,
             expect_settled: true,
         }
