@@ -17,7 +17,10 @@
 //! 5. streaming memory: peak heap growth streaming rows against collecting them;
 //! 6. the read cache: a cached `get` against one that reads the table, and
 //!    the allocations of a hit against those of the clone it returns;
-//! 7. the soak under faults (Azure only): 64 clients for 60 s through a
+//! 7. the write token: request body bytes and client CPU per write with it
+//!    against without, and ambiguous answers injected through a
+//!    `FaultyBackend` against operations applied twice;
+//! 8. the soak under faults (Azure only): 64 clients for 60 s through a
 //!    proxy dropping 1 % of the write answers, against the raw crate running
 //!    the same mix by hand: rates, p50/p99 latency, lost and doubled
 //!    increments (`FIGURES_SOAK_CLIENTS`, `FIGURES_SOAK_SECS` for a shorter run).
@@ -32,7 +35,7 @@
 //! ```
 //!
 //! `FIGURES=codec,query` runs only the named sections (`codec`, `layouts`,
-//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `stream`, `soak`), for work
+//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `tokens`, `soak`, `stream`), for work
 //! on one of them; the figures of record are those of a full run.
 
 #[path = "../../tables/benches/support/codec_routes.rs"]
@@ -50,6 +53,7 @@ mod query;
 mod report;
 mod soak;
 mod stream;
+mod tokens;
 
 use std::time::Instant;
 
@@ -154,6 +158,9 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
     }
     if runs("cache") {
         figures.extend(cache::figures(&db, cache_ops, 1_000).await?);
+    }
+    if runs("tokens") {
+        figures.extend(tokens::figures(&db, point_ops / 4).await?);
     }
     if runs("soak") {
         figures.extend(soak::figures(connection).await?);

@@ -200,8 +200,10 @@ pub enum Error {
     /// A write was sent, no answer says whether it was applied (the
     /// connection failed or timed out after the request left, or the service
     /// answered 5xx), and the store could not read the row back to settle it
-    /// within its [`RetryPolicy`](crate::RetryPolicy) (a write whose row can
-    /// be read back is settled by its write token, and never ends here). Read
+    /// within its [`RetryPolicy`](crate::RetryPolicy), or found it replaced by
+    /// another writer's version when it was written on condition of the
+    /// version read (a write whose row can be read back is otherwise settled
+    /// by its write token, and never ends here). Read
     /// the entity before applying the change again: it may already be stored.
     /// `mutate` and the other compare-and-swap verbs stop here, without
     /// running their intent again.

@@ -227,7 +227,9 @@ async fn batches_and_large_values_whose_answers_are_lost_on_the_network_apply_on
 /// outcome), never 3.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_lost_answer_overtaken_by_another_writer_is_not_applied_twice() {
-    let Some((env, proxy)) = proxied_env("xonceovertaken", 14).await else { return };
+    let Some((env, proxy)) = proxied_env("xonceovertaken", 14).await else {
+        return;
+    };
     let store = env.tables.store_in::<Customer>(&env.table);
     store.create(&mut Customer::new("p", "n", "counter")).await.unwrap();
     proxy.fault_next(
@@ -253,5 +255,8 @@ async fn a_lost_answer_overtaken_by_another_writer_is_not_applied_twice() {
         Err(e) => assert_eq!(e.kind(), ErrorKind::OutcomeUnknown, "{e}"),
     }
     assert_eq!(proxy.counts().dropped_write_answers, 1);
-    assert_eq!(visits, 2, "each increment applied once (the first call answered {first:?})");
+    assert_eq!(
+        visits, 2,
+        "each increment applied once (the first call answered {first:?})"
+    );
 }

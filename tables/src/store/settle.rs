@@ -2,9 +2,11 @@
 //! retries of a write, and the read-back that settles a write whose answer
 //! was lost.
 //!
-//! Every request [`Store::send`](super::Store::send) makes carries a fresh
-//! token in the [`WRITE_TOKEN`] cell of each main row it writes (a union
-//! store's rows and merges too). One request is tried as the store's
+//! Every main row the store writes carries a fresh token in its
+//! [`WRITE_TOKEN`] cell, put there when the row is built (an entity's, a
+//! union store's, a `patch`'s), or by [`Store::send`](super::Store::send)
+//! into the first row of a request that has none (a merge built elsewhere).
+//! One request is tried as the store's
 //! [`RetryPolicy`](crate::RetryPolicy) allows, on every backend:
 //!
 //! - an answer that says "not processed" (503 `ServerBusy`, 429) is tried
@@ -21,7 +23,10 @@
 //!   conditional write applied before is refused, an upsert lands the same
 //!   row again, a delete finds the row gone), settled the same way;
 //! - when the policy's attempts or retry budget run out before a read-back
-//!   could be made, the write is [`Error::OutcomeUnknown`].
+//!   could be made, the write is [`Error::OutcomeUnknown`]; so is a write on
+//!   condition of a version whose row now holds another writer's version
+//!   without its token (it may have landed first and been replaced, or lost
+//!   the race: nobody can tell, and `mutate` must not apply its intent again).
 //!
 //! A transaction is atomic, so the row of its first token settles all of it.
 //! A request of deletes only is settled by its first row being gone (as the
@@ -33,10 +38,10 @@ use base64::Engine as _;
 use rand::RngCore as _;
 
 use super::Store;
-use crate::backend::WriteOp;
 use crate::backend::WriteOutcome;
+use crate::backend::{IfMatch, WriteOp};
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::{WRITE_TOKEN, WRITE_TOKEN_CHARS};
+use crate::layout::WRITE_TOKEN;
 use crate::value::{Row, Value};
 
 /// A fresh write token: 16 random bytes, URL-safe base64 without padding.
@@ -46,32 +51,26 @@ pub(crate) fn new_token() -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// Puts a placeholder token of the final size into `row`, so the checks of
-/// the service's limits count it; [`Store::send`](super::Store::send)
-/// replaces it by the request's own.
+/// Gives `row` a fresh token, before the checks of the service's limits so
+/// they count it. Every send of the row is settled before the next one, so
+/// the sends of one write may share it.
 pub(crate) fn reserve_token(row: &mut Row) {
-    row.insert(WRITE_TOKEN, Value::String("-".repeat(WRITE_TOKEN_CHARS)));
+    row.insert(WRITE_TOKEN, Value::String(new_token()));
 }
 
-/// Writes `token` into every row of `ops` that reserved the cell, or into
-/// the first row written when none did. Returns whether a row carries it.
-fn stamp(ops: &mut [WriteOp], token: &str) -> bool {
-    let mut stamped = false;
-    for op in ops.iter_mut() {
-        if let Some(row) = row_mut(op) {
-            if let Some(cell) = row.properties.get_mut(WRITE_TOKEN) {
-                *cell = Value::String(token.to_owned());
-                stamped = true;
-            }
-        }
+/// Gives the first row of `ops` a fresh token when no row has one. Returns
+/// whether a row carries one.
+fn stamp(ops: &mut [WriteOp]) -> bool {
+    if ops.iter().any(|op| op.row().is_some_and(|r| token_of(r).is_some())) {
+        return true;
     }
-    if !stamped {
-        if let Some(row) = ops.iter_mut().find_map(row_mut) {
-            row.insert(WRITE_TOKEN, Value::String(token.to_owned()));
-            stamped = true;
+    match ops.iter_mut().find_map(row_mut) {
+        Some(row) => {
+            reserve_token(row);
+            true
         }
+        None => false,
     }
-    stamped
 }
 
 fn row_mut(op: &mut WriteOp) -> Option<&mut Row> {
@@ -81,9 +80,17 @@ fn row_mut(op: &mut WriteOp) -> Option<&mut Row> {
     }
 }
 
-/// Whether `row` holds `token`.
-fn holds(row: &Row, token: &str) -> bool {
-    matches!(row.get(WRITE_TOKEN), Some(Value::String(t)) if t == token)
+/// The token a row carries.
+fn token_of(row: &Row) -> Option<&str> {
+    match row.get(WRITE_TOKEN) {
+        Some(Value::String(t)) => Some(t),
+        _ => None,
+    }
+}
+
+/// Whether the stored row `stored` holds the token the row `sent` carried.
+fn holds(stored: &Row, sent: &Row) -> bool {
+    token_of(sent).is_some_and(|t| token_of(stored) == Some(t))
 }
 
 /// What an error answer says about the attempt that got it.
@@ -117,9 +124,11 @@ impl<T> Store<T> {
     /// token, its retries and its read-backs; see the module docs.
     pub(crate) async fn exchange(&self, mut ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
         let policy = self.tables.retry;
-        let token = match self.tables.write_tokens {
-            true => Some(new_token()).filter(|t| stamp(&mut ops, t)),
-            false => None,
+        // Whether the write can be settled by a read-back: a row carries a
+        // token, or there are deletes only (settled by the row being gone).
+        let settles = match self.tables.write_tokens {
+            true => stamp(&mut ops) || ops.iter().all(|op| op.row().is_none()),
+            false => ops.iter().all(|op| op.row().is_none()),
         };
         let started = Instant::now();
         let mut failures = 0u32;
@@ -151,20 +160,22 @@ impl<T> Store<T> {
                 (_, false) => return Err(error),
                 (_, true) => Some(error),
             };
-            let Some(token) = token
-                .as_deref()
-                .or(ops.iter().all(|op| op.row().is_none()).then_some(""))
-            else {
+            if !settles {
                 // Without a token (only when measuring its cost) nothing can settle a row written.
                 let earlier = doubt.take().unwrap_or_else(|| unreachable!("a write in doubt"));
                 return Err(self.outcome_unknown(&ops, earlier));
-            };
-            match self.read_back(&ops, token).await {
-                Ok(Some(outcomes)) => {
+            }
+            match self.read_back(&ops).await {
+                Ok(Settlement::Undecided) => {
+                    tracing::warn!(table = %self.table, "a conditional write whose answer was lost finds another writer's version: whether it landed first cannot be told");
+                    let earlier = doubt.take().unwrap_or_else(|| unreachable!("a write in doubt"));
+                    return Err(self.outcome_unknown(&ops, earlier));
+                }
+                Ok(Settlement::Applied(outcomes)) => {
                     tracing::debug!(table = %self.table, "a write whose answer was lost was applied (its token was read back)");
                     return Ok(outcomes);
                 }
-                Ok(None) => {
+                Ok(Settlement::NotApplied) => {
                     let earlier = doubt.take().unwrap_or_else(|| unreachable!("a write in doubt"));
                     // Not applied: a refusal is this attempt's own answer.
                     if matches!(said, Answer::Refused | Answer::Failed) {
@@ -212,22 +223,38 @@ impl<T> Store<T> {
         }
     }
 
-    /// Reads back the row that settles `ops`: `Some(outcomes)` when they
-    /// were applied (the first row written holds `token`; for deletes only,
-    /// the first row is gone), `None` when they were not.
-    async fn read_back(&self, ops: &[WriteOp], token: &str) -> Result<Option<Vec<WriteOutcome>>> {
+    /// Reads back the row that settles `ops`: applied when the first row
+    /// sent with a token holds it (for deletes only, when the first row is
+    /// gone); undecided when that row was written on condition of a version
+    /// and now holds another writer's version (this write may have landed
+    /// first and been replaced, or lost to it); otherwise not applied.
+    async fn read_back(&self, ops: &[WriteOp]) -> Result<Settlement> {
         let witness = ops
             .iter()
-            .position(|op| op.row().is_some_and(|r| holds(r, token)))
+            .position(|op| op.row().is_some_and(|r| token_of(r).is_some()))
             .unwrap_or(0);
         let (pk, rk) = ops[witness].keys();
         let stored = self.tables.backend.get(&self.table, pk, rk).await?;
         let applied = match ops[witness].row() {
-            Some(_) => stored.as_ref().is_some_and(|r| holds(r, token)),
+            Some(sent) => stored.as_ref().is_some_and(|r| holds(r, sent)),
             None => stored.is_none(),
         };
         if !applied {
-            return Ok(None);
+            let moved = match (&ops[witness], &stored) {
+                (
+                    WriteOp::Update {
+                        condition: IfMatch::ETag(version),
+                        ..
+                    },
+                    Some(row),
+                ) => row.etag.as_ref() != Some(version),
+                _ => false,
+            };
+            return Ok(if moved {
+                Settlement::Undecided
+            } else {
+                Settlement::NotApplied
+            });
         }
         let mut outcomes = vec![
             WriteOutcome {
@@ -239,13 +266,13 @@ impl<T> Store<T> {
         outcomes[witness] = outcome_of(stored.as_ref());
         // The other rows of a transaction that carry the token: their versions, if still ours.
         for (i, op) in ops.iter().enumerate() {
-            if i != witness && op.row().is_some_and(|r| holds(r, token)) {
+            if let Some(sent) = op.row().filter(|r| i != witness && token_of(r).is_some()) {
                 let (pk, rk) = op.keys();
                 let row = self.tables.backend.get(&self.table, pk, rk).await?;
-                outcomes[i] = outcome_of(row.as_ref().filter(|r| holds(r, token)));
+                outcomes[i] = outcome_of(row.as_ref().filter(|r| holds(r, sent)));
             }
         }
-        Ok(Some(outcomes))
+        Ok(Settlement::Applied(outcomes))
     }
 
     /// The unknown outcome of `ops`, named by the row that would settle it.
@@ -262,6 +289,17 @@ impl<T> Store<T> {
             source: Box::new(source),
         }
     }
+}
+
+/// What a read-back says about a write in doubt.
+enum Settlement {
+    /// Applied: the outcome of each operation (the ETag of each row that
+    /// still holds its token).
+    Applied(Vec<WriteOutcome>),
+    /// Not applied: safe to send again.
+    NotApplied,
+    /// Nobody can tell.
+    Undecided,
 }
 
 fn outcome_of(row: Option<&Row>) -> WriteOutcome {
@@ -282,43 +320,37 @@ pub fn without_write_tokens(mut tables: crate::Tables) -> crate::Tables {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{IfMatch, UpdateMode};
+    use crate::backend::UpdateMode;
+    use crate::layout::WRITE_TOKEN_CHARS;
 
     #[test]
-    fn a_token_is_fresh_and_of_the_reserved_size() {
+    fn a_token_is_fresh_and_of_the_documented_size() {
         let (a, b) = (new_token(), new_token());
         assert_ne!(a, b);
         assert_eq!(a.len(), WRITE_TOKEN_CHARS);
         let mut row = Row::new("p", "r");
         reserve_token(&mut row);
-        let reserved = row.stored_size();
-        let mut ops = vec![WriteOp::Insert(row)];
-        assert!(stamp(&mut ops, &a));
-        assert!(holds(ops[0].row().unwrap(), &a));
-        assert_eq!(
-            ops[0].row().unwrap().stored_size(),
-            reserved,
-            "the token takes the room reserved"
-        );
+        assert_eq!(token_of(&row).map(str::len), Some(WRITE_TOKEN_CHARS));
+        let sent = row.clone();
+        assert!(holds(&row, &sent));
+        reserve_token(&mut row);
+        assert!(!holds(&row, &sent), "another write's token");
     }
 
     #[test]
-    fn every_reserved_row_of_a_request_is_stamped_and_a_merge_gets_one() {
-        let reserved = |rk: &str| {
-            let mut row = Row::new("p", rk);
-            reserve_token(&mut row);
-            row
-        };
+    fn a_request_without_a_token_gets_one_on_its_first_row() {
+        let mut with = Row::new("p", "a");
+        reserve_token(&mut with);
         let mut ops = vec![
-            WriteOp::Insert(reserved("a")),
+            WriteOp::Insert(with),
             WriteOp::Upsert {
                 row: Row::new("p", "a~0001"),
                 mode: UpdateMode::Replace,
             },
-            WriteOp::Insert(reserved("b")),
         ];
-        assert!(stamp(&mut ops, "t"));
-        assert!(holds(ops[0].row().unwrap(), "t") && holds(ops[2].row().unwrap(), "t"));
+        let before = token_of(ops[0].row().unwrap()).map(str::to_owned);
+        assert!(stamp(&mut ops));
+        assert_eq!(token_of(ops[0].row().unwrap()).map(str::to_owned), before, "kept");
         assert!(
             ops[1].row().unwrap().get(WRITE_TOKEN).is_none(),
             "a continuation row carries none"
@@ -329,14 +361,14 @@ mod tests {
             mode: UpdateMode::Merge,
             condition: IfMatch::Any,
         }];
-        assert!(stamp(&mut merge, "t"));
-        assert!(holds(merge[0].row().unwrap(), "t"));
+        assert!(stamp(&mut merge));
+        assert!(token_of(merge[0].row().unwrap()).is_some());
         let mut deletes = vec![WriteOp::Delete {
             partition_key: "p".into(),
             row_key: "a".into(),
             condition: IfMatch::Any,
         }];
-        assert!(!stamp(&mut deletes, "t"));
+        assert!(!stamp(&mut deletes));
     }
 
     #[test]

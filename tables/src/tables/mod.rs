@@ -185,7 +185,8 @@ impl Tables {
     ///   while the policy allows);
     /// - the read-backs and new attempts of one write stay within the
     ///   policy's attempts and retry budget; a write whose read-back cannot be
-    ///   made within them is [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown).
+    ///   made within them (or a conditional write whose row another writer
+    ///   replaced before the read-back) is [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown).
     ///
     /// ```
     /// use std::time::Duration;

@@ -496,3 +496,133 @@ pub async fn the_write_token_is_a_system_cell_no_reader_sees(env: &Env) {
         .unwrap_err();
     assert!(matches!(err, Error::InvalidValue { .. }), "{err}");
 }
+
+/// A backend that, when armed, applies the next single write, then lets
+/// `other` write the same row (another writer, between the lost answer and
+/// the read-back), then answers with a lost connection.
+#[derive(Debug, Clone)]
+pub struct OverwrittenAfter<B> {
+    inner: B,
+    other: Arc<std::sync::Mutex<Option<fn(Row) -> Row>>>,
+}
+
+impl<B> OverwrittenAfter<B> {
+    /// Wraps `inner`, not armed.
+    pub fn new(inner: B) -> OverwrittenAfter<B> {
+        OverwrittenAfter {
+            inner,
+            other: Arc::default(),
+        }
+    }
+
+    /// The next single write is applied, then its row is replaced by
+    /// `other(stored row)`, then its answer is lost.
+    pub fn arm(&self, other: fn(Row) -> Row) {
+        *self.other.lock().unwrap() = Some(other);
+    }
+}
+
+#[async_trait::async_trait]
+impl<B: Backend> Backend for OverwrittenAfter<B> {
+    async fn create_table(&self, table: &str) -> unified_tables::Result<()> {
+        self.inner.create_table(table).await
+    }
+    async fn delete_table(&self, table: &str) -> unified_tables::Result<()> {
+        self.inner.delete_table(table).await
+    }
+    async fn get(&self, table: &str, pk: &str, rk: &str) -> unified_tables::Result<Option<Row>> {
+        self.inner.get(table, pk, rk).await
+    }
+    async fn execute(
+        &self,
+        table: &str,
+        op: unified_tables::backend::WriteOp,
+    ) -> unified_tables::Result<unified_tables::backend::WriteOutcome> {
+        let other = self.other.lock().unwrap().take();
+        let Some(other) = other else {
+            return self.inner.execute(table, op).await;
+        };
+        let (pk, rk) = {
+            let (pk, rk) = op.keys();
+            (pk.to_owned(), rk.to_owned())
+        };
+        self.inner.execute(table, op).await?;
+        let stored = self.inner.get(table, &pk, &rk).await?.expect("the row just written");
+        let row = other(stored);
+        self.inner
+            .execute(
+                table,
+                unified_tables::backend::WriteOp::Upsert {
+                    row,
+                    mode: unified_tables::backend::UpdateMode::Replace,
+                },
+            )
+            .await?;
+        Err(lost())
+    }
+    async fn transaction(
+        &self,
+        table: &str,
+        ops: Vec<unified_tables::backend::WriteOp>,
+    ) -> unified_tables::Result<Vec<unified_tables::backend::WriteOutcome>> {
+        self.inner.transaction(table, ops).await
+    }
+    async fn query(
+        &self,
+        table: &str,
+        request: &unified_tables::backend::QueryRequest,
+        token: Option<&unified_tables::backend::PageToken>,
+    ) -> unified_tables::Result<unified_tables::backend::Page> {
+        self.inner.query(table, request, token).await
+    }
+}
+
+/// Another writer's increment of `Visits`, with its own write token.
+fn another_increment(mut row: Row) -> Row {
+    let visits = match row.get("Visits") {
+        Some(Value::Int64(n)) => *n,
+        other => panic!("a visit count, got {other:?}"),
+    };
+    row.insert("Visits", Value::Int64(visits + 1));
+    row.insert(WRITE_TOKEN, Value::String("another-writers-token0".into()));
+    row.etag = None;
+    row
+}
+
+pub async fn a_conditional_write_whose_row_moved_on_is_never_applied_again(env: &Env) {
+    let backend = OverwrittenAfter::new(env.backend().clone());
+    let tables = Tables::with_backend(backend.clone())
+        .without_cache()
+        .with_retry(quick_retries());
+    let store = tables.store_in::<Customer>(&env.table);
+    store.create(&mut Customer::new("p", "c", "x")).await.unwrap();
+
+    // Our increment lands, another writer increments on top of it before the
+    // read-back: the row holds neither our token nor the version we read. Whether
+    // ours landed first cannot be told, so the intent is not run again.
+    backend.arm(another_increment);
+    let mut runs = 0;
+    let err = store
+        .mutate(("p", "c"), |c| {
+            runs += 1;
+            c.visits += 1
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutcomeUnknown, "{err}");
+    assert_eq!(runs, 1);
+    assert_eq!(
+        store.get(("p", "c")).await.unwrap().unwrap().visits,
+        2,
+        "ours and the other writer's, each once"
+    );
+
+    // An unconditional write finds the other writer's row and lands again: the
+    // row says what this write says (last writer wins), once.
+    backend.arm(another_increment);
+    let mut c = Customer::new("p", "c", "mine");
+    c.visits = 10;
+    store.upsert(&mut c).await.unwrap();
+    let got = store.get(("p", "c")).await.unwrap().unwrap();
+    assert_eq!((got.name.as_str(), got.visits), ("mine", 10));
+}

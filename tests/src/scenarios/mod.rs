@@ -113,6 +113,7 @@ macro_rules! for_each_scenario {
             exactly_once::a_retried_attempt_refused_by_its_own_first_attempt_succeeds,
             exactly_once::a_write_that_cannot_be_read_back_is_an_unknown_outcome,
             exactly_once::the_write_token_is_a_system_cell_no_reader_sees,
+            exactly_once::a_conditional_write_whose_row_moved_on_is_never_applied_again,
             batch::create_batch_packs_transactions_of_100,
             batch::create_batch_refuses_a_repeated_key_before_writing,
             batch::a_failed_transaction_keeps_earlier_ones_and_names_the_entity,
