@@ -315,6 +315,17 @@ pub async fn figures(connection: Option<&str>) -> Result<Vec<Figure>, Failure> {
             "tests/chaos.rs: 50 SIGKILLs of a writer of large values per test run (UNIFIED_TABLES_CHAOS_KILLS=500 for more)".to_owned(),
         ),
     ];
+    let mut by_op: BTreeMap<Op, Vec<u32>> = BTreeMap::new();
+    for log in &run.logs {
+        for (op, l) in &log.latencies {
+            by_op.entry(*op).or_default().extend(l);
+        }
+    }
+    for (op, l) in by_op {
+        let n = l.len();
+        let (p50, p99) = percentiles(l);
+        eprintln!("soak, library: {op:?}: {n} ops, p50 {p50:.1} ms, p99 {p99:.1} ms");
+    }
     for v in verdict.violations.iter().take(5) {
         eprintln!("soak violation: {v}");
     }
