@@ -47,6 +47,7 @@ through_the_proxy!(
     a_retried_attempt_refused_by_its_own_first_attempt_succeeds,
     a_write_that_cannot_be_read_back_is_an_unknown_outcome,
     the_write_token_is_a_system_cell_no_reader_sees,
+    a_conditional_write_whose_row_moved_on_is_never_applied_again,
 );
 
 /// Drops the answer of the next table write or transaction.
