@@ -25,7 +25,11 @@
 //!    partition's, and what surfaces once the default policy's budget runs
 //!    out), a pool of 2 and 4 throttled accounts against one, and with
 //!    `FIGURES_POOL` (connection strings separated by `|`) upserts on a pool
-//!    of those Azure accounts against the first alone.
+//!    of those Azure accounts against the first alone;
+//! 9. the soak under faults (Azure only): 64 clients for 60 s through a
+//!    proxy dropping 1 % of the write answers, against the raw crate running
+//!    the same mix by hand: rates, p50/p99 latency, lost and doubled
+//!    increments (`FIGURES_SOAK_CLIENTS`, `FIGURES_SOAK_SECS` for a shorter run).
 //!
 //! The ratio is library / reference of the figures as printed (times: lower
 //! is better; MB/s: higher is better); the target, where one is set, says
@@ -37,7 +41,7 @@
 //! ```
 //!
 //! `FIGURES=codec,query` runs only the named sections (`codec`, `layouts`,
-//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `tokens`, `scaling`, `stream`), for work
+//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `tokens`, `scaling`, `soak`, `stream`), for work
 //! on one of them; the figures of record are those of a full run.
 
 #[path = "../../tables/benches/support/codec_routes.rs"]
@@ -54,6 +58,7 @@ mod point;
 mod query;
 mod report;
 mod scaling;
+mod soak;
 mod stream;
 mod tokens;
 
@@ -168,6 +173,9 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
         let (scaling, scaling_notes) = scaling::figures().await?;
         figures.extend(scaling);
         notes.extend(scaling_notes);
+    }
+    if runs("soak") {
+        figures.extend(soak::figures(connection).await?);
     }
     Ok((figures, notes))
 }

@@ -10,12 +10,16 @@
 pub mod blob_lease_scenarios;
 pub mod blob_scenarios;
 pub mod blob_stream_scenarios;
+pub mod chaos;
 pub mod connect;
 pub mod differential;
+pub mod fault_proxy;
 pub mod gate;
+pub mod integrity_scan;
 pub mod model;
 pub mod rows;
 pub mod scenarios;
+pub mod soak;
 pub mod text;
 pub use text::{cyrillic_text, emoji_text, mixed_text};
 
