@@ -38,6 +38,13 @@ pub use soft_delete::Visibility;
 pub use stream::EntityStream;
 pub use sweep::SweepReport;
 
+// What the operator's toolbox (`crate::admin`) reads with: the reader's own pieces.
+pub(crate) use blobs::Upload;
+pub(crate) use large_read::continuation_index;
+pub(crate) use query::Pages;
+pub(crate) use read::{continuation_range, DAMAGE_CONFIRMATIONS};
+pub(crate) use write::{race_backoff, RACE_ATTEMPTS};
+
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
