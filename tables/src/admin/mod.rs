@@ -35,7 +35,7 @@
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! let db = Tables::memory();
 //! let docs = db.store_in::<Doc>("Docs");
-//! docs.create(&Doc { pk: "p".into(), rk: "1".into(), body: "x".repeat(200_000) }).await?;
+//! docs.create(&mut Doc { pk: "p".into(), rk: "1".into(), body: "x".repeat(200_000) }).await?;
 //!
 //! let admin = Admin::new(&db, "Docs")?;
 //! let report = admin.fsck(Default::default()).await?;
