@@ -188,7 +188,10 @@ pub(crate) fn verify(dir: &Path, manifest: &ArchiveManifest, mut on_file: impl F
     for file in &manifest.files {
         let path = dir.join(&file.name);
         if file.name.contains(['/', '\\']) || file.name.starts_with('.') {
-            return Err(archive_error(&path, "a data file must be a plain name in the export directory"));
+            return Err(archive_error(
+                &path,
+                "a data file must be a plain name in the export directory",
+            ));
         }
         let (sha, len) = hash_file(&path)?;
         if sha != file.sha256 || len != file.bytes {

@@ -14,7 +14,7 @@ use crate::large::gather::Gathered;
 use crate::large::stream::{well_formed_count, SplitAssembler};
 use crate::layout::{
     enc_cell, is_blob_cell, len_cell, parse_split_cell, sha256_cell, split_cell, split_parts, BlobRef, SplitCell,
-    BLOB_SUFFIX, SPLIT_OF, SPLIT_PARTS,
+    BLOB_SUFFIX, GZIP_SUFFIX, JSON_SUFFIX, SPLIT_OF, SPLIT_PARTS,
 };
 use crate::store::{continuation_index, continuation_range, race_backoff, DAMAGE_CONFIRMATIONS, RACE_ATTEMPTS};
 use crate::value::{Row, Value};
@@ -50,6 +50,7 @@ pub struct LargeValue {
 /// One piece of damage to a large value or the rows that hold it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Damage {
     /// The manifest (`__chunks`, `__enc`, `__sha256`, `__len`) is missing a cell or holds a bad one.
     MalformedManifest {
@@ -228,7 +229,11 @@ pub(crate) fn assemble(main: Row, continuations: Vec<Row>) -> Assembled {
         let encoding = row.get(&enc_cell(name)).and_then(Value::as_str).map(str::to_owned);
         large.push(LargeValue {
             column: name.clone(),
-            tier: if *on_continuation { Tier::Continuation } else { Tier::Split },
+            tier: if *on_continuation {
+                Tier::Continuation
+            } else {
+                Tier::Split
+            },
             stored_bytes: match row.get(&len_cell(name)) {
                 Some(Value::Int64(n)) => u64::try_from(*n).unwrap_or(0),
                 Some(Value::Int32(n)) => u64::try_from(*n).unwrap_or(0),
@@ -241,7 +246,11 @@ pub(crate) fn assemble(main: Row, continuations: Vec<Row>) -> Assembled {
                 .to_ascii_lowercase(),
             encoding: encoding.clone(),
         });
-        if whole && damage.iter().all(|d| !matches!(d, Damage::MissingContinuationRow { .. })) {
+        if whole
+            && damage
+                .iter()
+                .all(|d| !matches!(d, Damage::MissingContinuationRow { .. }))
+        {
             assembler.start(name, form_of(encoding.as_deref()), &row);
             started.push((name.clone(), encoding.as_deref() == Some("gzip")));
         }
@@ -340,6 +349,26 @@ impl LogicalEntity {
     }
 }
 
+impl LogicalEntity {
+    /// The values of the entity's JSON cells (`{Col}__Json`, and
+    /// `{Col}__GZip`, unpacked), parsed, by column.
+    pub fn json_values(&self) -> Vec<(String, Result<serde_json::Value>)> {
+        let mut out = Vec::new();
+        for (cell, value) in self.row.properties.iter() {
+            let Some(column) = cell
+                .strip_suffix(JSON_SUFFIX)
+                .or_else(|| cell.strip_suffix(GZIP_SUFFIX))
+            else {
+                continue;
+            };
+            let mut one = Row::new("", "");
+            one.insert(cell.to_string(), value.clone());
+            out.push((column.to_owned(), crate::codec::decode_json(&mut one, column)));
+        }
+        out
+    }
+}
+
 /// What reading one entity found.
 #[derive(Debug)]
 pub enum Read {
@@ -366,7 +395,8 @@ impl Admin {
                     path: path.clone(),
                 }),
                 Some((_, bytes, sha)) => {
-                    if sha != blob.reference.sha256.to_ascii_lowercase() || bytes.len() as u64 != blob.reference.length {
+                    if sha != blob.reference.sha256.to_ascii_lowercase() || bytes.len() as u64 != blob.reference.length
+                    {
                         damage.push(Damage::ChangedBlob {
                             column: blob.column.clone(),
                             path: path.clone(),
@@ -535,15 +565,27 @@ mod tests {
         let mut no_chunk = main.clone();
         no_chunk.take("Body__c0");
         let a = assemble(no_chunk, rows.clone());
-        assert!(matches!(&a.damage[..], [Damage::MissingChunk { index: 0, .. }]), "{:?}", a.damage);
+        assert!(
+            matches!(&a.damage[..], [Damage::MissingChunk { index: 0, .. }]),
+            "{:?}",
+            a.damage
+        );
         let mut extra = main.clone();
         extra.insert("Body__c9", Value::String("x".into()));
         let a = assemble(extra, rows.clone());
-        assert!(matches!(&a.damage[..], [Damage::ExtraChunk { index: 9, .. }]), "{:?}", a.damage);
+        assert!(
+            matches!(&a.damage[..], [Damage::ExtraChunk { index: 9, .. }]),
+            "{:?}",
+            a.damage
+        );
         let mut bad = main.clone();
         bad.insert("Body__enc", Value::Int32(3));
         let a = assemble(bad, rows.clone());
-        assert!(matches!(&a.damage[..], [Damage::MalformedManifest { .. }]), "{:?}", a.damage);
+        assert!(
+            matches!(&a.damage[..], [Damage::MalformedManifest { .. }]),
+            "{:?}",
+            a.damage
+        );
         let mut changed = main.clone();
         changed.insert("Body__c0", Value::String(text(32_000).replace('a', "b")));
         let a = assemble(changed, rows.clone());
@@ -551,6 +593,10 @@ mod tests {
         let mut reference = main;
         reference.insert("File__blob", Value::String("{}".into()));
         let a = assemble(reference, rows);
-        assert!(matches!(&a.damage[..], [Damage::MalformedReference { .. }]), "{:?}", a.damage);
+        assert!(
+            matches!(&a.damage[..], [Damage::MalformedReference { .. }]),
+            "{:?}",
+            a.damage
+        );
     }
 }

@@ -106,7 +106,10 @@ impl Part {
     }
 
     fn close(self) -> Result<ArchiveFile> {
-        let file = self.file.into_inner().map_err(|e| archive_error(&self.path, e.error()))?;
+        let file = self
+            .file
+            .into_inner()
+            .map_err(|e| archive_error(&self.path, e.error()))?;
         file.sync_all().map_err(|e| archive_error(&self.path, e))?;
         Ok(ArchiveFile {
             name: self.name,
@@ -174,7 +177,13 @@ impl Admin {
         let mut part: Option<Part> = None;
         let (mut rows, mut bytes) = (manifest.rows, manifest.data_bytes);
         let mut interrupted = false;
-        report(&options.observer, Event::Phase { name: "scan", total: None });
+        report(
+            &options.observer,
+            Event::Phase {
+                name: "scan",
+                total: None,
+            },
+        );
         while let Some(item) = scan.next().await? {
             let Scanned::Entity { main, continuations } = item else {
                 continue;

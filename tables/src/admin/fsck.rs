@@ -2,6 +2,7 @@
 //! counting what it holds ([`Admin::stats`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -49,6 +50,7 @@ impl std::fmt::Debug for FsckOptions {
 /// One thing [`Admin::fsck`] found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "finding", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Finding {
     /// An entity whose large values are damaged (the same version failed
     /// its check on every read). Never repaired: restore it from a backup.
@@ -154,7 +156,13 @@ impl Admin {
             report(&options.observer, Event::Found(finding.clone()));
             out.findings.push(finding);
         };
-        report(&options.observer, Event::Phase { name: "scan", total: None });
+        report(
+            &options.observer,
+            Event::Phase {
+                name: "scan",
+                total: None,
+            },
+        );
         while let Some(item) = scan.next().await? {
             if options.stop.is_raised() {
                 out.interrupted = true;
@@ -199,7 +207,13 @@ impl Admin {
         }
         out.rows = scan.rows;
         if self.tables.blobs.is_some() && !out.interrupted {
-            report(&options.observer, Event::Phase { name: "blobs", total: None });
+            report(
+                &options.observer,
+                Event::Phase {
+                    name: "blobs",
+                    total: None,
+                },
+            );
             for (path, bytes, repaired) in self.orphans(&range, &referenced, options.repair).await? {
                 out.repaired += u64::from(repaired);
                 found(&mut out, Finding::OrphanBlob { path, bytes, repaired });
@@ -291,6 +305,33 @@ impl Admin {
         }
     }
 
+    /// The orphan blobs of the table (or one partition) last modified more
+    /// than `older_than` ago on the blob service's clock, as (path, length):
+    /// what [`Admin::sweep`] would delete, without deleting anything.
+    pub async fn orphan_blobs(&self, partition: Option<&str>, older_than: Duration) -> Result<Vec<(String, u64)>> {
+        let range = Range {
+            partition: partition.map(str::to_owned),
+            after: None,
+        };
+        let mut scan = self.scan(&range).await?;
+        let mut referenced = BTreeSet::new();
+        while let Some(item) = scan.next().await? {
+            if let Scanned::Entity { main, .. } = item {
+                referenced.extend(blob_paths(&main));
+            }
+        }
+        let blobs = self.blob_store()?;
+        let cutoff = blobs.backend.now().await?.unix_nanos() - older_than.as_nanos() as i128;
+        let mut out = Vec::new();
+        for (path, bytes, _) in self.orphans(&range, &referenced, false).await? {
+            let modified = blobs.backend.properties(&blobs.options.container, &path).await?;
+            if modified.is_some_and(|p| p.last_modified.unix_nanos() < cutoff) {
+                out.push((path, bytes));
+            }
+        }
+        Ok(out)
+    }
+
     /// Counts what the table (or one partition) holds: partitions, rows,
     /// entities, large values by tier and their stored bytes, and the blobs
     /// of the table in the container. Reads every row once; nothing is checked.
@@ -302,7 +343,13 @@ impl Admin {
         let mut scan = self.scan(&range).await?;
         let mut stats = Stats::default();
         let mut last_partition: Option<String> = None;
-        report(&observer, Event::Phase { name: "scan", total: None });
+        report(
+            &observer,
+            Event::Phase {
+                name: "scan",
+                total: None,
+            },
+        );
         while let Some(item) = scan.next().await? {
             let Scanned::Entity { main, continuations } = item else {
                 continue;
@@ -337,7 +384,13 @@ impl Admin {
             loop {
                 let listing = match blobs
                     .backend
-                    .list(&blobs.options.container, &prefix, None, marker.as_deref(), MAX_LIST_RESULTS)
+                    .list(
+                        &blobs.options.container,
+                        &prefix,
+                        None,
+                        marker.as_deref(),
+                        MAX_LIST_RESULTS,
+                    )
                     .await
                 {
                     Err(e) if e.kind() == ErrorKind::NotFound => break,

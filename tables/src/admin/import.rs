@@ -101,7 +101,10 @@ struct Unit {
 /// planner's columns are static; a table has few such names).
 fn interned(name: &str) -> &'static str {
     static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-    let mut names = NAMES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if let Some(n) = names.get(name) {
         return n;
     }
@@ -149,7 +152,10 @@ impl Admin {
             (true, Ok(bytes)) => {
                 let p: Position = serde_json::from_slice(&bytes).map_err(|e| archive_error(&position_path, e))?;
                 if p.table != self.table {
-                    return Err(archive_error(&position_path, format!("it is the position of an import into `{}`", p.table)));
+                    return Err(archive_error(
+                        &position_path,
+                        format!("it is the position of an import into `{}`", p.table),
+                    ));
                 }
                 p
             }
@@ -223,7 +229,8 @@ impl Admin {
                 let same_partition = batch.first().is_none_or(|u| u.key.0 == unit.key.0);
                 let ops: usize = batch.iter().map(|u| u.ops.len()).sum();
                 let weight: usize = batch.iter().map(|u| u.weight).sum();
-                let fits = ops + unit.ops.len() <= MAX_TRANSACTION_OPS && weight + unit.weight <= TRANSACTION_BODY_BUDGET;
+                let fits =
+                    ops + unit.ops.len() <= MAX_TRANSACTION_OPS && weight + unit.weight <= TRANSACTION_BODY_BUDGET;
                 if !batch.is_empty() && !(same_partition && fits) {
                     let n = batch.len() as u64;
                     self.commit(std::mem::take(&mut batch), options.mode, tolerate_present, &mut out)
@@ -368,7 +375,13 @@ impl Admin {
     /// Writes a batch of one partition in one transaction, blobs first.
     /// An entity present already is dropped from the batch and the rest
     /// written again, under [`ImportMode::Skip`] or when `tolerate_present`.
-    async fn commit(&self, mut batch: Vec<Unit>, mode: ImportMode, tolerate_present: bool, out: &mut ImportReport) -> Result<()> {
+    async fn commit(
+        &self,
+        mut batch: Vec<Unit>,
+        mode: ImportMode,
+        tolerate_present: bool,
+        out: &mut ImportReport,
+    ) -> Result<()> {
         let uploads: Vec<_> = batch.iter_mut().flat_map(|u| std::mem::take(&mut u.uploads)).collect();
         out.blobs += uploads.len() as u64;
         self.store.upload_all(uploads).await?;
@@ -382,8 +395,7 @@ impl Admin {
                     return Ok(());
                 }
                 Err(Error::Transaction { index, source })
-                    if source.kind() == ErrorKind::AlreadyExists
-                        && (mode == ImportMode::Skip || tolerate_present) =>
+                    if source.kind() == ErrorKind::AlreadyExists && (mode == ImportMode::Skip || tolerate_present) =>
                 {
                     let mut at = index;
                     let unit = batch.iter().position(|u| {

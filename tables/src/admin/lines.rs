@@ -43,8 +43,7 @@ pub fn entity_from_line(line: &str) -> Result<(Row, Vec<LargeValue>)> {
         path: "line".into(),
         reason,
     };
-    let mut obj: Map<String, Json> =
-        serde_json::from_str(line).map_err(|e| bad(format!("not a JSON object: {e}")))?;
+    let mut obj: Map<String, Json> = serde_json::from_str(line).map_err(|e| bad(format!("not a JSON object: {e}")))?;
     let mut large = Vec::new();
     let annotated: Vec<String> = obj.keys().filter(|k| k.ends_with(LARGE_ANNOTATION)).cloned().collect();
     for key in annotated {
