@@ -36,7 +36,10 @@ fn documents() -> Vec<Document> {
     out.push(rows);
     let mut blob = Document::new("q", "blob");
     blob.body = noise(3_200_000, 6);
-    blob.attachment = Some(BlobContent::from_bytes(noise(70_000, 7).into_bytes(), "application/pdf"));
+    blob.attachment = Some(BlobContent::from_bytes(
+        noise(70_000, 7).into_bytes(),
+        "application/pdf",
+    ));
     out.push(blob);
     out
 }
@@ -61,7 +64,10 @@ pub async fn export_then_import_round_trips_every_field_form_and_tier(env: &Env)
     let Some(Read::Whole(rows)) = source.get("p", "rows").await.unwrap() else {
         panic!("the entity reads whole")
     };
-    assert_eq!(rows.row.get("Body").and_then(Value::as_str).map(str::len), Some(1_300_000));
+    assert_eq!(
+        rows.row.get("Body").and_then(Value::as_str).map(str::len),
+        Some(1_300_000)
+    );
     assert!(rows.raw.len() > 1, "its continuation rows are listed raw");
     let tier = |c: &str| rows.large.iter().find(|v| v.column == c).map(|v| v.tier);
     assert_eq!(tier("Body"), Some(Tier::Continuation));
@@ -76,7 +82,10 @@ pub async fn export_then_import_round_trips_every_field_form_and_tier(env: &Env)
     assert_eq!(exported.entities, 5);
     assert!(exported.manifest.complete && exported.manifest.blobs == 2);
     let line = std::fs::read_to_string(dir.join(&exported.manifest.files[0].name)).unwrap();
-    assert!(line.contains(r#""Big@odata.type":"Edm.Int64""#), "the service's annotations");
+    assert!(
+        line.contains(r#""Big@odata.type":"Edm.Int64""#),
+        "the service's annotations"
+    );
 
     let target_table = env.another_table();
     let target = Admin::new(&env.tables, &target_table).unwrap();
@@ -91,10 +100,18 @@ pub async fn export_then_import_round_trips_every_field_form_and_tier(env: &Env)
             None => copies.get(("q", d.rk.as_str())).await.unwrap().expect("imported"),
         };
         assert!(back.same(&d), "{}: the values differ", d.rk);
-        assert_eq!(file_bytes(&back.attachment).await, file_bytes(&d.attachment).await, "{}", d.rk);
+        assert_eq!(
+            file_bytes(&back.attachment).await,
+            file_bytes(&d.attachment).await,
+            "{}",
+            d.rk
+        );
         if let Some(file) = &back.attachment {
             let path = &file.reference().unwrap().path;
-            assert!(path.starts_with(&format!("{target_table}/")), "the copy owns its blob: {path}");
+            assert!(
+                path.starts_with(&format!("{target_table}/")),
+                "the copy owns its blob: {path}"
+            );
         }
     }
     let every = env.tables.store_in::<Everything>(&target_table);
@@ -110,7 +127,10 @@ pub async fn export_then_import_round_trips_every_field_form_and_tier(env: &Env)
     let again = target.import(&dir, ImportOptions::default()).await.unwrap_err();
     assert!(matches!(&again, Error::Transaction { .. }), "{again}");
     let unfinished = target.import(&dir, ImportOptions::default()).await.unwrap_err();
-    assert!(matches!(&unfinished, Error::Archive { reason, .. } if reason.contains("resume")), "{unfinished}");
+    assert!(
+        matches!(&unfinished, Error::Archive { reason, .. } if reason.contains("resume")),
+        "{unfinished}"
+    );
     let skip = ImportOptions {
         mode: ImportMode::Skip,
         resume: true,
@@ -147,7 +167,10 @@ pub async fn a_damaged_export_is_refused_before_anything_is_written(env: &Env) {
     let target_table = env.another_table();
     let target = Admin::new(&env.tables, &target_table).unwrap();
     let err = target.import(&dir, ImportOptions::default()).await.unwrap_err();
-    assert!(matches!(&err, Error::Archive { reason, .. } if reason.contains("SHA-256")), "{err}");
+    assert!(
+        matches!(&err, Error::Archive { reason, .. } if reason.contains("SHA-256")),
+        "{err}"
+    );
     let stats = target.stats(None, None).await.unwrap();
     assert_eq!(stats.rows, 0, "nothing was written");
     let _ = std::fs::remove_dir_all(&dir);

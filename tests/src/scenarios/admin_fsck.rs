@@ -104,23 +104,56 @@ pub async fn fsck_finds_each_kind_of_planted_damage_and_repairs_only_what_is_saf
 
     let before: Vec<Row> = {
         let mut rows = Vec::new();
-        for rk in ["chunk", "extra", "manifest", "changed", "cont", "dangling", "blobchanged"] {
+        for rk in [
+            "chunk",
+            "extra",
+            "manifest",
+            "changed",
+            "cont",
+            "dangling",
+            "blobchanged",
+        ] {
             rows.push(raw(env, rk).await);
         }
         rows
     };
     let report = admin.fsck(FsckOptions::default()).await.unwrap();
     let f = &report.findings;
-    assert!(matches!(damage_of(f, "chunk"), [Damage::MissingChunk { index: 1, .. }]), "{f:#?}");
-    assert!(matches!(damage_of(f, "extra"), [Damage::ExtraChunk { index: 7, .. }]), "{f:#?}");
-    assert!(matches!(damage_of(f, "manifest"), [Damage::MalformedManifest { .. }]), "{f:#?}");
-    assert!(matches!(damage_of(f, "changed"), [Damage::ChangedValue { .. }]), "{f:#?}");
-    assert!(matches!(damage_of(f, "cont"), [Damage::MissingContinuationRow { index: 1 }]), "{f:#?}");
-    assert!(matches!(damage_of(f, "dangling"), [Damage::DanglingBlob { .. }]), "{f:#?}");
-    assert!(matches!(damage_of(f, "blobchanged"), [Damage::ChangedBlob { .. }]), "{f:#?}");
+    assert!(
+        matches!(damage_of(f, "chunk"), [Damage::MissingChunk { index: 1, .. }]),
+        "{f:#?}"
+    );
+    assert!(
+        matches!(damage_of(f, "extra"), [Damage::ExtraChunk { index: 7, .. }]),
+        "{f:#?}"
+    );
+    assert!(
+        matches!(damage_of(f, "manifest"), [Damage::MalformedManifest { .. }]),
+        "{f:#?}"
+    );
+    assert!(
+        matches!(damage_of(f, "changed"), [Damage::ChangedValue { .. }]),
+        "{f:#?}"
+    );
+    assert!(
+        matches!(damage_of(f, "cont"), [Damage::MissingContinuationRow { index: 1 }]),
+        "{f:#?}"
+    );
+    assert!(
+        matches!(damage_of(f, "dangling"), [Damage::DanglingBlob { .. }]),
+        "{f:#?}"
+    );
+    assert!(
+        matches!(damage_of(f, "blobchanged"), [Damage::ChangedBlob { .. }]),
+        "{f:#?}"
+    );
     assert!(f.iter().any(|x| matches!(x, Finding::Leftover { row_key, owner, repaired: false, .. } if row_key == "gone~0001" && owner == "gone")));
-    assert!(f.iter().any(|x| matches!(x, Finding::OrphanBlob { path, repaired: false, .. } if *path == orphan)));
-    assert!(!f.iter().any(|x| matches!(x, Finding::Damaged { row_key, .. } if row_key == "fine")));
+    assert!(f
+        .iter()
+        .any(|x| matches!(x, Finding::OrphanBlob { path, repaired: false, .. } if *path == orphan)));
+    assert!(!f
+        .iter()
+        .any(|x| matches!(x, Finding::Damaged { row_key, .. } if row_key == "fine")));
     assert_eq!(f.len(), 9, "{f:#?}");
 
     // The repair: the orphan is older than the (zero) grace once the blob clock moves.
@@ -134,16 +167,29 @@ pub async fn fsck_finds_each_kind_of_planted_damage_and_repairs_only_what_is_saf
     assert!(env.backend().get(&env.table, "p", "gone~0001").await.unwrap().is_none());
     assert!(blobs.properties(&container, &orphan).await.unwrap().is_none());
     // Damaged entities are untouched: their rows and their (changed) blob.
-    for (i, rk) in ["chunk", "extra", "manifest", "changed", "cont", "dangling", "blobchanged"]
-        .iter()
-        .enumerate()
+    for (i, rk) in [
+        "chunk",
+        "extra",
+        "manifest",
+        "changed",
+        "cont",
+        "dangling",
+        "blobchanged",
+    ]
+    .iter()
+    .enumerate()
     {
         let now = raw(env, rk).await;
         assert_eq!(now.etag, before[i].etag, "{rk} was not rewritten");
     }
     assert!(blobs.properties(&container, &changed).await.unwrap().is_some());
     let after = admin.fsck(FsckOptions::default()).await.unwrap();
-    assert_eq!(after.findings.len(), 7, "only the damaged entities remain: {:#?}", after.findings);
+    assert_eq!(
+        after.findings.len(),
+        7,
+        "only the damaged entities remain: {:#?}",
+        after.findings
+    );
     assert!(after.findings.iter().all(|x| matches!(x, Finding::Damaged { .. })));
 }
 
