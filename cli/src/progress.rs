@@ -86,16 +86,17 @@ impl Progress {
     fn bar_event(&self, event: &Event) {
         match event {
             Event::Phase { name, total } => {
+                self.bar.reset();
                 let style = match total {
                     Some(n) => {
                         self.bar.set_length(*n);
                         self.bar.set_position(0);
                         ProgressStyle::with_template(
-                            "{spinner:.green} {prefix:.bold} [{elapsed_precise}] {wide_bar:.cyan/blue} {pos}/{len} {msg} ({per_sec}, ETA {eta})",
+                            "{spinner:.green} {prefix:.bold} [{elapsed_precise}] {wide_bar:.cyan/blue} {pos}/{len} {msg}, ETA {eta}",
                         )
                     }
                     None => ProgressStyle::with_template(
-                        "{spinner:.green} {prefix:.bold} [{elapsed_precise}] {pos} entities {msg} ({per_sec})",
+                        "{spinner:.green} {prefix:.bold} [{elapsed_precise}] {pos} entities {msg}",
                     ),
                 };
                 if let Ok(style) = style {
@@ -106,7 +107,10 @@ impl Progress {
             Event::Progress { rows, entities, bytes } => {
                 let unit_is_bytes = self.lines.lock().map(|l| l.phase == "verify").unwrap_or(false);
                 self.bar.set_position(if unit_is_bytes { *bytes } else { *entities });
-                self.bar.set_message(format!("{rows} rows, {}", HumanBytes(*bytes)));
+                let secs = self.bar.elapsed().as_secs_f64().max(0.001);
+                let rate = if unit_is_bytes { *bytes } else { *entities } as f64 / secs;
+                let per = if unit_is_bytes { format!("{}/s", HumanBytes(rate as u64)) } else { format!("{rate:.0}/s") };
+                self.bar.set_message(format!("{rows} rows, {}, {per}", HumanBytes(*bytes)));
             }
             Event::Found(finding) => self.bar.println(describe(finding)),
             Event::Note(note) => self.bar.println(note),
