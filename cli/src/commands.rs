@@ -203,7 +203,6 @@ pub async fn run(cli: Cli) -> Result<u8> {
                 repair,
                 observer: Some(progress.observer()),
                 stop: stop_on_ctrl_c(cli.quiet),
-                ..FsckOptions::default()
             };
             let report = admin.fsck(options).await?;
             progress.finish();

@@ -131,18 +131,16 @@ impl Progress {
                     None => eprintln!("{} {name}", self.command),
                 }
             }
-            Event::Progress { rows, entities, bytes } => {
-                if l.last.elapsed() >= LINE_EVERY {
-                    l.last = Instant::now();
-                    let secs = l.started.elapsed().as_secs_f64().max(0.001);
-                    eprintln!(
-                        "{} {}: {entities} entities, {rows} rows, {} ({:.0} entities/s)",
-                        self.command,
-                        l.phase,
-                        HumanBytes(*bytes),
-                        *entities as f64 / secs
-                    );
-                }
+            Event::Progress { rows, entities, bytes } if l.last.elapsed() >= LINE_EVERY => {
+                l.last = Instant::now();
+                let secs = l.started.elapsed().as_secs_f64().max(0.001);
+                eprintln!(
+                    "{} {}: {entities} entities, {rows} rows, {} ({:.0} entities/s)",
+                    self.command,
+                    l.phase,
+                    HumanBytes(*bytes),
+                    *entities as f64 / secs
+                );
             }
             Event::Found(finding) => eprintln!("{}", describe(finding)),
             Event::Note(note) => eprintln!("{} {note}", self.command),

@@ -231,7 +231,8 @@ impl Admin {
                 let weight: usize = batch.iter().map(|u| u.weight).sum();
                 let fits =
                     ops + unit.ops.len() <= MAX_TRANSACTION_OPS && weight + unit.weight <= TRANSACTION_BODY_BUDGET;
-                if !batch.is_empty() && !(same_partition && fits) {
+                let joins = same_partition && fits;
+                if !batch.is_empty() && !joins {
                     let n = batch.len() as u64;
                     self.commit(std::mem::take(&mut batch), options.mode, tolerate_present, &mut out)
                         .await?;
