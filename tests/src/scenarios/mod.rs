@@ -8,6 +8,7 @@ pub mod cache_checker;
 pub mod concurrency;
 pub mod conditional_blobs;
 pub mod connect;
+pub mod converge;
 pub mod crud;
 pub mod dotnet_rows;
 pub mod filters;
@@ -53,6 +54,8 @@ macro_rules! for_each_scenario {
             admin::a_damaged_export_is_refused_before_anything_is_written,
             admin_fsck::fsck_finds_each_kind_of_planted_damage_and_repairs_only_what_is_safe,
             admin_fsck::fsck_of_one_partition_reads_only_it,
+            converge::converge_rewrites_old_rows_and_a_dry_run_changes_nothing,
+            converge::converge_loses_no_concurrent_update,
             crud::create_then_get_returns_the_entity_with_its_etag,
             crud::create_of_an_existing_key_is_already_exists,
             crud::update_is_conditional_on_the_etag_read,
