@@ -109,8 +109,13 @@ impl Progress {
                 self.bar.set_position(if unit_is_bytes { *bytes } else { *entities });
                 let secs = self.bar.elapsed().as_secs_f64().max(0.001);
                 let rate = if unit_is_bytes { *bytes } else { *entities } as f64 / secs;
-                let per = if unit_is_bytes { format!("{}/s", HumanBytes(rate as u64)) } else { format!("{rate:.0}/s") };
-                self.bar.set_message(format!("{rows} rows, {}, {per}", HumanBytes(*bytes)));
+                let per = if unit_is_bytes {
+                    format!("{}/s", HumanBytes(rate as u64))
+                } else {
+                    format!("{rate:.0}/s")
+                };
+                self.bar
+                    .set_message(format!("{rows} rows, {}, {per}", HumanBytes(*bytes)));
             }
             Event::Found(finding) => self.bar.println(describe(finding)),
             Event::Note(note) => self.bar.println(note),
