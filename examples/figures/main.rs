@@ -16,7 +16,10 @@
 //!    raw requests of the same stored layout on Azure;
 //! 5. streaming memory: peak heap growth streaming rows against collecting them;
 //! 6. the read cache: a cached `get` against one that reads the table, and
-//!    the allocations of a hit against those of the clone it returns.
+//!    the allocations of a hit against those of the clone it returns;
+//! 7. the operator's toolbox: export against a raw partition query, import
+//!    against `create_batch`, fsck against a raw full scan, export memory
+//!    at 100,000 rows against 10,000.
 //!
 //! The ratio is library / reference of the figures as printed (times: lower
 //! is better; MB/s: higher is better); the target, where one is set, says
@@ -28,7 +31,7 @@
 //! ```
 //!
 //! `FIGURES=codec,query` runs only the named sections (`codec`, `layouts`,
-//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `stream`), for work
+//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `stream`, `admin`), for work
 //! on one of them; the figures of record are those of a full run.
 
 #[path = "../../tables/benches/support/codec_routes.rs"]
@@ -36,6 +39,7 @@ mod codec_routes;
 #[path = "../../tables/benches/support/row_layouts.rs"]
 mod row_layouts;
 
+mod admin;
 mod alloc;
 mod batch;
 mod cache;
@@ -73,6 +77,8 @@ const POINT_OPS: (usize, usize) = (20_000, 200);
 const CACHE_OPS: (usize, usize) = (100_000, 2_000);
 /// Rows streamed: in memory, and on Azure (seeding them takes a while).
 const STREAM_ROWS: (usize, usize) = (100_000, 50_000);
+/// Rows of the toolbox's figures: in memory, and on Azure.
+const ADMIN_ROWS: (usize, usize) = (100_000, 100_000);
 
 /// The codec figures: derive against hand-written and against generic serde.
 fn codec_figures() -> Vec<Figure> {
@@ -188,6 +194,16 @@ fn main() -> Result<(), Failure> {
                 None => (Tables::memory().without_cache(), STREAM_ROWS.0),
             };
             stream::figures(&db, rows).await
+        })?);
+    }
+    if runs("admin") {
+        eprintln!("figures: the operator's toolbox ..");
+        figures.extend(runtime.block_on(async {
+            let (db, rows) = match &connection {
+                Some(c) => (Tables::connect(c)?.without_cache(), ADMIN_ROWS.1),
+                None => (Tables::memory().without_cache(), ADMIN_ROWS.0),
+            };
+            admin::figures(&db, rows).await
         })?);
     }
 

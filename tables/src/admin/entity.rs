@@ -1,12 +1,11 @@
 //! One logical entity read without its type: the main row, its
 //! continuation rows and its blobs, reassembled and checked with the
-//! reader's own assembler ([`SplitAssembler`]), every piece of damage named.
+//! reader's own assembler, every piece of damage named.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::Admin;
 use crate::entity::LargeForm;
 use crate::error::{Error, Result};
 use crate::large::cells::value_from_stored;
@@ -16,7 +15,7 @@ use crate::layout::{
     enc_cell, is_blob_cell, len_cell, parse_split_cell, sha256_cell, split_cell, split_parts, BlobRef, SplitCell,
     BLOB_SUFFIX, GZIP_SUFFIX, JSON_SUFFIX, SPLIT_OF, SPLIT_PARTS,
 };
-use crate::store::{continuation_index, continuation_range, race_backoff, DAMAGE_CONFIRMATIONS, RACE_ATTEMPTS};
+use crate::store::continuation_index;
 use crate::value::{Row, Value};
 
 /// Where a large value is stored.
@@ -166,7 +165,7 @@ fn text_if_utf8(value: Value) -> Value {
 
 /// Reassembles one entity from its main row and the continuation rows read
 /// with it (any order; rows that are not its own are ignored). Blobs are
-/// not read here ([`Admin::check_blobs`]).
+/// not read here.
 pub(crate) fn assemble(main: Row, continuations: Vec<Row>) -> Assembled {
     let parts = split_parts(&main);
     let mut damage = Vec::new();
@@ -366,131 +365,6 @@ impl LogicalEntity {
             out.push((column.to_owned(), crate::codec::decode_json(&mut one, column)));
         }
         out
-    }
-}
-
-/// What reading one entity found.
-#[derive(Debug)]
-pub enum Read {
-    /// The entity, whole and checked.
-    Whole(LogicalEntity),
-    /// The entity is damaged (the same version failed its check on every read).
-    Damaged(LogicalEntity, Vec<Damage>),
-}
-
-impl Admin {
-    /// Reads each blob `entity` references and checks it against its
-    /// reference (length and SHA-256), keeping the bytes when `keep`.
-    pub(crate) async fn check_blobs(&self, entity: &mut LogicalEntity, keep: bool) -> Result<Vec<Damage>> {
-        let mut damage = Vec::new();
-        if entity.blobs.is_empty() {
-            return Ok(damage);
-        }
-        let blobs = self.blob_store()?;
-        for blob in &mut entity.blobs {
-            let path = &blob.reference.path;
-            match blobs.backend.get_hashed(&blobs.options.container, path).await? {
-                None => damage.push(Damage::DanglingBlob {
-                    column: blob.column.clone(),
-                    path: path.clone(),
-                }),
-                Some((_, bytes, sha)) => {
-                    if sha != blob.reference.sha256.to_ascii_lowercase() || bytes.len() as u64 != blob.reference.length
-                    {
-                        damage.push(Damage::ChangedBlob {
-                            column: blob.column.clone(),
-                            path: path.clone(),
-                        });
-                    } else if keep {
-                        blob.bytes = Some(bytes);
-                    }
-                }
-            }
-        }
-        Ok(damage)
-    }
-
-    /// The continuation rows `1..=parts` of a main row.
-    pub(crate) async fn continuation_rows(&self, partition_key: &str, row_key: &str, parts: usize) -> Result<Vec<Row>> {
-        if parts == 0 {
-            return Ok(Vec::new());
-        }
-        let request = crate::backend::QueryRequest {
-            filter: Some(continuation_range(partition_key, row_key, parts)),
-            select: None,
-            top: None,
-        };
-        let mut pages = self.store.pages(request).await?;
-        let mut rows = Vec::new();
-        while let Some(page) = pages.next(|_| true).await? {
-            rows.extend(page);
-        }
-        Ok(rows)
-    }
-
-    /// Checks an entity assembled from a scan; when it fails its check, reads
-    /// it again as one version (main row, continuation rows, blobs) until a
-    /// version passes, it is gone (`None`), or the same version fails every time.
-    pub(crate) async fn settle(&self, assembled: Assembled, keep_blobs: bool) -> Result<Option<Read>> {
-        let Assembled { mut entity, mut damage } = assembled;
-        if damage.is_empty() {
-            damage = self.check_blobs(&mut entity, keep_blobs).await?;
-        }
-        if damage.is_empty() {
-            return Ok(Some(Read::Whole(entity)));
-        }
-        let (pk, rk) = (entity.row.partition_key.clone(), entity.row.row_key.clone());
-        let (mut moved, mut unchanged) = (0u32, 0u32);
-        let mut etag = entity.row.etag.clone();
-        loop {
-            tokio::time::sleep(race_backoff(moved + unchanged + 1)).await;
-            let Some(main) = self.tables.backend.get(&self.table, &pk, &rk).await? else {
-                return Ok(None);
-            };
-            if main.get(SPLIT_OF).is_some() {
-                return Ok(None);
-            }
-            if main.etag != etag {
-                moved += 1;
-                if moved > RACE_ATTEMPTS {
-                    return Err(Error::conflict(&self.table, &crate::Key::new(pk, rk)));
-                }
-            } else {
-                unchanged += 1;
-            }
-            etag = main.etag.clone();
-            let rows = self.continuation_rows(&pk, &rk, split_parts(&main)).await?;
-            let Assembled {
-                entity: mut again,
-                damage: mut found,
-            } = assemble(main, rows);
-            if found.is_empty() {
-                found = self.check_blobs(&mut again, keep_blobs).await?;
-            }
-            if found.is_empty() {
-                return Ok(Some(Read::Whole(again)));
-            }
-            if unchanged > DAMAGE_CONFIRMATIONS {
-                return Ok(Some(Read::Damaged(again, found)));
-            }
-        }
-    }
-
-    /// Reads one entity by its keys as one version: `None` when there is
-    /// no such entity (or the keys name a continuation row).
-    pub async fn get(&self, partition_key: &str, row_key: &str) -> Result<Option<Read>> {
-        crate::service::validate_key(crate::KeyKind::PartitionKey, partition_key)?;
-        crate::service::validate_key(crate::KeyKind::RowKey, row_key)?;
-        let Some(main) = self.tables.backend.get(&self.table, partition_key, row_key).await? else {
-            return Ok(None);
-        };
-        if main.get(SPLIT_OF).is_some() {
-            return Ok(None);
-        }
-        let rows = self
-            .continuation_rows(partition_key, row_key, split_parts(&main))
-            .await?;
-        self.settle(assemble(main, rows), true).await
     }
 }
 

@@ -9,8 +9,9 @@ use sha2::{Digest, Sha256};
 use super::archive::{
     archive_error, blob_file, blob_files, write_atomically, ArchiveFile, ArchiveManifest, BLOBS, MANIFEST,
 };
-use super::entity::{assemble, Read};
+use super::entity::assemble;
 use super::lines::entity_to_line;
+use super::read::Read;
 use super::scan::{Range, Scanned};
 use super::{report, Admin, Event, Observer, Stop};
 use crate::error::{Error, Result};

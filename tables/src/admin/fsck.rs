@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::entity::{assemble, Damage, Read, Tier};
+use super::entity::{assemble, Damage, Tier};
+use super::read::Read;
 use super::scan::{Range, Scanned};
 use super::{report, Admin, Event, Observer, Stop};
 use crate::backend::blob::BlobCondition;

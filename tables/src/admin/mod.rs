@@ -60,6 +60,7 @@ mod fsck;
 mod import;
 mod lines;
 mod query;
+mod read;
 mod scan;
 
 use std::fmt;
@@ -67,12 +68,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub use archive::{ArchiveFile, ArchiveManifest, ARCHIVE_FORMAT, ARCHIVE_VERSION};
-pub use entity::{Damage, EntityBlob, LargeValue, LogicalEntity, Read, Tier};
+pub use entity::{Damage, EntityBlob, LargeValue, LogicalEntity, Tier};
 pub use export::{ExportOptions, ExportReport};
 pub use fsck::{Finding, FsckOptions, FsckReport, Stats, TierStats};
 pub use import::{copy, ImportMode, ImportOptions, ImportReport};
 pub use lines::{entity_from_line, entity_to_line, LARGE_ANNOTATION};
 pub use query::{AdminPage, AdminQuery};
+pub use read::Read;
 
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -180,8 +182,8 @@ impl Admin {
 
     /// Removes orphan blobs of the table (blobs of the offload shape no row
     /// references) last modified more than `older_than` ago, one partition
-    /// (`Some`) or all; see [`Store::sweep_orphan_blobs`]. A dry run
-    /// ([`Admin::fsck`] without repair) lists them instead.
+    /// (`Some`) or all; see [`Store::sweep_orphan_blobs`].
+    /// [`Admin::orphan_blobs`] lists them without deleting them.
     pub async fn sweep(
         &self,
         partition: Option<&str>,

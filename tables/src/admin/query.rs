@@ -1,6 +1,7 @@
 //! [`Admin::query`]: pages of logical entities, with a cursor to resume.
 
-use super::entity::{assemble, LogicalEntity, Read};
+use super::entity::{assemble, LogicalEntity};
+use super::read::Read;
 use super::Admin;
 use crate::backend::QueryRequest;
 use crate::error::{Error, Result};
