@@ -115,13 +115,22 @@ impl ArchiveManifest {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file renamed over it.
+/// Writes `bytes` to `path` through a temporary file renamed over it, on disk.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_renamed(path, bytes, true)
+}
+
+/// Writes `bytes` to `path` through a temporary file renamed over it;
+/// with `sync`, on disk before the rename (without, a crash of the process
+/// still leaves the old or the new file whole).
+pub(crate) fn write_renamed(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     let tmp = path.with_extension("partial");
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if sync {
+            f.sync_all()?;
+        }
         std::fs::rename(&tmp, path)
     };
     write().map_err(|e| archive_error(path, e))

@@ -167,6 +167,12 @@ fn text_if_utf8(value: Value) -> Value {
 /// with it (any order; rows that are not its own are ignored). Blobs are
 /// not read here.
 pub(crate) fn assemble(main: Row, continuations: Vec<Row>) -> Assembled {
+    assemble_with(main, continuations, true)
+}
+
+/// [`assemble`], keeping the raw rows in the entity only when `keep_raw`
+/// (a copy of every cell: only what shows them needs it).
+pub(crate) fn assemble_with(main: Row, continuations: Vec<Row>, keep_raw: bool) -> Assembled {
     let parts = split_parts(&main);
     let mut damage = Vec::new();
     let mut own: BTreeMap<usize, Row> = BTreeMap::new();
@@ -180,7 +186,10 @@ pub(crate) fn assemble(main: Row, continuations: Vec<Row>) -> Assembled {
     for index in (1..=parts).filter(|i| !own.contains_key(i)) {
         damage.push(Damage::MissingContinuationRow { index });
     }
-    let raw: Vec<Row> = std::iter::once(main.clone()).chain(own.values().cloned()).collect();
+    let raw: Vec<Row> = match keep_raw {
+        true => std::iter::once(main.clone()).chain(own.values().cloned()).collect(),
+        false => Vec::new(),
+    };
     let mut row = main;
     row.properties.remove(SPLIT_PARTS);
     // Every split value: its chunk indexes on the main row and on continuation rows.

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use super::archive::{
     archive_error, blob_file, blob_files, write_atomically, ArchiveFile, ArchiveManifest, BLOBS, MANIFEST,
 };
-use super::entity::assemble;
+use super::entity::assemble_with;
 use super::lines::entity_to_line;
 use super::read::Read;
 use super::scan::{Range, Scanned};
@@ -189,7 +189,8 @@ impl Admin {
             let Scanned::Entity { main, continuations } = item else {
                 continue;
             };
-            let entity = match self.settle(assemble(main, continuations), true).await? {
+            let entity_rows = 1 + continuations.len() as u64;
+            let entity = match self.settle(assemble_with(main, continuations, false), true).await? {
                 None => continue,
                 Some(Read::Whole(entity)) => entity,
                 Some(Read::Damaged(entity, damage)) => {
@@ -214,7 +215,7 @@ impl Admin {
             }
             let p = part.as_mut().expect("a data file is open");
             p.write_line(&line)?;
-            rows += entity.raw.len() as u64;
+            rows += entity_rows;
             bytes += line.len() as u64 + 1;
             manifest.last = Some((entity.row.partition_key, entity.row.row_key));
             let stop = options.stop.is_raised();

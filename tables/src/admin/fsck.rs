@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::entity::{assemble, Damage, Tier};
+use super::entity::{assemble_with, Damage, Tier};
 use super::read::Read;
 use super::scan::{Range, Scanned};
 use super::{report, Admin, Event, Observer, Stop};
@@ -174,7 +174,9 @@ impl Admin {
                     out.entities += 1;
                     referenced.extend(blob_paths(&main));
                     let (pk, rk) = (main.partition_key.clone(), main.row_key.clone());
-                    if let Some(Read::Damaged(_, damage)) = self.settle(assemble(main, continuations), false).await? {
+                    if let Some(Read::Damaged(_, damage)) =
+                        self.settle(assemble_with(main, continuations, false), false).await?
+                    {
                         let finding = Finding::Damaged {
                             partition_key: pk,
                             row_key: rk,

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use super::archive::{archive_error, blob_file, verify, write_atomically, ArchiveManifest};
+use super::archive::{archive_error, blob_file, verify, write_atomically, write_renamed, ArchiveManifest};
 use super::entity::LargeValue;
 use super::lines::entity_from_line;
 use super::{report, Admin, Event, ExportOptions, Observer, Stop};
@@ -171,7 +171,6 @@ impl Admin {
                 line: 0,
             },
         };
-        let resumed = options.resume && (position.file, position.line) != (0, 0);
         report(
             &options.observer,
             Event::Phase {
@@ -201,8 +200,10 @@ impl Admin {
             },
         );
         let mut out = ImportReport::default();
-        // The first transaction after a resumed position may have been committed already.
-        let mut tolerate_present = resumed;
+        // The transactions after a resumed position may have been committed
+        // already (the position is saved after each, but not forced to disk):
+        // until one commits without finding its entities, those found are skipped.
+        let mut tolerate_present = options.resume;
         let mut done = manifest.files[..position.file.min(manifest.files.len())]
             .iter()
             .map(|f| f.entities)
@@ -234,16 +235,21 @@ impl Admin {
                 let joins = same_partition && fits;
                 if !batch.is_empty() && !joins {
                     let n = batch.len() as u64;
-                    self.commit(std::mem::take(&mut batch), options.mode, tolerate_present, &mut out)
+                    let skipped = self
+                        .commit(std::mem::take(&mut batch), options.mode, tolerate_present, &mut out)
                         .await?;
-                    tolerate_present = false;
+                    tolerate_present &= skipped > 0;
                     done += n;
                     position = Position {
                         table: self.table.clone(),
                         file: index,
                         line: line_no - 1,
                     };
-                    write_atomically(&position_path, &serde_json::to_vec(&position).unwrap_or_default())?;
+                    write_renamed(
+                        &position_path,
+                        &serde_json::to_vec(&position).unwrap_or_default(),
+                        false,
+                    )?;
                     report(
                         &options.observer,
                         Event::Progress {
@@ -260,15 +266,19 @@ impl Admin {
                 batch.push(unit);
             }
             let n = batch.len() as u64;
-            self.commit(batch, options.mode, tolerate_present, &mut out).await?;
-            tolerate_present = false;
+            let skipped = self.commit(batch, options.mode, tolerate_present, &mut out).await?;
+            tolerate_present &= skipped > 0;
             done += n;
             position = Position {
                 table: self.table.clone(),
                 file: index + 1,
                 line: 0,
             };
-            write_atomically(&position_path, &serde_json::to_vec(&position).unwrap_or_default())?;
+            write_renamed(
+                &position_path,
+                &serde_json::to_vec(&position).unwrap_or_default(),
+                false,
+            )?;
             report(
                 &options.observer,
                 Event::Progress {
@@ -375,14 +385,16 @@ impl Admin {
 
     /// Writes a batch of one partition in one transaction, blobs first.
     /// An entity present already is dropped from the batch and the rest
-    /// written again, under [`ImportMode::Skip`] or when `tolerate_present`.
+    /// written again, under [`ImportMode::Skip`] or when `tolerate_present`;
+    /// returns how many were dropped.
     async fn commit(
         &self,
         mut batch: Vec<Unit>,
         mode: ImportMode,
         tolerate_present: bool,
         out: &mut ImportReport,
-    ) -> Result<()> {
+    ) -> Result<u64> {
+        let mut skipped = 0;
         let uploads: Vec<_> = batch.iter_mut().flat_map(|u| std::mem::take(&mut u.uploads)).collect();
         out.blobs += uploads.len() as u64;
         self.store.upload_all(uploads).await?;
@@ -393,7 +405,7 @@ impl Admin {
                 Ok(_) => {
                     out.written += batch.len() as u64;
                     out.rows += rows;
-                    return Ok(());
+                    return Ok(skipped);
                 }
                 Err(Error::Transaction { index, source })
                     if source.kind() == ErrorKind::AlreadyExists && (mode == ImportMode::Skip || tolerate_present) =>
@@ -408,6 +420,7 @@ impl Admin {
                         Some(i) => {
                             batch.remove(i);
                             out.skipped += 1;
+                            skipped += 1;
                         }
                         None => return Err(Error::Transaction { index, source }),
                     }
@@ -415,7 +428,7 @@ impl Admin {
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
+        Ok(skipped)
     }
 }
 

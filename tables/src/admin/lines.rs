@@ -18,10 +18,14 @@ pub const LARGE_ANNOTATION: &str = "@unified-tables.large";
 /// The JSON line of a logical entity (no line break). Blob references stay
 /// as their `{Col}__blob` cells; the blob's bytes go in a file of their own.
 pub fn entity_to_line(entity: &LogicalEntity) -> String {
-    let mut obj = wire::row_to_json(&entity.row);
+    // The service's own request body (non-ASCII escaped), then the annotations.
+    let mut out = Vec::with_capacity(256);
+    wire::write_row(&entity.row, &mut out);
+    out.pop();
+    let mut extra = Map::new();
     if let Some(t) = entity.row.timestamp {
-        obj.insert("Timestamp@odata.type".into(), Json::String("Edm.DateTime".into()));
-        obj.insert("Timestamp".into(), Json::String(t.to_string()));
+        extra.insert("Timestamp@odata.type".into(), Json::String("Edm.DateTime".into()));
+        extra.insert("Timestamp".into(), Json::String(t.to_string()));
     }
     for value in entity.large.iter().filter(|v| v.tier != Tier::Blob) {
         let annotation = serde_json::json!({
@@ -30,9 +34,16 @@ pub fn entity_to_line(entity: &LogicalEntity) -> String {
             "storedBytes": value.stored_bytes,
             "sha256": value.sha256,
         });
-        obj.insert(format!("{}{LARGE_ANNOTATION}", value.column), annotation);
+        extra.insert(format!("{}{LARGE_ANNOTATION}", value.column), annotation);
     }
-    Json::Object(obj).to_string()
+    for (name, value) in extra {
+        out.push(b',');
+        out.extend_from_slice(Json::String(name).to_string().as_bytes());
+        out.push(b':');
+        out.extend_from_slice(value.to_string().as_bytes());
+    }
+    out.push(b'}');
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Reads a line written by [`entity_to_line`] (or any JSON object in the

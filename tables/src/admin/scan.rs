@@ -175,7 +175,11 @@ impl Scanner {
                 self.waiting.insert(row.row_key.clone(), seq);
             }
             self.queue.push_back(Waiting {
-                last_key: continuation_key(&row.row_key, parts.max(1)),
+                last_key: if parts > 0 {
+                    continuation_key(&row.row_key, parts)
+                } else {
+                    String::new()
+                },
                 main: row,
                 continuations: Vec::new(),
                 missing: parts,
