@@ -108,10 +108,11 @@ impl ArchiveManifest {
         Ok(manifest)
     }
 
-    /// Writes `dir/manifest.json` whole or not at all (a file beside it, renamed).
-    pub(crate) fn write(&self, dir: &Path) -> Result<()> {
+    /// Writes `dir/manifest.json` whole or not at all (a file beside it,
+    /// renamed); with `sync`, on disk first.
+    pub(crate) fn write(&self, dir: &Path, sync: bool) -> Result<()> {
         let json = serde_json::to_vec_pretty(self).map_err(|e| archive_error(dir, e))?;
-        write_atomically(&dir.join(MANIFEST), &json)
+        write_renamed(&dir.join(MANIFEST), &json, sync)
     }
 }
 

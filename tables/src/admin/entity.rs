@@ -13,7 +13,7 @@ use crate::large::gather::Gathered;
 use crate::large::stream::{well_formed_count, SplitAssembler};
 use crate::layout::{
     enc_cell, is_blob_cell, len_cell, parse_split_cell, sha256_cell, split_cell, split_parts, BlobRef, SplitCell,
-    BLOB_SUFFIX, GZIP_SUFFIX, JSON_SUFFIX, SPLIT_OF, SPLIT_PARTS,
+    BLOB_SUFFIX, GZIP_SUFFIX, JSON_SUFFIX, RESERVED_SYSTEM_COLUMNS, SPLIT_OF, TYPE_NAME,
 };
 use crate::store::continuation_index;
 use crate::value::{Row, Value};
@@ -163,6 +163,16 @@ fn text_if_utf8(value: Value) -> Value {
     }
 }
 
+/// Removes the system columns the layout reserves for its own bookkeeping
+/// (`_SplitParts`, and any other [`RESERVED_SYSTEM_COLUMNS`] entry but
+/// `_TypeName`, which names a union row's variant and travels with it): a
+/// logical entity carries none, a writer sets its own.
+fn drop_layout_columns(row: &mut Row) {
+    for name in RESERVED_SYSTEM_COLUMNS.iter().filter(|c| **c != TYPE_NAME) {
+        row.properties.remove(name);
+    }
+}
+
 /// Reassembles one entity from its main row and the continuation rows read
 /// with it (any order; rows that are not its own are ignored). Blobs are
 /// not read here.
@@ -172,8 +182,22 @@ pub(crate) fn assemble(main: Row, continuations: Vec<Row>) -> Assembled {
 
 /// [`assemble`], keeping the raw rows in the entity only when `keep_raw`
 /// (a copy of every cell: only what shows them needs it).
-pub(crate) fn assemble_with(main: Row, continuations: Vec<Row>, keep_raw: bool) -> Assembled {
+pub(crate) fn assemble_with(mut main: Row, continuations: Vec<Row>, keep_raw: bool) -> Assembled {
     let parts = split_parts(&main);
+    // A row with no suffixed cell holds no large value: it is its own logical entity.
+    if parts == 0 && !main.properties.keys().any(|k| k.contains("__")) {
+        let raw = if keep_raw { vec![main.clone()] } else { Vec::new() };
+        drop_layout_columns(&mut main);
+        return Assembled {
+            entity: LogicalEntity {
+                row: main,
+                large: Vec::new(),
+                blobs: Vec::new(),
+                raw,
+            },
+            damage: Vec::new(),
+        };
+    }
     let mut damage = Vec::new();
     let mut own: BTreeMap<usize, Row> = BTreeMap::new();
     for row in continuations {
@@ -191,7 +215,7 @@ pub(crate) fn assemble_with(main: Row, continuations: Vec<Row>, keep_raw: bool) 
         false => Vec::new(),
     };
     let mut row = main;
-    row.properties.remove(SPLIT_PARTS);
+    drop_layout_columns(&mut row);
     // Every split value: its chunk indexes on the main row and on continuation rows.
     let mut chunks: BTreeMap<String, (BTreeSet<usize>, bool)> = BTreeMap::new();
     for (on_continuation, r) in std::iter::once((false, &row)).chain(own.values().map(|r| (true, r))) {
@@ -382,7 +406,7 @@ mod tests {
     use super::*;
     use crate::entity::LargeEncoding;
     use crate::large::cells::{chunks, manifest, stored_bytes};
-    use crate::layout::{chunk_cell, continuation_key, SPLIT_INDEX};
+    use crate::layout::{chunk_cell, continuation_key, SPLIT_INDEX, SPLIT_PARTS};
     use crate::value::sha256_hex;
 
     /// A main row holding `text` split under `Body`, chunks from `on_main` on, the rest on row 1.

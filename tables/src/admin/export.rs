@@ -107,11 +107,10 @@ impl Part {
     }
 
     fn close(self) -> Result<ArchiveFile> {
-        let file = self
-            .file
+        // Flushed (and closed) here; forced to disk when the export finishes.
+        self.file
             .into_inner()
             .map_err(|e| archive_error(&self.path, e.error()))?;
-        file.sync_all().map_err(|e| archive_error(&self.path, e))?;
         Ok(ArchiveFile {
             name: self.name,
             entities: self.entities,
@@ -166,7 +165,7 @@ impl Admin {
                 ));
             }
             let m = ArchiveManifest::new(&self.table, options.partition.clone());
-            m.write(dir)?;
+            m.write(dir, true)?;
             m
         };
         let range = Range {
@@ -241,7 +240,13 @@ impl Admin {
             manifest.blobs = blobs.len() as u64;
             manifest.blob_bytes = blobs.iter().map(|(_, len)| len).sum();
             manifest.complete = true;
-            manifest.write(dir)?;
+            // Checkpoints survive the process; the finished export survives the machine.
+            for file in &manifest.files {
+                let path = dir.join(&file.name);
+                let f = std::fs::File::open(&path).map_err(|e| archive_error(&path, e))?;
+                f.sync_all().map_err(|e| archive_error(&path, e))?;
+            }
+            manifest.write(dir, true)?;
         }
         Ok(ExportReport {
             entities: manifest.entities,
@@ -259,7 +264,7 @@ impl Admin {
         manifest.data_bytes += file.bytes;
         manifest.rows = rows;
         manifest.files.push(file);
-        manifest.write(dir)
+        manifest.write(dir, false)
     }
 }
 
