@@ -122,7 +122,7 @@ impl Part {
 
 impl Admin {
     /// Exports the table (or one partition) into `dir`: one JSON line per
-    /// logical entity (see [`entity_to_line`](super::entity_to_line)), in data
+    /// logical entity (see [`entity_to_line`]), in data
     /// files `entities-00001.jsonl`, …; each blob the entities reference as
     /// `blobs/{sha256}`; and `manifest.json` (format, version, table, counts,
     /// bytes, the SHA-256 of each data file).
