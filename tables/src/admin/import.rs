@@ -81,6 +81,9 @@ pub struct ImportReport {
     pub interrupted: bool,
 }
 
+/// How often the position of a running import is saved.
+const SAVE_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Where an import stands: every line before (`file`, `line`) is in the table.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Position {
@@ -210,6 +213,7 @@ impl Admin {
             .sum::<u64>()
             + position.line;
         let mut bytes = 0u64;
+        let mut saved = std::time::Instant::now();
         for (index, file) in manifest.files.iter().enumerate().skip(position.file) {
             let path = dir.join(&file.name);
             let reader = std::io::BufReader::new(std::fs::File::open(&path).map_err(|e| archive_error(&path, e))?);
@@ -245,11 +249,15 @@ impl Admin {
                         file: index,
                         line: line_no - 1,
                     };
-                    write_renamed(
-                        &position_path,
-                        &serde_json::to_vec(&position).unwrap_or_default(),
-                        false,
-                    )?;
+                    // Saved a few times a second: a resumed import skips what a lagging position replays.
+                    if saved.elapsed() >= SAVE_EVERY || options.stop.is_raised() {
+                        saved = std::time::Instant::now();
+                        write_renamed(
+                            &position_path,
+                            &serde_json::to_vec(&position).unwrap_or_default(),
+                            false,
+                        )?;
+                    }
                     report(
                         &options.observer,
                         Event::Progress {
