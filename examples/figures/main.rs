@@ -29,7 +29,10 @@
 //! 9. the soak under faults (Azure only): 64 clients for 60 s through a
 //!    proxy dropping 1 % of the write answers, against the raw crate running
 //!    the same mix by hand: rates, p50/p99 latency, lost and doubled
-//!    increments (`FIGURES_SOAK_CLIENTS`, `FIGURES_SOAK_SECS` for a shorter run).
+//!    increments (`FIGURES_SOAK_CLIENTS`, `FIGURES_SOAK_SECS` for a shorter run);
+//! 10. the operator's toolbox: export against a raw partition query, import
+//!    against `create_batch`, fsck against a raw full scan, export memory
+//!    at 100,000 rows against 10,000.
 //!
 //! The ratio is library / reference of the figures as printed (times: lower
 //! is better; MB/s: higher is better); the target, where one is set, says
@@ -41,7 +44,7 @@
 //! ```
 //!
 //! `FIGURES=codec,query` runs only the named sections (`codec`, `layouts`,
-//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `tokens`, `scaling`, `soak`, `stream`), for work
+//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `tokens`, `scaling`, `soak`, `admin`, `stream`), for work
 //! on one of them; the figures of record are those of a full run.
 
 #[path = "../../tables/benches/support/codec_routes.rs"]
@@ -49,6 +52,7 @@ mod codec_routes;
 #[path = "../../tables/benches/support/row_layouts.rs"]
 mod row_layouts;
 
+mod admin;
 mod alloc;
 mod batch;
 mod cache;
@@ -89,6 +93,8 @@ const POINT_OPS: (usize, usize) = (20_000, 200);
 const CACHE_OPS: (usize, usize) = (100_000, 2_000);
 /// Rows streamed: in memory, and on Azure (seeding them takes a while).
 const STREAM_ROWS: (usize, usize) = (100_000, 50_000);
+/// Rows of the toolbox's figures: in memory, and on Azure.
+const ADMIN_ROWS: (usize, usize) = (100_000, 100_000);
 
 /// The codec figures: derive against hand-written and against generic serde.
 fn codec_figures() -> Vec<Figure> {
@@ -215,6 +221,16 @@ fn main() -> Result<(), Failure> {
                 None => (Tables::memory().without_cache(), STREAM_ROWS.0),
             };
             stream::figures(&db, rows).await
+        })?);
+    }
+    if runs("admin") {
+        eprintln!("figures: the operator's toolbox ..");
+        figures.extend(runtime.block_on(async {
+            let (db, rows) = match &connection {
+                Some(c) => (Tables::connect(c)?.without_cache(), ADMIN_ROWS.1),
+                None => (Tables::memory().without_cache(), ADMIN_ROWS.0),
+            };
+            admin::figures(&db, rows).await
         })?);
     }
 

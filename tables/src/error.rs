@@ -286,6 +286,17 @@ pub enum Error {
         /// One line per blob (or partition) that failed.
         failures: Vec<String>,
     },
+    /// An export directory (see [`admin`](crate::admin)) or one of its files
+    /// cannot be read or written, or does not match its manifest. An import
+    /// that finds one writes nothing; export again, or point it at the right
+    /// directory.
+    #[error("export `{path}`: {reason}")]
+    Archive {
+        /// The directory or file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A page cursor is damaged, or belongs to another query.
     #[error("invalid page cursor: {0}")]
     InvalidCursor(String),

@@ -5,6 +5,7 @@
 // The derives name this crate by its absolute path; inside it, that path is the crate itself.
 extern crate self as unified_tables;
 
+pub mod admin;
 pub mod backend;
 mod blob_container;
 pub(crate) mod codec;

@@ -1,11 +1,14 @@
 //! The scenarios, by area. Each is `pub async fn(&Env)` and panics on failure.
 
+pub mod admin;
+pub mod admin_fsck;
 pub mod batch;
 pub mod cache;
 pub mod cache_checker;
 pub mod concurrency;
 pub mod conditional_blobs;
 pub mod connect;
+pub mod converge;
 pub mod crud;
 pub mod dotnet_rows;
 pub mod exactly_once;
@@ -48,6 +51,12 @@ pub mod wildcard_etags;
 macro_rules! for_each_scenario {
     ($m:ident) => {
         $m! {
+            admin::export_then_import_round_trips_every_field_form_and_tier,
+            admin::a_damaged_export_is_refused_before_anything_is_written,
+            admin_fsck::fsck_finds_each_kind_of_planted_damage_and_repairs_only_what_is_safe,
+            admin_fsck::fsck_of_one_partition_reads_only_it,
+            converge::converge_rewrites_old_rows_and_a_dry_run_changes_nothing,
+            converge::converge_loses_no_concurrent_update,
             crud::create_then_get_returns_the_entity_with_its_etag,
             crud::create_of_an_existing_key_is_already_exists,
             crud::update_is_conditional_on_the_etag_read,
