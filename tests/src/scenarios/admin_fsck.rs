@@ -158,6 +158,12 @@ pub async fn fsck_finds_each_kind_of_planted_damage_and_repairs_only_what_is_saf
 
     // The repair: the orphan is older than the (zero) grace once the blob clock moves.
     env.pass_blob_service_time(Duration::from_secs(2)).await;
+    // What the sweep would delete: the orphan only (a changed blob is still referenced).
+    let listed = admin.orphan_blobs(None, Duration::from_secs(1)).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(),
+        [orphan.as_str()]
+    );
     let repair = FsckOptions {
         repair: true,
         ..FsckOptions::default()
