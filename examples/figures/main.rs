@@ -31,8 +31,8 @@
 //!    the same mix by hand: rates, p50/p99 latency, lost and doubled
 //!    increments (`FIGURES_SOAK_CLIENTS`, `FIGURES_SOAK_SECS` for a shorter run);
 //! 10. the operator's toolbox: export against a raw partition query, import
-//!    against `create_batch`, fsck against a raw full scan, export memory
-//!    at 100,000 rows against 10,000.
+//!     against `create_batch`, fsck against a raw full scan, export memory
+//!     at 100,000 rows against 10,000.
 //!
 //! The ratio is library / reference of the figures as printed (times: lower
 //! is better; MB/s: higher is better); the target, where one is set, says

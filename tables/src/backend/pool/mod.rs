@@ -4,7 +4,7 @@
 //! Everything that names a partition (point reads and writes, transactions,
 //! queries whose filter pins `PartitionKey`) goes to that partition's account
 //! unchanged. A query over the whole table asks every account and merges
-//! their rows in (PartitionKey, RowKey) order ([`merge`]); its page token
+//! their rows in (PartitionKey, RowKey) order; its page token
 //! is the last key it returned, and the next page resumes every account
 //! after it.
 //!
