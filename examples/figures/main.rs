@@ -160,7 +160,7 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
         figures.extend(cache::figures(&db, cache_ops, 1_000).await?);
     }
     if runs("tokens") {
-        figures.extend(tokens::figures(&db, point_ops / 4).await?);
+        figures.extend(tokens::figures(&db, point_ops).await?);
     }
     if runs("soak") {
         figures.extend(soak::figures(connection).await?);

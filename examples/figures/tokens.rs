@@ -4,7 +4,8 @@
 //!    recording decorator sums the wire size of every row sent), for the
 //!    small `Reading` row and for a typical entity of about 1 KB;
 //! 2. client CPU per upsert of the typical entity with the token against
-//!    without, one request at a time, interleaved rounds, the median
+//!    without, one request at a time, interleaved rounds (each first in
+//!    turn), the median
 //!    (Linux: the process's CPU time; on Azure the service's time is not in it);
 //! 3. ambiguous answers injected through a `FaultyBackend` (the write is
 //!    applied, then its answer is replaced by a lost connection or a 500
@@ -169,8 +170,13 @@ pub async fn figures(db: &Tables, ops: usize) -> Result<Vec<Figure>, Failure> {
     let with_store = typical(&with);
     let without_store = typical(&without);
     let mut entities: Vec<Profile> = (0..ops).map(|i| Profile::nth("cpu", i)).collect();
-    for _ in 0..ROUNDS {
-        for (store, out) in [(&with_store, &mut cpu_with), (&without_store, &mut cpu_without)] {
+    for round in 0..ROUNDS {
+        // Each goes first in turn, so a warm-up or a slow spell falls on both.
+        let mut order = [(&with_store, &mut cpu_with), (&without_store, &mut cpu_without)];
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for (store, out) in order {
             if let Some(cpu) = cpu_of(store, &mut entities).await? {
                 out.push(cpu);
             }

@@ -42,7 +42,7 @@ use crate::backend::WriteOutcome;
 use crate::backend::{IfMatch, WriteOp};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::WRITE_TOKEN;
-use crate::value::{Row, Value};
+use crate::value::{ColumnName, Row, Value};
 
 /// A fresh write token: 16 random bytes, URL-safe base64 without padding.
 pub(crate) fn new_token() -> String {
@@ -55,7 +55,7 @@ pub(crate) fn new_token() -> String {
 /// they count it. Every send of the row is settled before the next one, so
 /// the sends of one write may share it.
 pub(crate) fn reserve_token(row: &mut Row) {
-    row.insert(WRITE_TOKEN, Value::String(new_token()));
+    row.insert(ColumnName::from_static(WRITE_TOKEN), Value::String(new_token()));
 }
 
 /// Gives the first row of `ops` a fresh token when no row has one. Returns
