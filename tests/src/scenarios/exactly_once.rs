@@ -23,6 +23,12 @@ use crate::{blob_options, noise, Env};
 /// The faulty decorator [`faulty_tables`] puts around the env's backend.
 pub type Faulty = FaultyBackend<CountingBackend<Arc<dyn Backend>>>;
 
+/// An error a planned fault answers with.
+pub type Fault = fn() -> Error;
+
+/// How another writer rewrites a row (see [`OverwrittenAfter`]).
+pub type Rewrite = fn(Row) -> Row;
+
 /// Tables over the env's table backend wrapped in a [`FaultyBackend`] (and
 /// the env's blobs), without a read cache, retrying with [`quick_retries`].
 pub fn faulty_tables(env: &Env) -> (Faulty, Tables) {
@@ -78,7 +84,7 @@ pub async fn a_create_whose_answer_is_lost_is_applied_once(env: &Env) {
     let (faulty, tables) = faulty_tables(env);
     let store = tables.store_in::<Customer>(&env.table);
     store.ensure_created().await.unwrap();
-    let faults: [(&str, fn() -> Error); 2] = [("lost", lost), ("timed-out", timed_out)];
+    let faults: [(&str, Fault); 2] = [("lost", lost), ("timed-out", timed_out)];
     for (rk, fault) in faults {
         faulty.fail_next(FaultTarget::Write, FaultTiming::After, fault);
         env.reset_counts();
@@ -187,7 +193,7 @@ pub async fn mutate_increments_a_counter_exactly_once_under_lost_answers(env: &E
     let (faulty, tables) = faulty_tables(env);
     let store = tables.store_in::<Customer>(&env.table);
     store.create(&mut Customer::new("p", "counter", "n")).await.unwrap();
-    let faults: [fn() -> Error; 2] = [lost, timed_out];
+    let faults: [Fault; 2] = [lost, timed_out];
     let mut runs = 0;
     for i in 0..10u32 {
         if i % 2 == 0 {
@@ -503,7 +509,7 @@ pub async fn the_write_token_is_a_system_cell_no_reader_sees(env: &Env) {
 #[derive(Debug, Clone)]
 pub struct OverwrittenAfter<B> {
     inner: B,
-    other: Arc<std::sync::Mutex<Option<fn(Row) -> Row>>>,
+    other: Arc<std::sync::Mutex<Option<Rewrite>>>,
 }
 
 impl<B> OverwrittenAfter<B> {
@@ -517,7 +523,7 @@ impl<B> OverwrittenAfter<B> {
 
     /// The next single write is applied, then its row is replaced by
     /// `other(stored row)`, then its answer is lost.
-    pub fn arm(&self, other: fn(Row) -> Row) {
+    pub fn arm(&self, other: Rewrite) {
         *self.other.lock().unwrap() = Some(other);
     }
 }
