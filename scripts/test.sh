@@ -26,9 +26,12 @@
 #    temporary directory, removed on exit (also on failure or ^C).
 #    Beside it starts a second Azurite over HTTPS that accepts Entra ID bearer
 #    tokens (`--oauth basic`), with a throwaway certificate authority and
-#    server certificate made by openssl in the same directory.
+#    server certificate made by openssl in the same directory, and two more
+#    plain instances: with the first, the three accounts of the scenarios
+#    run on a pooled handle.
 # 3. Exports UNIFIED_TABLES_TEST_CONNECTION (a connection string for the
-#    first), UNIFIED_TABLES_TEST_OAUTH_TABLE / _BLOB (the HTTPS endpoints of
+#    first), UNIFIED_TABLES_TEST_POOL (the three accounts' connection strings,
+#    separated by `|`), UNIFIED_TABLES_TEST_OAUTH_TABLE / _BLOB (the HTTPS endpoints of
 #    the second), UNIFIED_TABLES_TEST_CA (the authority's PEM file) and
 #    UNIFIED_TABLES_REQUIRE_AZURE=1, then runs
 #    `cargo test --workspace --all-targets --no-fail-fast "$@"` and
@@ -105,12 +108,12 @@ fi
 
 # --- 2. Free ports, start, wait -------------------------------------------------
 free_ports() {
-    # Six distinct free ports, held open together so they differ.
+    # Twelve distinct free ports, held open together so they differ.
     if python3 -c 'pass' 2>/dev/null; then
         python3 - <<'EOF'
 import socket
 socks = []
-for _ in range(6):
+for _ in range(12):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind(("127.0.0.1", 0))
     socks.append(s)
@@ -120,7 +123,7 @@ for s in socks:
 EOF
     else
         local ports=() p
-        while ((${#ports[@]} < 6)); do
+        while ((${#ports[@]} < 12)); do
             p=$((20000 + RANDOM % 40000))
             [[ " ${ports[*]} " == *" $p "* ]] && continue
             if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
@@ -210,19 +213,32 @@ wait_ready() {
 }
 
 make_certificates
-read -r blob_port table_port queue_port oauth_blob_port oauth_table_port oauth_queue_port < <(free_ports)
+read -r blob_port table_port queue_port oauth_blob_port oauth_table_port oauth_queue_port \
+    pool1_blob pool1_table pool1_queue pool2_blob pool2_table pool2_queue < <(free_ports)
 log "starting Azurite: blob $blob_port, table $table_port, queue $queue_port (data in $tmp)"
 start_azurite data "$blob_port" "$table_port" "$queue_port"
 log "starting Azurite over HTTPS with OAuth: blob $oauth_blob_port, table $oauth_table_port"
 start_azurite oauth "$oauth_blob_port" "$oauth_table_port" "$oauth_queue_port" \
     --oauth basic --cert "$tmp/tls/server.pem" --key "$tmp/tls/server.key"
+log "starting two more Azurite instances for the pooled scenarios: tables $pool1_table, $pool2_table"
+start_azurite pool1 "$pool1_blob" "$pool1_table" "$pool1_queue"
+start_azurite pool2 "$pool2_blob" "$pool2_table" "$pool2_queue"
 wait_ready data "$table_port" "${azurite_pids[0]}"
 wait_ready oauth "$oauth_table_port" "${azurite_pids[1]}"
+wait_ready pool1 "$pool1_table" "${azurite_pids[2]}"
+wait_ready pool2 "$pool2_table" "${azurite_pids[3]}"
 log "Azurite is ready"
 
 # --- 3. Tests ---------------------------------------------------------------------
 key="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
-export UNIFIED_TABLES_TEST_CONNECTION="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=$key;TableEndpoint=http://127.0.0.1:$table_port/devstoreaccount1;BlobEndpoint=http://127.0.0.1:$blob_port/devstoreaccount1;"
+# connection BLOB_PORT TABLE_PORT: the connection string of one local instance.
+connection() {
+    printf 'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=%s;TableEndpoint=http://127.0.0.1:%s/devstoreaccount1;BlobEndpoint=http://127.0.0.1:%s/devstoreaccount1;' \
+        "$key" "$2" "$1"
+}
+export UNIFIED_TABLES_TEST_CONNECTION="$(connection "$blob_port" "$table_port")"
+# Three accounts (the first is the one above) for the scenarios run on a pooled handle.
+export UNIFIED_TABLES_TEST_POOL="$UNIFIED_TABLES_TEST_CONNECTION|$(connection "$pool1_blob" "$pool1_table")|$(connection "$pool2_blob" "$pool2_table")"
 export UNIFIED_TABLES_TEST_OAUTH_TABLE="https://127.0.0.1:$oauth_table_port/devstoreaccount1"
 export UNIFIED_TABLES_TEST_OAUTH_BLOB="https://127.0.0.1:$oauth_blob_port/devstoreaccount1"
 export UNIFIED_TABLES_TEST_CA="$tmp/tls/ca.pem"

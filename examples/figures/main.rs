@@ -16,7 +16,23 @@
 //!    raw requests of the same stored layout on Azure;
 //! 5. streaming memory: peak heap growth streaming rows against collecting them;
 //! 6. the read cache: a cached `get` against one that reads the table, and
-//!    the allocations of a hit against those of the clone it returns.
+//!    the allocations of a hit against those of the clone it returns;
+//! 7. the write token: request body bytes and client CPU per write with it
+//!    against without, and ambiguous answers injected through a
+//!    `FaultyBackend` against operations applied twice;
+//! 8. scaling: one partition offered 4x its rate through the throttling
+//!    decorator (the rate the store's backoff achieves against the
+//!    partition's, and what surfaces once the default policy's budget runs
+//!    out), a pool of 2 and 4 throttled accounts against one, and with
+//!    `FIGURES_POOL` (connection strings separated by `|`) upserts on a pool
+//!    of those Azure accounts against the first alone;
+//! 9. the soak under faults (Azure only): 64 clients for 60 s through a
+//!    proxy dropping 1 % of the write answers, against the raw crate running
+//!    the same mix by hand: rates, p50/p99 latency, lost and doubled
+//!    increments (`FIGURES_SOAK_CLIENTS`, `FIGURES_SOAK_SECS` for a shorter run);
+//! 10. the operator's toolbox: export against a raw partition query, import
+//!     against `create_batch`, fsck against a raw full scan, export memory
+//!     at 100,000 rows against 10,000.
 //!
 //! The ratio is library / reference of the figures as printed (times: lower
 //! is better; MB/s: higher is better); the target, where one is set, says
@@ -28,7 +44,7 @@
 //! ```
 //!
 //! `FIGURES=codec,query` runs only the named sections (`codec`, `layouts`,
-//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `stream`), for work
+//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `tokens`, `scaling`, `soak`, `admin`, `stream`), for work
 //! on one of them; the figures of record are those of a full run.
 //! `FIGURES_RUNS=5` runs them five times and prints, for each figure, the
 //! run whose ratio is the median, with the lowest and highest ratio of the
@@ -39,6 +55,7 @@ mod codec_routes;
 #[path = "../../tables/benches/support/row_layouts.rs"]
 mod row_layouts;
 
+mod admin;
 mod alloc;
 mod batch;
 mod cache;
@@ -47,7 +64,10 @@ mod large;
 mod point;
 mod query;
 mod report;
+mod scaling;
+mod soak;
 mod stream;
+mod tokens;
 
 use std::time::Instant;
 
@@ -76,6 +96,8 @@ const POINT_OPS: (usize, usize) = (20_000, 200);
 const CACHE_OPS: (usize, usize) = (100_000, 2_000);
 /// Rows streamed: in memory, and on Azure (seeding them takes a while).
 const STREAM_ROWS: (usize, usize) = (100_000, 50_000);
+/// Rows of the toolbox's figures: in memory, and on Azure.
+const ADMIN_ROWS: (usize, usize) = (100_000, 100_000);
 
 /// The codec figures: derive against hand-written and against generic serde.
 fn codec_figures() -> Vec<Figure> {
@@ -153,6 +175,17 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
     if runs("cache") {
         figures.extend(cache::figures(&db, cache_ops, 1_000).await?);
     }
+    if runs("tokens") {
+        figures.extend(tokens::figures(&db, point_ops).await?);
+    }
+    if runs("scaling") {
+        let (scaling, scaling_notes) = scaling::figures().await?;
+        figures.extend(scaling);
+        notes.extend(scaling_notes);
+    }
+    if runs("soak") {
+        figures.extend(soak::figures(connection).await?);
+    }
     Ok((figures, notes))
 }
 
@@ -185,6 +218,16 @@ fn one_run(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<String>), Failu
                 None => (Tables::memory().without_cache(), STREAM_ROWS.0),
             };
             stream::figures(&db, rows).await
+        })?);
+    }
+    if runs("admin") {
+        eprintln!("figures: the operator's toolbox ..");
+        figures.extend(runtime.block_on(async {
+            let (db, rows) = match connection {
+                Some(c) => (Tables::connect(c)?.without_cache(), ADMIN_ROWS.1),
+                None => (Tables::memory().without_cache(), ADMIN_ROWS.0),
+            };
+            admin::figures(&db, rows).await
         })?);
     }
     Ok((figures, notes))

@@ -197,9 +197,16 @@ pub enum Error {
         /// What happened to it.
         source: Box<Error>,
     },
-    /// A write was sent and no answer says whether it was applied (the
-    /// connection failed or timed out after the request left). Read the
-    /// entity before applying the change again: it may already be stored.
+    /// A write was sent, no answer says whether it was applied (the
+    /// connection failed or timed out after the request left, or the service
+    /// answered 5xx), and the store could not read the row back to settle it
+    /// within its [`RetryPolicy`](crate::RetryPolicy), or found it replaced by
+    /// another writer's version when it was written on condition of the
+    /// version read (a write whose row can be read back is otherwise settled
+    /// by its write token, and never ends here). Read
+    /// the entity before applying the change again: it may already be stored.
+    /// `mutate` and the other compare-and-swap verbs stop here, without
+    /// running their intent again.
     /// What cut the request short is the `source` (also
     /// [`std::error::Error::source`]), not repeated in this message; the
     /// message names the service's request id, when there is one.
@@ -233,8 +240,9 @@ pub enum Error {
     },
     /// The service answered with something this crate cannot read (JSON
     /// that does not parse, a transaction answer that does not match its
-    /// request, a header in the wrong form). For a write, the outcome is
-    /// unknown: read the entity before applying the change again. A retry
+    /// request, a header in the wrong form). A write answered so is settled
+    /// by the store, which reads the row back (or reports
+    /// [`Error::OutcomeUnknown`] when it cannot). A retry
     /// may get a readable answer; if the same answer comes again, give the
     /// request id to whoever runs the service (or report the answer as a bug
     /// of this crate).
@@ -255,8 +263,10 @@ pub enum Error {
     /// connection was refused or reset, TLS failed, a timeout or the retry
     /// policy's deadline passed. Kind [`ErrorKind::Unavailable`]: retrying
     /// later may help (the [`RetryPolicy`](crate::RetryPolicy) already
-    /// retried as it allows). A write that failed so is reported by the store
-    /// as [`Error::OutcomeUnknown`].
+    /// retried as it allows). A write that failed so is settled by the store
+    /// (its row read back); only one that cannot be read back is
+    /// [`Error::OutcomeUnknown`]. A write that ends with this error was not
+    /// applied.
     ///
     /// Build one with [`Error::transport`].
     #[error("cannot reach the storage service{}", detail(message))]
@@ -275,6 +285,17 @@ pub enum Error {
         deleted: usize,
         /// One line per blob (or partition) that failed.
         failures: Vec<String>,
+    },
+    /// An export directory (see [`admin`](crate::admin)) or one of its files
+    /// cannot be read or written, or does not match its manifest. An import
+    /// that finds one writes nothing; export again, or point it at the right
+    /// directory.
+    #[error("export `{path}`: {reason}")]
+    Archive {
+        /// The directory or file.
+        path: String,
+        /// What is wrong.
+        reason: String,
     },
     /// A page cursor is damaged, or belongs to another query.
     #[error("invalid page cursor: {0}")]

@@ -17,6 +17,14 @@
 //! continuation row `n` has the RowKey `{RowKey}~{n:04}` and the cells
 //! `_SplitOf` (the main RowKey) and `_SplitIndex` (`n`).
 //!
+//! Every row the store writes as an entity's main row (and every row a union
+//! store writes or merges) carries [`WRITE_TOKEN`], `_WriteToken`: 22
+//! characters of base64 naming the write that stored this version. A write
+//! whose answer is lost reads the row back and finds its own token there (or
+//! not), so it is settled exactly once. The cell counts against the
+//! service's 252 properties and 1 MiB like any other; readers skip it (the
+//! .NET library skips every `_` column as a system column).
+//!
 //! A named lock is the blob of its name in the container
 //! [`LOCK_CONTAINER`] (unless another is chosen); the blob's bytes are the
 //! last fencing token handed out, in decimal ASCII (empty for none).
@@ -174,6 +182,15 @@ pub const MAX_CONTINUATION_ROWS: usize = 9_999;
 /// Characters a continuation key adds to the main RowKey (`~0001`).
 pub const CONTINUATION_SUFFIX_UNITS: usize = 5;
 
+/// Column of an entity's main row holding the token of the write that
+/// stored this version: 16 random bytes in URL-safe base64 without padding
+/// ([`WRITE_TOKEN_CHARS`] characters), fresh for every write. A write whose
+/// answer is lost or ambiguous reads the row back: its own token there
+/// means it was applied. No reader takes it as a field.
+pub const WRITE_TOKEN: &str = "_WriteToken";
+/// Characters of a [`WRITE_TOKEN`] value.
+pub const WRITE_TOKEN_CHARS: usize = 22;
+
 /// The RowKey of continuation row `index` (1-based).
 pub fn continuation_key(row_key: &str, index: usize) -> String {
     format!("{row_key}~{index:04}")
@@ -252,7 +269,7 @@ pub fn is_system_column(name: &str) -> bool {
 
 /// The system columns this crate's layout reserves, which a caller's marker
 /// or merged columns may not name.
-pub const RESERVED_SYSTEM_COLUMNS: &[&str] = &[TYPE_NAME, SPLIT_PARTS, SPLIT_OF, SPLIT_INDEX];
+pub const RESERVED_SYSTEM_COLUMNS: &[&str] = &[TYPE_NAME, SPLIT_PARTS, SPLIT_OF, SPLIT_INDEX, WRITE_TOKEN];
 
 // --- Blob names -----------------------------------------------------------------
 
@@ -273,6 +290,39 @@ pub fn escape_segment(segment: &str) -> String {
         }
     }
     out
+}
+
+/// Reverses [`escape_segment`]: `%` alone is the empty key.
+pub fn unescape_segment(segment: &str) -> Option<String> {
+    if segment == "%" {
+        return Some(String::new());
+    }
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The partition key a blob name holds when it has the offload shape
+/// (`{table}/{partitionKey}/…`: a partition segment followed by a `/`), or
+/// `None`. Every large value's and file's blob has it.
+pub fn blob_partition(name: &str) -> Option<String> {
+    let mut segments = name.splitn(3, '/');
+    let (_table, partition, _rest) = (segments.next()?, segments.next()?, segments.next()?);
+    if partition.is_empty() {
+        return None;
+    }
+    unescape_segment(partition)
 }
 
 /// The blob name of a value: `{table}/{partitionKey}/{rowKey}/{column}/{sha256}`.
@@ -380,6 +430,25 @@ pub fn decode_fencing_token(bytes: &[u8]) -> Option<u64> {
     }
     text.parse().ok()
 }
+
+// --- Pools of accounts --------------------------------------------------------------
+
+/// The table in each account of a pool that holds the pool's descriptor.
+pub const POOL_TABLE: &str = "UnifiedTablesPool";
+/// The descriptor row's PartitionKey.
+pub const POOL_PARTITION: &str = "pool";
+/// The descriptor row's RowKey.
+pub const POOL_ROW: &str = "descriptor";
+/// The descriptor's columns: the pool's id (lower-case hex, shared by every
+/// account), its size (`Edm.Int32`), its accounts' names in pool order (a
+/// JSON array) and this account's position in it (`Edm.Int32`).
+pub const POOL_ID: &str = "PoolId";
+/// See [`POOL_ID`].
+pub const POOL_SIZE: &str = "Size";
+/// See [`POOL_ID`].
+pub const POOL_ACCOUNTS: &str = "Accounts";
+/// See [`POOL_ID`].
+pub const POOL_POSITION: &str = "Position";
 
 // --- Sessions -----------------------------------------------------------------------
 

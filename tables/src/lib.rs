@@ -5,6 +5,7 @@
 // The derives name this crate by its absolute path; inside it, that path is the crate itself.
 extern crate self as unified_tables;
 
+pub mod admin;
 pub mod backend;
 mod blob_container;
 pub(crate) mod codec;
@@ -79,7 +80,7 @@ pub use store::{
     ReadCacheBuilder, Store, StoreOptions,
 };
 pub use store::{Delivery, Visibility};
-pub use tables::Tables;
+pub use tables::{ReshardReport, Tables};
 #[doc = include_str!("../docs/table_entity.md")]
 #[doc(inline)]
 pub use unified_tables_derive::TableEntity;
@@ -122,6 +123,7 @@ pub mod __private {
         decode_deletion_stamp, encode_deletion_stamp, DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete,
     };
     pub use crate::stamp::{KeyPart, Stamp};
+    pub use crate::store::settle::without_write_tokens;
     pub use crate::store::Authorizer;
     pub use crate::union::{TableUnion, UnionVariant};
     pub use crate::update::refusal::{LargeFieldsCannotBePatched, MergeCannotClearAField};

@@ -10,12 +10,16 @@
 pub mod blob_lease_scenarios;
 pub mod blob_scenarios;
 pub mod blob_stream_scenarios;
+pub mod chaos;
 pub mod connect;
 pub mod differential;
+pub mod fault_proxy;
 pub mod gate;
+pub mod integrity_scan;
 pub mod model;
 pub mod rows;
 pub mod scenarios;
+pub mod soak;
 pub mod text;
 pub use text::{cyrillic_text, emoji_text, mixed_text};
 
@@ -26,6 +30,7 @@ use unified_tables::backend::azure::{AzureBackend, AzureBlobBackend};
 use unified_tables::backend::blob::BlobBackend;
 use unified_tables::backend::counting::{CountingBackend, Counts};
 use unified_tables::backend::memory::{MemoryBackend, MemoryBlobBackend};
+use unified_tables::backend::pool::{PooledBackend, PooledBlobBackend};
 use unified_tables::backend::Backend;
 use unified_tables::{BlobOptions, StoreOptions, Tables};
 
@@ -58,8 +63,9 @@ pub struct Env {
     pub table: String,
     /// The blob backend large values and files go to (counted into the same counts as `counter`).
     pub blobs: Option<Arc<dyn BlobBackend>>,
-    /// The in-memory blob backend under `blobs`, whose clock a scenario can move.
-    pub blob_clock: Option<Arc<MemoryBlobBackend>>,
+    /// The in-memory blob backends under `blobs` (one per account of a
+    /// pool), whose clocks a scenario moves; empty on Azure.
+    pub blob_clock: Vec<Arc<MemoryBlobBackend>>,
 }
 
 impl Env {
@@ -113,12 +119,12 @@ impl Env {
     /// Whether the Azure backend is the local emulator (Azurite), whose documented
     /// differences from the service some scenarios assert.
     pub fn is_emulator(&self) -> bool {
-        self.kind == Kind::Azure
-            && std::env::var(CONNECTION_VAR)
-                .map(|c| {
-                    c.contains("devstoreaccount1") || c.contains("UseDevelopmentStorage") || c.contains("127.0.0.1")
-                })
-                .unwrap_or(false)
+        let local = |var: &str| {
+            std::env::var(var).is_ok_and(|c| {
+                c.contains("devstoreaccount1") || c.contains("UseDevelopmentStorage") || c.contains("127.0.0.1")
+            })
+        };
+        self.kind == Kind::Azure && (local(CONNECTION_VAR) || local(POOL_VAR))
     }
 
     /// Another fresh table name.
@@ -129,9 +135,11 @@ impl Env {
     /// Lets `time` pass on the blob service's clock: the in-memory clock
     /// moves at once; on Azure the scenario sleeps.
     pub async fn pass_blob_service_time(&self, time: std::time::Duration) {
-        match &self.blob_clock {
-            Some(clock) => clock.advance_clock(time),
-            None => tokio::time::sleep(time).await,
+        if self.blob_clock.is_empty() {
+            tokio::time::sleep(time).await;
+        }
+        for clock in &self.blob_clock {
+            clock.advance_clock(time);
         }
     }
 }
@@ -161,7 +169,7 @@ fn env_over(kind: Kind, backend: Arc<dyn Backend>, blobs: Option<Arc<dyn BlobBac
         counter,
         table: unique_table(hint),
         blobs,
-        blob_clock: None,
+        blob_clock: Vec::new(),
     }
 }
 
@@ -196,9 +204,60 @@ pub fn azure_env_over(backend: Arc<dyn Backend>, blobs: Option<Arc<dyn BlobBacke
 pub fn memory_env(hint: &str) -> Env {
     let blobs = Arc::new(MemoryBlobBackend::new());
     Env {
-        blob_clock: Some(blobs.clone()),
+        blob_clock: vec![blobs.clone()],
         ..env_over(Kind::Memory, Arc::new(MemoryBackend::new()), Some(blobs), hint)
     }
+}
+
+/// How many accounts the pooled environments have.
+pub const POOL_ACCOUNTS: usize = 3;
+
+/// An environment on a pool of [`POOL_ACCOUNTS`] fresh in-memory accounts
+/// (rows and blobs), routed by partition as `Tables::pooled` routes them.
+pub fn pooled_memory_env(hint: &str) -> Env {
+    let rows: Vec<Arc<dyn Backend>> = (0..POOL_ACCOUNTS)
+        .map(|_| Arc::new(MemoryBackend::new()) as Arc<dyn Backend>)
+        .collect();
+    let clocks: Vec<Arc<MemoryBlobBackend>> = (0..POOL_ACCOUNTS).map(|_| Arc::new(MemoryBlobBackend::new())).collect();
+    let blobs: Vec<Arc<dyn BlobBackend>> = clocks.iter().map(|b| b.clone() as Arc<dyn BlobBackend>).collect();
+    let backend = PooledBackend::new(rows).expect("a pool of three");
+    let blobs = PooledBlobBackend::new(blobs).expect("a pool of three");
+    Env {
+        blob_clock: clocks,
+        ..env_over(Kind::Memory, Arc::new(backend), Some(Arc::new(blobs)), hint)
+    }
+}
+
+/// The environment variable with the connection strings of a pool of
+/// Azure / Azurite accounts for the pooled scenarios, separated by `|`.
+pub const POOL_VAR: &str = "UNIFIED_TABLES_TEST_POOL";
+
+/// An environment on the pool of accounts [`POOL_VAR`] names, or `None`
+/// (with one line on stderr) when none is configured and none is required.
+pub async fn pooled_azure_env(hint: &str) -> Option<Env> {
+    let Ok(connections) = std::env::var(POOL_VAR) else {
+        return skip(&format!("{POOL_VAR} is not set"));
+    };
+    let mut rows: Vec<Arc<dyn Backend>> = Vec::new();
+    let mut blobs: Vec<Arc<dyn BlobBackend>> = Vec::new();
+    for connection in connections.split('|').filter(|c| !c.trim().is_empty()) {
+        match (
+            AzureBackend::from_connection_string(connection),
+            AzureBlobBackend::from_connection_string(connection),
+        ) {
+            (Ok(r), Ok(b)) => {
+                rows.push(Arc::new(r));
+                blobs.push(Arc::new(b));
+            }
+            (Err(e), _) | (_, Err(e)) => return skip(&format!("a connection string of {POOL_VAR} is not usable: {e}")),
+        }
+    }
+    if rows.len() < 2 {
+        return skip(&format!("{POOL_VAR} names fewer than two accounts"));
+    }
+    let backend = PooledBackend::new(rows).expect("accounts");
+    let blobs = PooledBlobBackend::new(blobs).expect("accounts");
+    Some(env_over(Kind::Azure, Arc::new(backend), Some(Arc::new(blobs)), hint))
 }
 
 fn required() -> bool {

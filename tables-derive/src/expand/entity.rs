@@ -117,8 +117,10 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
             Storage::Key(_) | Storage::System(_) | Storage::Skip => {}
         }
     }
+    // One slot more than the fields' cells: the store adds the write token
+    // to every row it writes, and a row sized exactly would grow for it.
     let properties = quote! {
-        #p::Properties::with_capacity(#cells #(+ #nested)*)
+        #p::Properties::with_capacity(#cells #(+ #nested)* + 1)
             .expecting_distinct(__names, const { #p::names_are_distinct(__NAMES) })
     };
     let row_start = match id_field {

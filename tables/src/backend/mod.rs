@@ -14,7 +14,10 @@ pub mod faulty;
 pub mod memory;
 pub(crate) mod pack;
 mod page_body;
+pub mod pool;
 pub mod retry;
+pub mod retrying_reads;
+pub mod throttle;
 
 #[cfg(feature = "azure")]
 #[cfg_attr(docsrs, doc(cfg(feature = "azure")))]

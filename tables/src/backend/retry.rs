@@ -1,5 +1,5 @@
 //! How transient failures are retried and how long a request may take: the
-//! [`RetryPolicy`] of the Azure backends, chosen by the user.
+//! [`RetryPolicy`] of the Azure backends and of the stores' writes, chosen by the user.
 
 use std::time::Duration;
 
@@ -8,14 +8,28 @@ use rand::Rng as _;
 use crate::error::{Error, Result};
 
 /// How the Azure backends retry a transient failure of one service request
-/// (408, 500, 502, 503, 504, a connection that failed or timed out) and how
-/// long a request may take.
+/// (408, 500, 502, 503, 504, a connection that failed or timed out), how long
+/// a request may take, and how the stores retry and settle their writes.
+///
+/// Reads, blob requests and table management are retried by the HTTP layer.
+/// An entity write is repeated there only when it never left (the
+/// connection could not be made): the store retries it with this policy on
+/// every backend (memory and decorators included, see
+/// [`Tables::with_retry`](crate::Tables::with_retry)) and its write token. A
+/// write refused as not processed (503 `ServerBusy`, 429) is sent again after
+/// the backoff; one whose answer was lost or is a 5xx that does not say "not
+/// processed" (500 `OperationTimedOut`, ...) is settled by reading its row
+/// back: applied, the call succeeds; not applied, it is sent again while the
+/// attempts and the retry budget allow. The attempts count every failed
+/// request of the write, its read-backs included; a write whose read-back
+/// cannot be made within them is [`Error::OutcomeUnknown`].
 ///
 /// The default is the behaviour of [`Tables::connect`](crate::Tables::connect):
 /// 4 attempts (one and three retries), backoff from 100 ms doubling up to 1 s
 /// with jitter, no retry started more than 4 s after the first attempt, no
 /// overall deadline, 35 s per attempt and 2.5 s to open a connection. A
-/// refusal (400, 404, 409, 412, ...) is never retried.
+/// refusal (400, 404, 409, 412, ...) is never retried (a 404, 409 or 412 to
+/// a write sent again after a lost answer is settled by a read-back).
 ///
 /// Build one with [`RetryPolicy::builder`]; every value is checked by
 /// [`RetryPolicyBuilder::build`], and a bad one is an [`Error::Config`]
@@ -62,8 +76,6 @@ impl Default for RetryPolicy {
     }
 }
 
-// The pauses are only taken by the Azure backends.
-#[cfg_attr(not(feature = "azure"), allow(dead_code))]
 impl RetryPolicy {
     /// A builder starting from the default policy.
     pub fn builder() -> RetryPolicyBuilder {
@@ -174,7 +186,7 @@ impl RetryPolicyBuilder {
     /// A hard limit on one request and its retries (default: none). When it
     /// passes, the attempt in flight is abandoned and the request fails with
     /// [`Error::Transport`] (kind [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable));
-    /// a write cut short this way becomes [`Error::OutcomeUnknown`].
+    /// the store settles a write cut short this way by reading its row back.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.policy.deadline = Some(deadline);
         self

@@ -9,6 +9,7 @@
 //! | [`dotnet`] | sharing tables with services that use the .NET library |
 //! | [`testing`] | testing an application: the in-memory backend, injected faults, counted round trips |
 //! | [`production`] | the read cache across processes, sweeping orphan blobs, retries, limits, backups |
+//! | [`scaling`] | the service's limits and throttling; partitions spread over a pool of accounts, and growing it |
 //! | [`web`] | sessions and logins for an axum app (features `tower-sessions`, `axum-login`) |
 //!
 //! The reference is on the items themselves: the derives
@@ -32,6 +33,9 @@ pub mod testing {}
 
 #[doc = include_str!("../../docs/guide/production.md")]
 pub mod production {}
+
+#[doc = include_str!("../../docs/guide/scaling.md")]
+pub mod scaling {}
 
 // The chapter's examples use the web features' APIs: without the features
 // it holds only a note, so nothing in it is compiled.

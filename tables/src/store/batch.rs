@@ -133,9 +133,9 @@ impl<T: TableEntity> Store<T> {
                 };
                 // Nothing of this transaction was applied: nothing of it is released.
                 released.truncate(released_before);
-                let (index, source, answered) = match error {
-                    Error::Transaction { index, source } => (index, *source, true),
-                    other => (0, other, false),
+                let (index, source) = match error {
+                    Error::Transaction { index, source } => (index, *source),
+                    other => (0, other),
                 };
                 let failed = entities[owners.get(index).copied().unwrap_or(books[0])].key();
                 if read && lost_race(source.kind()) {
@@ -153,12 +153,8 @@ impl<T: TableEntity> Store<T> {
                     }
                     continue;
                 }
+                // A transaction in doubt was settled by the send (or is `OutcomeUnknown`).
                 let source = source.about_entity(&self.table, &failed.partition_key, &failed.row_key);
-                // No answer: the transaction may have been applied as a whole.
-                let source = match answered {
-                    true => source,
-                    false => source.after_sending(&self.table, &failed.partition_key, &failed.row_key),
-                };
                 return Err(batch_failed(committed, failed, source));
             }
         }

@@ -5,8 +5,11 @@
 //! the write is rejected, the entity is read again and the rejection is
 //! classified:
 //!
-//! - the re-read itself failed: [`Error::OutcomeUnknown`] when the write got
-//!   no answer (it may have been applied), otherwise [`Error::Conflict`], with
+//! - the write could not be settled ([`Error::OutcomeUnknown`]: its answer
+//!   was lost and no read-back answered): that error, and the intent is not
+//!   applied again;
+//! - the re-read itself failed: the write's own error when it says nothing
+//!   was stored (throttled, unavailable), otherwise [`Error::Conflict`], with
 //!   the cause logged through `tracing`;
 //! - the version did not move: the write's own error (no retry can fix it);
 //! - the version moved (or the row vanished): the intent is applied again to
@@ -14,7 +17,11 @@
 //!   attempts, then [`Error::Conflict`] (or [`Outcome::Conflicted`]).
 //!
 //! The closure re-applies the intent; a body computed from a stale version is
-//! never written.
+//! never written. A write whose answer was lost is settled by the send itself
+//! (its write token read back, see [`Tables::with_retry`](crate::Tables::with_retry)):
+//! applied, the verb returns the stored entity; not applied, it is sent
+//! again. So the intent runs once per call that lands, never on a version
+//! that already holds its own change.
 
 use std::time::Duration;
 
@@ -75,35 +82,35 @@ impl<T: TableEntity> Store<T> {
     /// deleted under the write) and [`Error::Conflict`] when every attempt
     /// lost its race.
     ///
-    /// A lost *response* can apply the intent twice: if the service applied
-    /// the write but the answer never arrived, the retried write finds a new
-    /// version and the intent runs again on it. Make such intents idempotent,
-    /// e.g. record an operation id on the entity and skip it if present:
+    /// Exactly once under lost answers: when the service applied the write
+    /// but the answer was lost (a timeout, a dropped connection, a 5xx such
+    /// as 500 `OperationTimedOut`), the store reads the row back, finds the
+    /// write's token there and returns the stored entity; the intent does not
+    /// run again. Only when no read-back can be made within the
+    /// [`RetryPolicy`](crate::RetryPolicy) does the call fail with
+    /// [`Error::OutcomeUnknown`], and then it stops (read the entity before
+    /// applying the change again):
     ///
     /// ```
-    /// # use unified_tables::{TableEntity, Tables, ETag};
+    /// # use unified_tables::{TableEntity, Tables, ETag, Error};
+    /// use unified_tables::backend::faulty::{FaultTarget, FaultTiming, FaultyBackend};
+    /// use unified_tables::backend::memory::MemoryBackend;
     /// #[derive(TableEntity, Debug)]
     /// struct Counter {
     ///     #[table(partition_key)] pk: String,
     ///     #[table(row_key)] rk: String,
     ///     count: i64,
-    ///     applied: Vec<String>,
     ///     #[table(etag)] etag: Option<ETag>,
     /// }
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// # let store = Tables::memory().store::<Counter>();
-    /// # store.create(&mut Counter { pk: "p".into(), rk: "c".into(), count: 0, applied: vec![], etag: None }).await?;
-    /// let op_id = "request-42";
-    /// let c = store
-    ///     .mutate(("p", "c"), |c| {
-    ///         if c.applied.iter().any(|id| id == op_id) {
-    ///             return; // already applied by an attempt whose answer was lost
-    ///         }
-    ///         c.applied.push(op_id.to_owned());
-    ///         c.count += 1;
-    ///     })
-    ///     .await?;
+    /// let faulty = std::sync::Arc::new(FaultyBackend::new(MemoryBackend::new()));
+    /// let store = Tables::from_arc(faulty.clone()).store::<Counter>();
+    /// store.create(&mut Counter { pk: "p".into(), rk: "c".into(), count: 0, etag: None }).await?;
+    /// // The next write is applied, then its answer is lost.
+    /// faulty.fail_next(FaultTarget::Write, FaultTiming::After, || Error::transport("connection reset"));
+    /// let c = store.mutate(("p", "c"), |c| c.count += 1).await?;
     /// assert_eq!(c.count, 1);
+    /// assert_eq!(store.get(("p", "c")).await?.unwrap().count, 1, "counted once");
     /// # Ok::<(), unified_tables::Error>(())
     /// # }).unwrap();
     /// ```
@@ -289,6 +296,8 @@ impl<T: TableEntity> Store<T> {
             };
             let write_error = match written {
                 Ok(_) => return Ok(Outcome::Updated(entity)),
+                // The write could not be settled: re-applying the intent could apply it twice.
+                Err(e @ Error::OutcomeUnknown { .. }) => return Err(e),
                 Err(
                     e @ (Error::InvalidKey { .. }
                     | Error::InvalidValue { .. }
@@ -315,12 +324,9 @@ impl<T: TableEntity> Store<T> {
                         read_error = %read_error,
                         "a conditional write was rejected and the re-read failed; reporting a conflict"
                     );
-                    // Without an answer to the write, whether it was applied is unknown.
+                    // The write was settled as not applied (or refused): nothing of it is stored.
                     return Err(match write_error.kind() {
-                        ErrorKind::OutcomeUnknown => write_error,
-                        ErrorKind::Unavailable => {
-                            write_error.after_sending(&self.table, &key.partition_key, &key.row_key)
-                        }
+                        ErrorKind::Unavailable | ErrorKind::Throttled => write_error,
                         _ => self.conflict(key),
                     });
                 }

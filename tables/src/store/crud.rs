@@ -15,7 +15,10 @@ impl<T: TableEntity> Store<T> {
     /// the same keys exists. Sets the entity's created and updated stamps to
     /// now, and its ETag and Timestamp to the stored version.
     ///
-    /// One round trip.
+    /// One round trip. Like every write it carries a write token: if its
+    /// answer is lost, one read of the row settles whether it was applied (a
+    /// create that was succeeds with the stored ETag, never
+    /// [`Error::AlreadyExists`] for its own row); see [`Tables::with_retry`](crate::Tables::with_retry).
     pub async fn create(&self, entity: &mut T) -> Result<ETag> {
         self.write_entity(entity, Verb::Create).await
     }
@@ -111,6 +114,10 @@ impl<T: TableEntity> Store<T> {
 
     /// Deletes the entity with these keys, whatever its version. Returns
     /// whether it existed; deleting a missing entity is not an error.
+    ///
+    /// A delete whose answer was lost is settled by the row being gone: it
+    /// returns `true` (gone, as the caller wanted), also when its retry was
+    /// answered 404 or another writer removed the row in between.
     pub async fn delete(&self, key: impl Into<Lookup<'_>>) -> Result<bool> {
         let key = self.resolve(key)?;
         self.delete_one(&key, IfMatch::Any).await

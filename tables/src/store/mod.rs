@@ -6,6 +6,7 @@ pub mod cache;
 mod concurrency;
 mod conditions;
 mod continuation;
+mod converge;
 mod crud;
 mod delete;
 mod large_read;
@@ -19,6 +20,7 @@ pub(crate) mod protect;
 mod query;
 mod read;
 mod read_ahead;
+pub(crate) mod settle;
 mod soft_delete;
 mod stream;
 mod sweep;
@@ -30,6 +32,7 @@ pub(crate) use conditions::check_caller_etag;
 pub use crate::options::SweepSchedule;
 pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
 pub use concurrency::Outcome;
+pub use converge::{ConvergeOptions, ConvergeStep, Converged};
 pub use ordering::Delivery;
 pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use protect::Authorizer;
@@ -37,6 +40,13 @@ pub use query::{next_prefix, AnyPartition, OnePartition, PrefixNeedsAPartition, 
 pub use soft_delete::Visibility;
 pub use stream::EntityStream;
 pub use sweep::SweepReport;
+
+// What the operator's toolbox (`crate::admin`) reads with: the reader's own pieces.
+pub(crate) use blobs::Upload;
+pub(crate) use large_read::continuation_index;
+pub(crate) use query::Pages;
+pub(crate) use read::{continuation_range, DAMAGE_CONFIRMATIONS};
+pub(crate) use write::{race_backoff, RACE_ATTEMPTS};
 
 use std::borrow::Cow;
 use std::fmt;

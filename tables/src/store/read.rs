@@ -28,7 +28,7 @@ use crate::value::{ETag, Row, Value};
 /// settles the question; an emulator that shows a transaction's rows one by
 /// one needs the writer's transaction to finish, which the backoff between
 /// these reads (about half a second in all) waits for.
-const DAMAGE_CONFIRMATIONS: u32 = 6;
+pub(crate) const DAMAGE_CONFIRMATIONS: u32 = 6;
 
 /// The rows `{row_key}~0001` ..= `{row_key}~{last}` of a partition.
 pub(crate) fn continuation_range(partition_key: &str, row_key: &str, last: usize) -> Filter {

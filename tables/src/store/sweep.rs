@@ -10,7 +10,7 @@ use crate::backend::blob::BlobCondition;
 use crate::backend::QueryRequest;
 use crate::entity::TableEntity;
 use crate::error::{Error, KeyKind, Result};
-use crate::layout::{blob_paths, escape_segment, is_offload_shape, partition_prefix};
+use crate::layout::{blob_paths, escape_segment, is_offload_shape, partition_prefix, unescape_segment};
 use crate::query::Filter;
 use crate::service::{MAX_LIST_RESULTS, MAX_PAGE_SIZE};
 use crate::value::Value;
@@ -22,27 +22,6 @@ pub struct SweepReport {
     pub deleted: usize,
     /// Blobs looked at.
     pub examined: usize,
-}
-
-/// Reverses [`escape_segment`]: `%` alone is the empty key.
-fn unescape_segment(segment: &str) -> Option<String> {
-    if segment == "%" {
-        return Some(String::new());
-    }
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 impl<T: TableEntity> Store<T> {

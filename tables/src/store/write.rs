@@ -21,6 +21,7 @@ use super::blobs::{Files, Upload};
 use super::cache::{Settled, Writing};
 use super::conditions::{check_condition, check_conditions};
 use super::read::continuation_owner;
+use super::settle::reserve_token;
 use super::Store;
 use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
 use crate::entity::{Key, TableEntity};
@@ -170,6 +171,9 @@ impl<T: TableEntity> Store<T> {
         if let (Some(at), Some(col)) = (stamps.updated, T::SCHEMA.updated_column) {
             row.insert(col, Value::DateTime(at));
         }
+        if self.tables.write_tokens {
+            reserve_token(&mut row);
+        }
         validate_key(KeyKind::PartitionKey, &row.partition_key)?;
         validate_key(KeyKind::RowKey, &row.row_key)?;
         check_row_key(T::SCHEMA, &row.row_key)?;
@@ -293,15 +297,14 @@ impl<T> Store<T> {
     /// a write that fails, or whose future is dropped, leaves it evicted.
     pub(crate) async fn send_settled(
         &self,
-        mut ops: Vec<WriteOp>,
+        ops: Vec<WriteOp>,
         droppable: usize,
     ) -> Result<(WriteOutcome, Option<Settled>)> {
         check_conditions(&ops)?;
         let writing = self.begin_write(&ops);
         let noted = self.note_written(&ops);
         let outcome = if ops.len() == 1 {
-            let op = ops.pop().expect("one operation");
-            self.tables.backend.execute(&self.table, op).await
+            self.exchange(ops).await.map(|mut outcomes| outcomes.swap_remove(0))
         } else {
             self.commit_tracked(ops, droppable)
                 .await
@@ -335,16 +338,9 @@ impl<T> Store<T> {
         loop {
             if ops.len() == 1 || droppable >= ops.len() {
                 // Nothing can be dropped: the operations are moved, not copied.
-                let result = match ops.len() {
-                    1 => {
-                        let op = ops.pop().expect("one operation");
-                        self.tables.backend.execute(&self.table, op).await.map(|o| vec![o])
-                    }
-                    _ => self.tables.backend.transaction(&self.table, ops).await,
-                };
-                return result.map(|outcomes| (outcomes, kept));
+                return self.exchange(ops).await.map(|outcomes| (outcomes, kept));
             }
-            match self.tables.backend.transaction(&self.table, ops.clone()).await {
+            match self.exchange(ops.clone()).await {
                 Ok(outcomes) => return Ok((outcomes, kept)),
                 Err(Error::Transaction { index, source })
                     if index >= droppable && index < ops.len() && source.kind() == ErrorKind::NotFound =>
@@ -474,9 +470,7 @@ impl<T: TableEntity> Store<T> {
             return Err(if conflict {
                 Error::conflict(&self.table, &key)
             } else {
-                error
-                    .about_entity(&self.table, &key.partition_key, &key.row_key)
-                    .after_sending(&self.table, &key.partition_key, &key.row_key)
+                error.about_entity(&self.table, &key.partition_key, &key.row_key)
             });
         }
     }

@@ -27,7 +27,9 @@ impl Tables {
     /// # Ok::<(), unified_tables::Error>(())
     /// ```
     pub fn connect_with(connection: AzureConnection) -> crate::Result<Tables> {
-        let tables = Tables::with_backend(connection.table_backend()?).with_scope(connection.table_endpoint());
+        let tables = Tables::with_backend(connection.table_backend()?)
+            .with_scope(connection.table_endpoint())
+            .with_retry(*connection.retry());
         Ok(match connection.blob_endpoint().is_empty() {
             true => tables,
             false => tables.with_blobs(connection.blob_backend()?, BlobOptions::default()),

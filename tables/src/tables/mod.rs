@@ -3,6 +3,10 @@
 mod blobs;
 #[cfg(feature = "azure")]
 mod connect;
+mod pool;
+mod reshard;
+
+pub use reshard::ReshardReport;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -10,6 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::backend::blob::BlobBackend;
 use crate::backend::memory::{MemoryBackend, MemoryBlobBackend};
+use crate::backend::retry::RetryPolicy;
 use crate::backend::Backend;
 use crate::entity::TableEntity;
 use crate::options::BlobOptions;
@@ -39,6 +44,10 @@ pub struct Tables {
     pub(crate) scope: Arc<str>,
     /// Which entity types' reads fetch continuation rows with the main row.
     pub(crate) continuation_hints: Arc<crate::large::continuation_hints::ContinuationHints>,
+    /// How the stores retry and settle a write whose answer was lost or refused.
+    pub(crate) retry: RetryPolicy,
+    /// Whether writes carry a write token (off only to measure what it costs).
+    pub(crate) write_tokens: bool,
 }
 
 /// A blob backend and its options.
@@ -110,6 +119,8 @@ impl Tables {
             cache: None,
             scope: format!("backend:{n}").into(),
             continuation_hints: Arc::default(),
+            retry: RetryPolicy::default(),
+            write_tokens: true,
         }
     }
 
@@ -161,6 +172,43 @@ impl Tables {
     pub fn with_options(mut self, options: StoreOptions) -> Tables {
         self.options = options;
         self
+    }
+
+    /// How the stores made from now on retry a write and settle one whose
+    /// answer was lost (default: [`RetryPolicy::default`]; a handle from
+    /// [`Tables::connect_with`](crate::Tables::connect_with) takes the
+    /// connection's policy). The policy holds on every backend, the
+    /// in-memory one and decorators too:
+    ///
+    /// - a write refused as not processed (503 `ServerBusy`, 429) is sent
+    ///   again after the policy's backoff;
+    /// - a write whose answer was lost, timed out, or was a 5xx that does not
+    ///   say "not processed" (500 `OperationTimedOut`, ...) is settled by
+    ///   reading its row back: its write token there means it was applied
+    ///   (the call succeeds), no token means it was not (it is sent again
+    ///   while the policy allows);
+    /// - the read-backs and new attempts of one write stay within the
+    ///   policy's attempts and retry budget; a write whose read-back cannot be
+    ///   made within them (or a conditional write whose row another writer
+    ///   replaced before the read-back) is [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use unified_tables::{RetryPolicy, Tables};
+    /// let db = Tables::memory().with_retry(
+    ///     RetryPolicy::builder().attempts(6).backoff(Duration::from_millis(20), Duration::from_millis(500)).build()?,
+    /// );
+    /// assert_eq!(db.retry().attempts(), 6);
+    /// # Ok::<(), unified_tables::Error>(())
+    /// ```
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Tables {
+        self.retry = policy;
+        self
+    }
+
+    /// The retry policy of the stores' writes (see [`Tables::with_retry`]).
+    pub fn retry(&self) -> &RetryPolicy {
+        &self.retry
     }
 
     /// The backend.

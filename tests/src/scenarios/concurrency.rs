@@ -2,9 +2,10 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
+use std::time::Duration;
 
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming, FaultyBackend};
-use unified_tables::{Error, MutateAttempts, Outcome, StoreOptions, Tables};
+use unified_tables::{Error, MutateAttempts, Outcome, RetryPolicy, StoreOptions, Tables};
 
 use crate::model::{Customer, Note};
 use crate::Env;
@@ -261,8 +262,11 @@ pub async fn mutate_or_create_applies_the_delta_on_insert_and_update(env: &Env) 
 
 pub async fn a_rejected_write_is_classified_by_re_reading(env: &Env) {
     let faulty = FaultyBackend::new(env.backend().clone());
-    // The faults are planned per request: every read goes to the table here.
-    let tables = Tables::with_backend(faulty.clone()).without_cache();
+    // The faults are planned per request: every read goes to the table here,
+    // and a write refused as not processed is not sent again.
+    let tables = Tables::with_backend(faulty.clone())
+        .without_cache()
+        .with_retry(RetryPolicy::no_retries());
     let store = tables.store_in::<Customer>(&env.table);
     store.create(&mut Customer::new("p", "c", "x")).await.unwrap();
 
@@ -273,9 +277,19 @@ pub async fn a_rejected_write_is_classified_by_re_reading(env: &Env) {
     let err = store.mutate(("p", "c"), |c| c.visits += 1).await.unwrap_err();
     assert_eq!(err.service_code(), Some((400, "InvalidInput")), "{err}");
 
-    // The write was rejected and the re-read failed: Conflict (the cause is logged).
+    // The write was refused as not processed and the re-read failed: the write's own
+    // answer, which says nothing was stored (the cause of the re-read is logged).
     faulty.fail_next(FaultTarget::Write, FaultTiming::Before, || {
         Error::service(503, "ServerBusy", "busy")
+    });
+    faulty.fail_after(FaultTarget::Get, 1, FaultTiming::Before, || {
+        Error::transport("connection reset")
+    });
+    let err = store.mutate(("p", "c"), |c| c.visits += 1).await.unwrap_err();
+    assert_eq!(err.kind(), unified_tables::ErrorKind::Throttled, "{err}");
+    // A write refused on condition (412) whose re-read failed: Conflict.
+    faulty.fail_next(FaultTarget::Write, FaultTiming::Before, || {
+        Error::service(412, "UpdateConditionNotSatisfied", "stale")
     });
     faulty.fail_after(FaultTarget::Get, 1, FaultTiming::Before, || {
         Error::transport("connection reset")
@@ -295,14 +309,23 @@ pub async fn a_rejected_write_is_classified_by_re_reading(env: &Env) {
         "no failed attempt stored anything"
     );
 
-    // A lost response applies the intent twice (documented): the write took effect,
-    // its answer was lost, the re-read sees a new version and the intent runs again.
+    // A lost response applies the intent once: the write took effect, its answer was
+    // lost, and the read-back finds the write's token on the row.
     faulty.fail_next(FaultTarget::Write, FaultTiming::After, || {
         Error::transport("response lost")
     });
     let before = store.get(("p", "c")).await.unwrap().unwrap().visits;
-    store.mutate(("p", "c"), |c| c.visits += 1).await.unwrap();
-    assert_eq!(store.get(("p", "c")).await.unwrap().unwrap().visits, before + 2);
+    let mut runs = 0;
+    let c = store
+        .mutate(("p", "c"), |c| {
+            runs += 1;
+            c.visits += 1
+        })
+        .await
+        .unwrap();
+    assert_eq!(runs, 1, "the intent ran once");
+    assert_eq!(c.visits, before + 1);
+    assert_eq!(store.get(("p", "c")).await.unwrap().unwrap().visits, before + 1);
 
     // The row deleted under the write: NotFound.
     let deleter = store.clone();
@@ -335,19 +358,25 @@ pub async fn composite_ids_work_with_the_outcome_verbs(env: &Env) {
     assert_eq!(n.body, "b!");
 }
 
-/// A write whose answer never came is reported as an unknown outcome, never
-/// as a conflict that invites applying the change again, nor as a batch that
-/// committed nothing.
+/// A write whose answer never came and whose row cannot be read back within
+/// the retry policy is reported as an unknown outcome, never as a conflict
+/// that invites applying the change again, nor as a batch that committed
+/// nothing. (A read-back that can be made settles the write: see the
+/// `exactly_once` scenarios.)
 pub async fn lost_answers_are_reported_as_unknown_outcomes(env: &Env) {
     let faulty = FaultyBackend::new(env.backend().clone());
     // The faults are planned per request: every read goes to the table here.
-    let tables = Tables::with_backend(faulty.clone()).without_cache();
+    let tables = Tables::with_backend(faulty.clone())
+        .without_cache()
+        .with_retry(quick_retries());
     let store = tables.store_in::<Customer>(&env.table);
     let lost = || Error::transport("response lost");
 
-    // A create applied whose answer was lost.
+    // A create applied whose answer was lost, and no read-back answers.
     faulty.fail_next(FaultTarget::Write, FaultTiming::After, lost);
+    faulty.fail_every(FaultTarget::Get, FaultTiming::Before, lost);
     let err = store.create(&mut Customer::new("p", "c", "x")).await.unwrap_err();
+    faulty.clear();
     assert!(
         matches!(&err, Error::OutcomeUnknown { row_key, .. } if row_key == "c"),
         "{err}"
@@ -355,19 +384,31 @@ pub async fn lost_answers_are_reported_as_unknown_outcomes(env: &Env) {
     assert_eq!(err.kind(), unified_tables::ErrorKind::OutcomeUnknown);
     assert!(store.get(("p", "c")).await.unwrap().is_some(), "it was applied");
 
-    // A mutate whose write lost its answer and whose classifying re-read failed.
+    // A mutate whose write lost its answer and whose read-backs failed: the intent
+    // is not applied again.
     faulty.fail_next(FaultTarget::Write, FaultTiming::After, lost);
     faulty.fail_after(FaultTarget::Get, 1, FaultTiming::Before, lost);
-    let err = store.mutate(("p", "c"), |c| c.visits += 1).await.unwrap_err();
+    faulty.fail_every(FaultTarget::Get, FaultTiming::Before, lost);
+    let mut runs = 0;
+    let err = store
+        .mutate(("p", "c"), |c| {
+            runs += 1;
+            c.visits += 1
+        })
+        .await
+        .unwrap_err();
+    faulty.clear();
     assert!(matches!(err, Error::OutcomeUnknown { .. }), "{err}");
     assert!(err.to_string().contains("read the entity before"), "{err}");
-    assert_eq!(faulty.pending(), 0);
+    assert_eq!(runs, 1);
     assert_eq!(store.get(("p", "c")).await.unwrap().unwrap().visits, 1, "applied once");
 
     // A batch transaction applied whose answer was lost.
     let batch: Vec<Customer> = (0..5).map(|i| Customer::new("p", &format!("b{i}"), "y")).collect();
     faulty.fail_next(FaultTarget::Transaction, FaultTiming::After, lost);
+    faulty.fail_every(FaultTarget::Get, FaultTiming::Before, lost);
     let err = store.create_batch(&batch).await.unwrap_err();
+    faulty.clear();
     match &err {
         Error::BatchFailed {
             committed: 0, source, ..
@@ -383,4 +424,13 @@ pub async fn lost_answers_are_reported_as_unknown_outcomes(env: &Env) {
             c.email
         );
     }
+}
+
+/// A policy of 3 attempts with short pauses.
+fn quick_retries() -> RetryPolicy {
+    RetryPolicy::builder()
+        .attempts(3)
+        .backoff(Duration::from_millis(5), Duration::from_millis(20))
+        .build()
+        .unwrap()
 }

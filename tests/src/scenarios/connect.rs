@@ -18,13 +18,17 @@ fn timed_out() -> Error {
     }
 }
 
-/// A write the service failed after applying it is an unknown outcome whose
-/// request id is the service's; so is a transaction's, inside the batch error.
+/// A write the service failed after applying it, and that could not be read
+/// back, is an unknown outcome whose request id is the service's; so is a transaction's, inside the batch error.
 pub async fn the_request_id_survives_the_errors_that_wrap_a_service_answer(env: &Env) {
     let faulty = FaultyBackend::new(env.backend().clone());
-    let store = Tables::with_backend(faulty.clone()).store_in::<Customer>(&env.table);
+    let store = Tables::with_backend(faulty.clone())
+        .with_retry(unified_tables::RetryPolicy::no_retries())
+        .store_in::<Customer>(&env.table);
 
+    // Applied, its answer lost, and the read-back that would settle it failed.
     faulty.fail_next(FaultTarget::Write, FaultTiming::After, timed_out);
+    faulty.fail_next(FaultTarget::Get, FaultTiming::Before, || Error::transport("reset"));
     let err = store.create(&mut Customer::new("p", "c", "x")).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::OutcomeUnknown, "{err}");
     assert_eq!(err.request_id(), Some(REQUEST_ID), "{err}");

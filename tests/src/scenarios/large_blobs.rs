@@ -8,7 +8,7 @@ use unified_tables::backend::blob::BlobBackend;
 use unified_tables::backend::counting::Counts;
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming, FaultyBackend};
 use unified_tables::backend::Backend;
-use unified_tables::{BlobContent, BlobOptions, Error, ErrorKind, Store, Tables, Value};
+use unified_tables::{BlobContent, BlobOptions, Error, ErrorKind, RetryPolicy, Store, Tables, Value};
 
 use crate::model::Document;
 use crate::{blob_options, mixed_text, noise, Env};
@@ -300,7 +300,9 @@ pub async fn a_blob_upload_that_fails_writes_nothing_to_the_table(env: &Env) {
 
     // A table write failing after the upload leaves the uploaded blob too, and deletes none.
     let table_faults = FaultyBackend::new(env.backend().clone());
+    // No retry: the write fails as the service refused it.
     let failing_table = Tables::with_backend(table_faults.clone())
+        .with_retry(RetryPolicy::no_retries())
         .with_blobs(env.blobs.clone().unwrap(), blob_options())
         .store_in::<Document>(&env.table);
     table_faults.fail_next(FaultTarget::Write, FaultTiming::Before, busy);

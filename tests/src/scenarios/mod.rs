@@ -1,13 +1,17 @@
 //! The scenarios, by area. Each is `pub async fn(&Env)` and panics on failure.
 
+pub mod admin;
+pub mod admin_fsck;
 pub mod batch;
 pub mod cache;
 pub mod cache_checker;
 pub mod concurrency;
 pub mod conditional_blobs;
 pub mod connect;
+pub mod converge;
 pub mod crud;
 pub mod dotnet_rows;
+pub mod exactly_once;
 pub mod filters;
 pub mod hostile_rows;
 pub mod identity;
@@ -47,6 +51,12 @@ pub mod wildcard_etags;
 macro_rules! for_each_scenario {
     ($m:ident) => {
         $m! {
+            admin::export_then_import_round_trips_every_field_form_and_tier,
+            admin::a_damaged_export_is_refused_before_anything_is_written,
+            admin_fsck::fsck_finds_each_kind_of_planted_damage_and_repairs_only_what_is_safe,
+            admin_fsck::fsck_of_one_partition_reads_only_it,
+            converge::converge_rewrites_old_rows_and_a_dry_run_changes_nothing,
+            converge::converge_loses_no_concurrent_update,
             crud::create_then_get_returns_the_entity_with_its_etag,
             crud::create_of_an_existing_key_is_already_exists,
             crud::update_is_conditional_on_the_etag_read,
@@ -100,6 +110,19 @@ macro_rules! for_each_scenario {
             concurrency::a_rejected_write_is_classified_by_re_reading,
             concurrency::lost_answers_are_reported_as_unknown_outcomes,
             concurrency::composite_ids_work_with_the_outcome_verbs,
+            exactly_once::a_create_whose_answer_is_lost_is_applied_once,
+            exactly_once::upserts_and_replaces_whose_answers_are_lost_are_applied_once,
+            exactly_once::a_conditional_update_whose_answer_is_lost_succeeds_with_the_stored_etag,
+            exactly_once::a_delete_whose_answer_is_lost_is_done,
+            exactly_once::mutate_increments_a_counter_exactly_once_under_lost_answers,
+            exactly_once::the_outcome_verbs_apply_once_under_lost_answers,
+            exactly_once::a_batch_whose_answer_is_lost_is_settled_by_one_row,
+            exactly_once::large_values_whose_answers_are_lost_are_applied_once,
+            exactly_once::a_write_that_did_not_land_is_sent_again,
+            exactly_once::a_retried_attempt_refused_by_its_own_first_attempt_succeeds,
+            exactly_once::a_write_that_cannot_be_read_back_is_an_unknown_outcome,
+            exactly_once::the_write_token_is_a_system_cell_no_reader_sees,
+            exactly_once::a_conditional_write_whose_row_moved_on_is_never_applied_again,
             batch::create_batch_packs_transactions_of_100,
             batch::create_batch_refuses_a_repeated_key_before_writing,
             batch::a_failed_transaction_keeps_earlier_ones_and_names_the_entity,

@@ -560,7 +560,11 @@ pub async fn session_errors_say_what_failed_and_never_hold_the_id(env: &Env) {
 
     // The service failing: a backend error naming the operation, the table and the service's answer.
     let faulty = FaultyBackend::new(env.backend().clone());
-    let flaky = TableSessionStore::new(&Tables::with_backend(faulty.clone()), &env.table).unwrap();
+    let flaky = TableSessionStore::new(
+        &Tables::with_backend(faulty.clone()).with_retry(unified_tables::RetryPolicy::no_retries()),
+        &env.table,
+    )
+    .unwrap();
     let mut live = record(json!({}), in_minutes(30));
     flaky.create(&mut live).await.unwrap();
     faulty.fail_next(FaultTarget::Get, FaultTiming::Before, || {

@@ -2,7 +2,7 @@
 //! with their items, the column merge, unknown and legacy tokens.
 
 use unified_tables::backend::Backend;
-use unified_tables::layout::TYPE_NAME;
+use unified_tables::layout::{TYPE_NAME, WRITE_TOKEN, WRITE_TOKEN_CHARS};
 use unified_tables::{DateTime, Error, Row, TableRecord, TableUnion, UnionStore, UnionWrite, Value};
 
 use crate::Env;
@@ -125,7 +125,12 @@ pub async fn union_every_variant_round_trips(env: &Env) {
     assert_eq!(row.get("Amount"), Some(&Value::Double(12.5)));
     assert!(row.get("Lines__Json").is_some());
     let row = raw(env, "order-1", "000000002").await;
-    assert_eq!(row.properties.len(), 1, "a unit variant stores its token only");
+    assert_eq!(
+        row.properties.len(),
+        2,
+        "a unit variant stores its type token and the write token only"
+    );
+    assert!(matches!(row.get(WRITE_TOKEN), Some(Value::String(t)) if t.len() == WRITE_TOKEN_CHARS));
 
     // Verbatim keys: a different case is a different row.
     assert!(store.get(("Order-1", "000000000")).await.unwrap().is_none());
@@ -400,8 +405,17 @@ pub async fn union_unknown_tokens_fail_or_reach_the_catch_all(env: &Env) {
 
     // Written back, the raw row keeps its token and columns.
     let item = entries[1].item.clone().unwrap();
+    assert!(
+        row.get(WRITE_TOKEN).is_none(),
+        "the store's own cell is no column of the row"
+    );
     any.insert(("o", "copy"), &item).await.unwrap();
-    assert_eq!(raw(env, "o", "copy").await.properties, foreign.properties);
+    let mut copy = raw(env, "o", "copy").await;
+    assert!(
+        copy.properties.remove(WRITE_TOKEN).is_some(),
+        "the copy's write carried a token"
+    );
+    assert_eq!(copy.properties, foreign.properties);
 }
 
 pub async fn union_legacy_tokens_are_read_and_rewritten_canonical(env: &Env) {

@@ -76,17 +76,6 @@ impl ServiceFailure {
     fn is_transient(&self) -> bool {
         matches!(self.status, 408 | 500 | 502 | 503 | 504)
     }
-
-    /// Whether this refusal of a retried write is what the service would
-    /// answer had an earlier attempt been applied.
-    fn echoes_a_write(&self, is_delete: bool) -> bool {
-        match self.status {
-            409 => self.code.ends_with("AlreadyExists"),
-            412 => true,
-            404 => is_delete && self.code != "TableNotFound",
-            _ => false,
-        }
-    }
 }
 
 impl From<ServiceFailure> for Error {
@@ -170,11 +159,11 @@ impl Policy for CaptureServiceErrors {
 /// transport errors including time-outs) as the [`RetryPolicy`] says, and
 /// holds the request and its retries to the policy's deadline.
 ///
-/// A table write whose earlier attempt may have been applied (its answer was
-/// lost, or was a 5xx other than `ServerBusy`) and whose retry is refused as
-/// if it had been (409 `…AlreadyExists`, 412, or 404 to a delete) reports the
-/// earlier failure instead: the refusal may be the echo of our own write, so
-/// the outcome is unknown, not a conflict.
+/// A table write is retried here only when its attempt never left (the
+/// connection could not be made): any other failure of a write goes back to
+/// the store, which retries it with its write token and settles an answer
+/// left in doubt by reading the row back (see [`Tables::with_retry`](crate::Tables::with_retry)).
+/// Reads, and blob requests, are retried here as the policy allows.
 #[derive(Debug)]
 struct BoundedRetry {
     policy: RetryPolicy,
@@ -184,10 +173,15 @@ struct BoundedRetry {
 impl Policy for BoundedRetry {
     async fn send(&self, ctx: &Context, request: &mut Request, next: &[Arc<dyn Policy>]) -> PolicyResult {
         let start = Instant::now();
+        // Creating or deleting a table is safe to repeat (the store tolerates
+        // `TableAlreadyExists`); an entity write is not.
         let table_write = matches!(ctx.get::<ServiceType>(), Some(ServiceType::Table))
-            && !matches!(request.method(), Method::Get | Method::Head);
-        let is_delete = matches!(request.method(), Method::Delete);
-        let mut maybe_applied: Option<azure_core::Error> = None;
+            && !matches!(request.method(), Method::Get | Method::Head)
+            && !request
+                .url()
+                .path_segments()
+                .and_then(|mut segments| segments.next_back())
+                .is_some_and(|last| last.starts_with("Tables"));
         let mut attempts = 0;
         loop {
             attempts += 1;
@@ -203,18 +197,11 @@ impl Policy for BoundedRetry {
                 Ok(response) => return Ok(response),
                 Err(error) => error,
             };
-            if let Some(earlier) = maybe_applied.take() {
-                if service_failure(&error).is_some_and(|f| f.echoes_a_write(is_delete)) {
-                    tracing::debug!(
-                        error = %redact(&error.to_string()),
-                        earlier = %redact(&earlier.to_string()),
-                        "a retried write was refused as if an earlier attempt had been applied"
-                    );
-                    return Err(earlier);
-                }
-            }
             let transient = match service_failure(&error) {
+                // A table write's answer is classified by the store.
+                Some(_) if table_write => false,
                 Some(failure) => failure.is_transient(),
+                None if table_write => never_sent(&error),
                 None => matches!(error.kind(), ErrorKind::Io),
             };
             let delay = match transient {
@@ -228,34 +215,27 @@ impl Policy for BoundedRetry {
                 error = %redact(&error.to_string()),
                 "retrying a transient storage failure"
             );
-            if table_write && may_have_been_applied(&error) {
-                maybe_applied = Some(error);
-            }
             tokio::time::sleep(delay).await;
         }
     }
 }
 
-/// Whether the attempt that failed with `error` may have been applied: the
-/// service answered with a failure that does not say "not processed", or no
-/// answer came after the connection was made.
-fn may_have_been_applied(error: &azure_core::Error) -> bool {
-    if let Some(failure) = service_failure(error) {
-        return !matches!((failure.status, failure.code.as_str()), (503, "ServerBusy") | (429, _));
-    }
+/// Whether the attempt that failed with `error` never left: the connection
+/// could not be made.
+fn never_sent(error: &azure_core::Error) -> bool {
     let mut current: Option<&(dyn std::error::Error + 'static)> = error.get_ref().map(|e| e as _);
     while let Some(e) = current {
         if e.downcast_ref::<reqwest::Error>()
             .is_some_and(reqwest::Error::is_connect)
         {
-            return false;
+            return true;
         }
         current = match e.downcast_ref::<azure_core::Error>() {
             Some(inner) => inner.get_ref().map(|e| e as _),
             None => e.source(),
         };
     }
-    true
+    false
 }
 
 /// The error of a request cut short by the policy's deadline.

@@ -9,7 +9,7 @@ use super::{UnionEntry, UnionPage, UnionQuery, UnionStore};
 use crate::backend::{Page, PageToken, QueryRequest};
 use crate::entity::Key;
 use crate::error::{Error, Result};
-use crate::layout::{is_system_column, TYPE_NAME};
+use crate::layout::{is_system_column, TYPE_NAME, WRITE_TOKEN};
 use crate::store::read::is_continuation_row;
 use crate::union::TableUnion;
 use crate::value::{ETag, Row, Value};
@@ -164,6 +164,8 @@ impl<E: TableUnion> UnionStore<E> {
     /// A stored row as an entry: its system columns, its token, its item.
     fn entry(&self, mut row: Row) -> Result<UnionEntry<E>> {
         let key = Key::new(row.partition_key.clone(), row.row_key.clone());
+        // The store's own cell: neither a column of the entry nor of a catch-all's row.
+        row.properties.remove(WRITE_TOKEN);
         let etag = row.etag.take().unwrap_or_else(|| ETag::new(""));
         let timestamp = row.timestamp;
         let columns = row

@@ -146,6 +146,9 @@ impl<E: TableUnion> UnionStore<E> {
             check_system_column(name)?;
             row.insert(name.clone(), value.clone());
         }
+        if self.store.tables.write_tokens {
+            crate::store::settle::reserve_token(&mut row);
+        }
         check_row_limits(&row)?;
         Ok(row)
     }
@@ -153,7 +156,6 @@ impl<E: TableUnion> UnionStore<E> {
     /// A service answer about one row, named for it.
     fn about(&self, e: Error, key: &Key) -> Error {
         e.about_entity(&self.store.table, &key.partition_key, &key.row_key)
-            .after_sending(&self.store.table, &key.partition_key, &key.row_key)
     }
 
     async fn write_one(&self, write: UnionWrite<'_, E>, mode: Mode) -> Result<ETag> {
@@ -182,6 +184,9 @@ impl<E: TableUnion> UnionStore<E> {
             return Err(Error::config(
                 "merge_columns names no column: give at least one `_`-prefixed column",
             ));
+        }
+        if self.store.tables.write_tokens {
+            crate::store::settle::reserve_token(&mut row);
         }
         check_row_limits(&row)?;
         self.store.ensure_created().await?;
@@ -230,18 +235,14 @@ impl<E: TableUnion> UnionStore<E> {
                     }
                     Err(e) => e,
                 };
-                let (index, source, answered) = match error {
-                    Error::Transaction { index, source } => (index, *source, true),
-                    other => (0, other, false),
+                let (index, source) = match error {
+                    Error::Transaction { index, source } => (index, *source),
+                    other => (0, other),
                 };
                 let failed = keys.get(index).unwrap_or(&keys[0]).clone();
                 let table = &self.store.table;
+                // A transaction in doubt was settled by the send (or is `OutcomeUnknown`).
                 let source = source.about_entity(table, &failed.partition_key, &failed.row_key);
-                // No answer: the transaction may have been applied as a whole.
-                let source = match answered {
-                    true => source,
-                    false => source.after_sending(table, &failed.partition_key, &failed.row_key),
-                };
                 return Err(batch_failed(committed, failed, source));
             }
         }

@@ -1,0 +1,441 @@
+//! Checking a table ([`Admin::fsck`]), repairing only what is safe, and
+//! counting what it holds ([`Admin::stats`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::entity::{assemble_with, Damage, Tier};
+use super::read::Read;
+use super::scan::{Range, Scanned};
+use super::{report, Admin, Event, Observer, Stop};
+use crate::backend::blob::BlobCondition;
+use crate::backend::{IfMatch, WriteOp};
+use crate::error::{ErrorKind, Result};
+use crate::large::stream::well_formed_count;
+use crate::layout::{
+    blob_paths, chunk_cell, escape_segment, is_offload_shape, len_cell, partition_prefix, split_parts, BlobRef,
+    BLOB_SUFFIX, CHUNKS_SUFFIX, SPLIT_OF,
+};
+use crate::service::MAX_LIST_RESULTS;
+use crate::store::continuation_index;
+use crate::value::{Row, Value};
+
+/// What [`Admin::fsck`] looks at and may do.
+#[derive(Clone, Default)]
+pub struct FsckOptions {
+    /// One partition, or the whole table.
+    pub partition: Option<String>,
+    /// Also repair what is safe to repair: leftover continuation rows are
+    /// deleted (each on the ETag it was read with, once its main row is
+    /// checked again), orphan blobs older than the blob store's cleanup grace
+    /// are deleted (each on its ETag). A damaged entity's rows and blobs are
+    /// never touched.
+    pub repair: bool,
+    /// Where progress and findings go as they happen.
+    pub observer: Option<Observer>,
+    /// Stops the check at the next entity.
+    pub stop: Stop,
+}
+
+impl std::fmt::Debug for FsckOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FsckOptions")
+            .field("partition", &self.partition)
+            .field("repair", &self.repair)
+            .finish()
+    }
+}
+
+/// One thing [`Admin::fsck`] found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "finding", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Finding {
+    /// An entity whose large values are damaged (the same version failed
+    /// its check on every read). Never repaired: restore it from a backup.
+    Damaged {
+        /// Its PartitionKey.
+        partition_key: String,
+        /// Its RowKey.
+        row_key: String,
+        /// What is wrong.
+        damage: Vec<Damage>,
+    },
+    /// A continuation row no main row declares (its main row is gone, or
+    /// declares fewer rows).
+    Leftover {
+        /// Its PartitionKey.
+        partition_key: String,
+        /// Its RowKey.
+        row_key: String,
+        /// The main RowKey it names (`_SplitOf`).
+        owner: String,
+        /// Whether the repair deleted it.
+        repaired: bool,
+    },
+    /// A blob of the table's offload shape that no row references.
+    OrphanBlob {
+        /// Its path in the container.
+        path: String,
+        /// Its length.
+        bytes: u64,
+        /// Whether the repair deleted it (only blobs older than the cleanup grace are).
+        repaired: bool,
+    },
+}
+
+/// What [`Admin::fsck`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FsckReport {
+    /// Rows read.
+    pub rows: u64,
+    /// Entities checked.
+    pub entities: u64,
+    /// What was found, in key order (orphan blobs last).
+    pub findings: Vec<Finding>,
+    /// Findings the repair fixed.
+    pub repaired: u64,
+    /// Whether the check was stopped before the end (by its [`Stop`]).
+    pub interrupted: bool,
+}
+
+impl FsckReport {
+    /// Whether nothing was found.
+    pub fn is_clean(&self) -> bool {
+        self.findings.is_empty()
+    }
+}
+
+/// Large values of one tier.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TierStats {
+    /// How many.
+    pub values: u64,
+    /// Their stored bytes.
+    pub bytes: u64,
+}
+
+/// What a table holds ([`Admin::stats`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Partitions with at least one row.
+    pub partitions: u64,
+    /// Rows, continuation rows included.
+    pub rows: u64,
+    /// Entities (main rows).
+    pub entities: u64,
+    /// Continuation rows.
+    pub continuation_rows: u64,
+    /// Stored bytes of every cell of every row.
+    pub row_bytes: u64,
+    /// Large values by tier (`split`, `continuation`, `blob`).
+    pub large: BTreeMap<Tier, TierStats>,
+    /// Blobs of the table in the container (whether referenced or not).
+    pub blobs: u64,
+    /// Their bytes.
+    pub blob_bytes: u64,
+}
+
+impl Admin {
+    /// Checks every entity of the table (or one partition): each large value
+    /// reassembled and checked against its manifest or reference, every
+    /// continuation row claimed by its main row, every blob of the table's
+    /// offload shape referenced by a row. An entity that fails its check is
+    /// read again as one version before it is reported, so a write racing the
+    /// check is not damage. See [`FsckOptions::repair`] for what a repair does.
+    pub async fn fsck(&self, options: FsckOptions) -> Result<FsckReport> {
+        let range = Range {
+            partition: options.partition.clone(),
+            after: None,
+        };
+        let mut scan = self.scan(&range).await?;
+        let mut out = FsckReport::default();
+        let mut referenced = BTreeSet::new();
+        let found = |out: &mut FsckReport, finding: Finding| {
+            report(&options.observer, Event::Found(finding.clone()));
+            out.findings.push(finding);
+        };
+        report(
+            &options.observer,
+            Event::Phase {
+                name: "scan",
+                total: None,
+            },
+        );
+        while let Some(item) = scan.next().await? {
+            if options.stop.is_raised() {
+                out.interrupted = true;
+                break;
+            }
+            match item {
+                Scanned::Entity { main, continuations } => {
+                    out.entities += 1;
+                    referenced.extend(blob_paths(&main));
+                    let (pk, rk) = (main.partition_key.clone(), main.row_key.clone());
+                    if let Some(Read::Damaged(_, damage)) =
+                        self.settle(assemble_with(main, continuations, false), false).await?
+                    {
+                        let finding = Finding::Damaged {
+                            partition_key: pk,
+                            row_key: rk,
+                            damage,
+                        };
+                        found(&mut out, finding);
+                    }
+                }
+                Scanned::Leftover(row) => {
+                    let repaired = options.repair && self.delete_leftover(&row).await?;
+                    out.repaired += u64::from(repaired);
+                    let finding = Finding::Leftover {
+                        owner: row.get(SPLIT_OF).and_then(Value::as_str).unwrap_or_default().to_owned(),
+                        partition_key: row.partition_key,
+                        row_key: row.row_key,
+                        repaired,
+                    };
+                    found(&mut out, finding);
+                }
+            }
+            if out.entities % 100 == 0 {
+                report(
+                    &options.observer,
+                    Event::Progress {
+                        rows: scan.rows,
+                        entities: out.entities,
+                        bytes: scan.bytes,
+                    },
+                );
+            }
+        }
+        out.rows = scan.rows;
+        if self.tables.blobs.is_some() && !out.interrupted {
+            report(
+                &options.observer,
+                Event::Phase {
+                    name: "blobs",
+                    total: None,
+                },
+            );
+            for (path, bytes, repaired) in self.orphans(&range, &referenced, options.repair).await? {
+                out.repaired += u64::from(repaired);
+                found(&mut out, Finding::OrphanBlob { path, bytes, repaired });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Deletes a leftover continuation row on its ETag, once its main row
+    /// is read again and still does not claim it. `false` when it is kept.
+    async fn delete_leftover(&self, row: &Row) -> Result<bool> {
+        let (pk, rk) = (&row.partition_key, &row.row_key);
+        let owner = row.get(SPLIT_OF).and_then(Value::as_str).unwrap_or_default();
+        if let (Some(index), Some(main)) = (
+            continuation_index(owner, rk),
+            self.tables.backend.get(&self.table, pk, owner).await?,
+        ) {
+            if main.get(SPLIT_OF).is_none() && index <= split_parts(&main) {
+                return Ok(false);
+            }
+        }
+        let Some(etag) = row.etag.clone() else { return Ok(false) };
+        let op = WriteOp::Delete {
+            partition_key: pk.clone(),
+            row_key: rk.clone(),
+            condition: IfMatch::ETag(etag),
+        };
+        match self.tables.backend.execute(&self.table, op).await {
+            Ok(_) => Ok(true),
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::PreconditionFailed) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The blob prefix of a range: the table's, or one partition's.
+    fn blob_prefix(&self, range: &Range) -> String {
+        match &range.partition {
+            Some(pk) => partition_prefix(&self.table, pk),
+            None => format!("{}/", escape_segment(&self.table)),
+        }
+    }
+
+    /// Blobs of the offload shape under the range's prefix that `referenced`
+    /// does not hold: (path, length, deleted). With `repair`, those older than
+    /// the cleanup grace are deleted on their ETag.
+    async fn orphans(
+        &self,
+        range: &Range,
+        referenced: &BTreeSet<String>,
+        repair: bool,
+    ) -> Result<Vec<(String, u64, bool)>> {
+        let blobs = self.blob_store()?;
+        let container = &blobs.options.container;
+        let cutoff = match repair {
+            true => blobs.backend.now().await?.unix_nanos() - blobs.options.cleanup_grace.as_nanos() as i128,
+            false => i128::MIN,
+        };
+        let prefix = self.blob_prefix(range);
+        let mut out = Vec::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let listing = match blobs
+                .backend
+                .list(container, &prefix, None, marker.as_deref(), MAX_LIST_RESULTS)
+                .await
+            {
+                Err(e) if e.kind() == ErrorKind::NotFound => return Ok(out),
+                other => other?,
+            };
+            for item in listing.items {
+                if !is_offload_shape(&item.name) || referenced.contains(&item.name) {
+                    continue;
+                }
+                let mut deleted = false;
+                if repair && item.properties.last_modified.unix_nanos() < cutoff {
+                    let condition = BlobCondition::IfMatch(item.properties.etag.clone());
+                    deleted = match blobs.backend.delete(container, &item.name, condition).await {
+                        Ok(d) => d,
+                        Err(e) if e.kind() == ErrorKind::PreconditionFailed => false,
+                        Err(e) => return Err(e),
+                    };
+                }
+                out.push((item.name, item.properties.length, deleted));
+            }
+            match listing.next_marker {
+                Some(m) => marker = Some(m),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// The orphan blobs of the table (or one partition) last modified more
+    /// than `older_than` ago on the blob service's clock, as (path, length):
+    /// what [`Admin::sweep`] would delete, without deleting anything.
+    pub async fn orphan_blobs(&self, partition: Option<&str>, older_than: Duration) -> Result<Vec<(String, u64)>> {
+        let range = Range {
+            partition: partition.map(str::to_owned),
+            after: None,
+        };
+        let mut scan = self.scan(&range).await?;
+        let mut referenced = BTreeSet::new();
+        while let Some(item) = scan.next().await? {
+            if let Scanned::Entity { main, .. } = item {
+                referenced.extend(blob_paths(&main));
+            }
+        }
+        let blobs = self.blob_store()?;
+        let cutoff = blobs.backend.now().await?.unix_nanos() - older_than.as_nanos() as i128;
+        let mut out = Vec::new();
+        for (path, bytes, _) in self.orphans(&range, &referenced, false).await? {
+            let modified = blobs.backend.properties(&blobs.options.container, &path).await?;
+            if modified.is_some_and(|p| p.last_modified.unix_nanos() < cutoff) {
+                out.push((path, bytes));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Counts what the table (or one partition) holds: partitions, rows,
+    /// entities, large values by tier and their stored bytes, and the blobs
+    /// of the table in the container. Reads every row once; nothing is checked.
+    pub async fn stats(&self, partition: Option<&str>, observer: Option<Observer>) -> Result<Stats> {
+        let range = Range {
+            partition: partition.map(str::to_owned),
+            after: None,
+        };
+        let mut scan = self.scan(&range).await?;
+        let mut stats = Stats::default();
+        let mut last_partition: Option<String> = None;
+        report(
+            &observer,
+            Event::Phase {
+                name: "scan",
+                total: None,
+            },
+        );
+        while let Some(item) = scan.next().await? {
+            let Scanned::Entity { main, continuations } = item else {
+                continue;
+            };
+            if last_partition.as_deref() != Some(main.partition_key.as_str()) {
+                stats.partitions += 1;
+                last_partition = Some(main.partition_key.clone());
+            }
+            stats.entities += 1;
+            stats.continuation_rows += continuations.len() as u64;
+            for (tier, bytes) in shape(&main) {
+                let t = stats.large.entry(tier).or_default();
+                t.values += 1;
+                t.bytes += bytes;
+            }
+            if stats.entities % 1000 == 0 {
+                report(
+                    &observer,
+                    Event::Progress {
+                        rows: scan.rows,
+                        entities: stats.entities,
+                        bytes: scan.bytes,
+                    },
+                );
+            }
+        }
+        stats.rows = scan.rows;
+        stats.row_bytes = scan.bytes;
+        if let Ok(blobs) = self.blob_store() {
+            let prefix = self.blob_prefix(&range);
+            let mut marker: Option<String> = None;
+            loop {
+                let listing = match blobs
+                    .backend
+                    .list(
+                        &blobs.options.container,
+                        &prefix,
+                        None,
+                        marker.as_deref(),
+                        MAX_LIST_RESULTS,
+                    )
+                    .await
+                {
+                    Err(e) if e.kind() == ErrorKind::NotFound => break,
+                    other => other?,
+                };
+                for item in listing.items {
+                    stats.blobs += 1;
+                    stats.blob_bytes += item.properties.length;
+                }
+                match listing.next_marker {
+                    Some(m) => marker = Some(m),
+                    None => break,
+                }
+            }
+        }
+        Ok(stats)
+    }
+}
+
+/// The (tier, stored bytes) of each large value of a main row, from its
+/// cells alone: a blob reference, or a manifest whose chunks are all on
+/// the main row (split) or not (continuation).
+fn shape(main: &Row) -> Vec<(Tier, u64)> {
+    let mut out = Vec::new();
+    for (cell, value) in main.properties.iter() {
+        if cell.ends_with(BLOB_SUFFIX) {
+            let length = value
+                .as_str()
+                .and_then(|json| BlobRef::parse(cell, json).ok())
+                .map_or(0, |r| r.length);
+            out.push((Tier::Blob, length));
+        } else if let Some(column) = cell.strip_suffix(CHUNKS_SUFFIX) {
+            let count = well_formed_count(column, main).unwrap_or(0);
+            let on_main = (0..count).all(|i| main.get(&chunk_cell(column, i)).is_some());
+            let tier = if on_main { Tier::Split } else { Tier::Continuation };
+            let bytes = match main.get(&len_cell(column)) {
+                Some(Value::Int64(n)) => u64::try_from(*n).unwrap_or(0),
+                Some(Value::Int32(n)) => u64::try_from(*n).unwrap_or(0),
+                _ => 0,
+            };
+            out.push((tier, bytes));
+        }
+    }
+    out
+}

@@ -1,0 +1,270 @@
+//! Several accounts behind one [`Backend`]: each partition lives in one
+//! account of a fixed, ordered pool, chosen by [`account_of`].
+//!
+//! Everything that names a partition (point reads and writes, transactions,
+//! queries whose filter pins `PartitionKey`) goes to that partition's account
+//! unchanged. A query over the whole table asks every account and merges
+//! their rows in (PartitionKey, RowKey) order; its page token
+//! is the last key it returned, and the next page resumes every account
+//! after it.
+//!
+//! [`PooledBlobBackend`] routes large-value blobs the same way, by the
+//! partition their name holds, so a partition's rows and blobs share an
+//! account.
+
+mod blob;
+mod merge;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use blob::PooledBlobBackend;
+
+use super::{Backend, Page, PageAnswer, PageToken, QueryRequest, WriteOp, WriteOutcome};
+use crate::error::{Error, Result};
+use crate::query::{CmpOp, Filter};
+use crate::value::{Row, Value};
+
+/// The FNV-1a 64-bit offset basis: the seed of the key hash under
+/// [`account_of`].
+pub const KEY_HASH_SEED: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// The account (0-based) of `partition_key` in a pool of `accounts`: jump
+/// consistent hash (Lamping and Veach, 2014) of the FNV-1a 64-bit hash of
+/// the key's UTF-8 bytes, seeded with [`KEY_HASH_SEED`].
+///
+/// The result depends on nothing but the key and the pool's size, so every
+/// process and every release agrees on it. Growing a pool from `n` to `n + 1`
+/// accounts moves about one partition in `n + 1`, each to the new account.
+///
+/// ```
+/// use unified_tables::backend::pool::account_of;
+/// assert_eq!(account_of("any key", 1), 0);
+/// let home = account_of("customer-42", 4);
+/// assert!(home < 4);
+/// assert_eq!(home, account_of("customer-42", 4)); // stable
+/// // Growing the pool keeps a key where it was or moves it to the new account.
+/// let grown = account_of("customer-42", 5);
+/// assert!(grown == home || grown == 4);
+/// ```
+pub fn account_of(partition_key: &str, accounts: usize) -> usize {
+    let mut key = partition_key
+        .bytes()
+        .fold(KEY_HASH_SEED, |hash, b| (hash ^ u64::from(b)).wrapping_mul(FNV_PRIME));
+    let buckets = accounts.max(1) as i64;
+    let (mut b, mut j) = (-1i64, 0i64);
+    while j < buckets {
+        b = j;
+        key = key.wrapping_mul(2_862_933_555_777_941_757).wrapping_add(1);
+        j = ((b + 1) as f64 * ((1u64 << 31) as f64 / ((key >> 33) + 1) as f64)) as i64;
+    }
+    b as usize
+}
+
+/// A [`Backend`] over a fixed, ordered pool of accounts, one partition in
+/// one account ([`account_of`]).
+///
+/// Build it through [`Tables::pooled`](crate::Tables::pooled), which also
+/// checks the pool against the descriptor each account holds; a
+/// `PooledBackend` made directly does no such check.
+///
+/// A table-wide query adds three comparisons to its filter to resume after
+/// the last key it returned, so its own filter may hold at most
+/// [`MAX_COMPARISONS`](crate::query::MAX_COMPARISONS) − 3.
+#[derive(Debug, Clone)]
+pub struct PooledBackend {
+    accounts: Arc<[Arc<dyn Backend>]>,
+}
+
+impl PooledBackend {
+    /// A pool of `accounts`, in their order (the order is part of the
+    /// routing: the same accounts in another order route differently).
+    /// An empty pool is [`Error::Config`].
+    pub fn new(accounts: Vec<Arc<dyn Backend>>) -> Result<PooledBackend> {
+        if accounts.is_empty() {
+            return Err(Error::config(
+                "a pool needs at least one account; give Tables::pooled one handle per account",
+            ));
+        }
+        Ok(PooledBackend {
+            accounts: accounts.into(),
+        })
+    }
+
+    /// The accounts, in pool order.
+    pub fn accounts(&self) -> &[Arc<dyn Backend>] {
+        &self.accounts
+    }
+
+    /// The backend of the account that holds `partition_key`.
+    pub fn account_for(&self, partition_key: &str) -> &Arc<dyn Backend> {
+        &self.accounts[account_of(partition_key, self.accounts.len())]
+    }
+}
+
+/// The partition a filter pins: a `PartitionKey eq 'x'` that every
+/// matching row must satisfy (itself, or a side of a top-level `and`).
+pub(crate) fn pinned_partition(filter: &Filter) -> Option<&str> {
+    match filter {
+        Filter::Compare {
+            column,
+            op: CmpOp::Eq,
+            value: Value::String(pk),
+        } if column == "PartitionKey" => Some(pk),
+        Filter::And(a, b) => pinned_partition(a).or_else(|| pinned_partition(b)),
+        _ => None,
+    }
+}
+
+#[async_trait]
+#[deny(clippy::missing_trait_methods)]
+impl Backend for PooledBackend {
+    async fn create_table(&self, table: &str) -> Result<()> {
+        for account in self.accounts.iter() {
+            account.create_table(table).await?;
+        }
+        Ok(())
+    }
+
+    async fn delete_table(&self, table: &str) -> Result<()> {
+        // Absent from every account is the service's 404; absent from some
+        // is a table half deleted before: finish the job.
+        let mut missing = None;
+        let mut deleted = false;
+        for account in self.accounts.iter() {
+            match account.delete_table(table).await {
+                Ok(()) => deleted = true,
+                Err(e) if e.service_code().is_some_and(|(status, _)| status == 404) => missing = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        match missing {
+            Some(e) if !deleted => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    async fn get(&self, table: &str, partition_key: &str, row_key: &str) -> Result<Option<Row>> {
+        self.account_for(partition_key).get(table, partition_key, row_key).await
+    }
+
+    async fn execute(&self, table: &str, op: WriteOp) -> Result<WriteOutcome> {
+        let account = self.account_for(op.keys().0).clone();
+        account.execute(table, op).await
+    }
+
+    async fn transaction(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
+        // A transaction holds one partition (the account refuses one that
+        // does not, as the service does), so its first operation routes it.
+        let Some(first) = ops.first() else {
+            return self.accounts[0].transaction(table, ops).await;
+        };
+        let account = self.account_for(first.keys().0).clone();
+        account.transaction(table, ops).await
+    }
+
+    async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
+        if let Some(pk) = request.filter.as_ref().and_then(pinned_partition) {
+            return self.account_for(pk).query(table, request, token).await;
+        }
+        if self.accounts.len() == 1 {
+            return self.accounts[0].query(table, request, token).await;
+        }
+        merge::query_all(&self.accounts, table, request, token).await
+    }
+
+    async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
+        if let Some(pk) = request.filter.as_ref().and_then(pinned_partition) {
+            return self.account_for(pk).query_body(table, request, token).await;
+        }
+        if self.accounts.len() == 1 {
+            return self.accounts[0].query_body(table, request, token).await;
+        }
+        // A merged page is made of rows from several answers.
+        merge::query_all(&self.accounts, table, request, token)
+            .await
+            .map(PageAnswer::Rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The jump hash of a raw 64-bit key (the routing hashes the key first).
+    fn jump(mut key: u64, buckets: i64) -> i64 {
+        let (mut b, mut j) = (-1i64, 0i64);
+        while j < buckets {
+            b = j;
+            key = key.wrapping_mul(2_862_933_555_777_941_757).wrapping_add(1);
+            j = ((b + 1) as f64 * ((1u64 << 31) as f64 / ((key >> 33) + 1) as f64)) as i64;
+        }
+        b
+    }
+
+    #[test]
+    fn routing_matches_the_published_algorithm() {
+        // Values printed by the paper's C++ function (compiled with gcc) for
+        // these keys and bucket counts: 1, 2, 3, 5, 100, 1000.
+        let vectors: [(u64, [i64; 6]); 4] = [
+            (1, [0, 0, 0, 0, 55, 549]),
+            (0xDEAD_10CC, [0, 1, 1, 1, 94, 361]),
+            (u64::MAX, [0, 1, 2, 2, 92, 313]),
+            (123_456_789, [0, 0, 0, 0, 34, 294]),
+        ];
+        for (key, expected) in vectors {
+            for (buckets, want) in [1, 2, 3, 5, 100, 1000].into_iter().zip(expected) {
+                assert_eq!(jump(key, buckets), want, "key {key:#x}, {buckets} buckets");
+            }
+        }
+        // FNV-1a of the key, then the jump hash (same C program).
+        assert_eq!(account_of("customer-42", 3), 1);
+        assert_eq!(account_of("customer-42", 4), 1);
+        assert_eq!(account_of("partition-7", 4), 0);
+        assert_eq!(account_of("", 4), 1);
+    }
+
+    #[test]
+    fn keys_spread_evenly_and_move_only_to_the_new_account() {
+        let keys: Vec<String> = (0..20_000).map(|i| format!("partition-{i}")).collect();
+        let mut counts = [0usize; 4];
+        for key in &keys {
+            counts[account_of(key, 4)] += 1;
+        }
+        for count in counts {
+            assert!((4_500..5_500).contains(&count), "{counts:?}");
+        }
+        let moved = keys
+            .iter()
+            .filter(|k| account_of(k, 4) != account_of(k, 5))
+            .inspect(|k| assert_eq!(account_of(k, 5), 4, "{k} moved between old accounts"))
+            .count();
+        assert!((3_500..4_500).contains(&moved), "{moved} of 20000 moved growing 4 -> 5");
+    }
+
+    #[test]
+    fn the_key_hash_is_fnv_1a() {
+        // FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c (the published test vector).
+        let fnv = |s: &str| {
+            s.bytes()
+                .fold(KEY_HASH_SEED, |h, b| (h ^ u64::from(b)).wrapping_mul(FNV_PRIME))
+        };
+        assert_eq!(fnv("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv(""), KEY_HASH_SEED);
+    }
+
+    #[test]
+    fn a_pinned_partition_is_found_under_and() {
+        let f = Filter::eq("PartitionKey", Value::String("p".into())).and(Filter::cmp(
+            "RowKey",
+            CmpOp::Ge,
+            Value::String("a".into()),
+        ));
+        assert_eq!(pinned_partition(&f), Some("p"));
+        let or = Filter::eq("PartitionKey", Value::String("p".into()))
+            .or(Filter::eq("PartitionKey", Value::String("q".into())));
+        assert_eq!(pinned_partition(&or), None);
+    }
+}
