@@ -191,10 +191,6 @@ impl<B> ThrottledBackend<B> {
     }
 }
 
-fn pinned(filter: Option<&Filter>) -> Option<&str> {
-    filter.and_then(super::pool::pinned_partition)
-}
-
 #[async_trait]
 #[deny(clippy::missing_trait_methods)]
 impl<B: Backend> Backend for ThrottledBackend<B> {
@@ -220,14 +216,22 @@ impl<B: Backend> Backend for ThrottledBackend<B> {
         self.inner.transaction(table, ops).await
     }
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
-        let partition = pinned(request.filter.as_ref()).map(|pk| (table, pk));
+        let partition = request
+            .filter
+            .as_ref()
+            .and_then(Filter::pinned_partition)
+            .map(|pk| (table, pk));
         self.admit(partition, 1.0)?;
         let page = self.inner.query(table, request, token).await?;
         self.charge(partition, page.rows.len().saturating_sub(1) as f64);
         Ok(page)
     }
     async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
-        let partition = pinned(request.filter.as_ref()).map(|pk| (table, pk));
+        let partition = request
+            .filter
+            .as_ref()
+            .and_then(Filter::pinned_partition)
+            .map(|pk| (table, pk));
         self.admit(partition, 1.0)?;
         let answer = self.inner.query_body(table, request, token).await?;
         // Rows are charged as `query` charges them; a body not read yet counts

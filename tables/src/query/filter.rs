@@ -137,6 +137,20 @@ impl Filter {
         }
     }
 
+    /// The partition every matching row must be in: a `PartitionKey eq 'x'`
+    /// that is the filter itself or a side of a top-level `and`.
+    pub(crate) fn pinned_partition(&self) -> Option<&str> {
+        match self {
+            Filter::Compare {
+                column,
+                op: CmpOp::Eq,
+                value: Value::String(pk),
+            } if column == "PartitionKey" => Some(pk),
+            Filter::And(a, b) => a.pinned_partition().or_else(|| b.pinned_partition()),
+            _ => None,
+        }
+    }
+
     /// Refuses a filter the service would refuse for its size.
     pub fn check(&self) -> Result<()> {
         let n = self.comparisons();

@@ -23,8 +23,8 @@ pub use blob::PooledBlobBackend;
 
 use super::{Backend, Page, PageAnswer, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
-use crate::query::{CmpOp, Filter};
-use crate::value::{Row, Value};
+use crate::query::Filter;
+use crate::value::Row;
 
 /// The FNV-1a 64-bit offset basis: the seed of the key hash under
 /// [`account_of`].
@@ -104,20 +104,6 @@ impl PooledBackend {
     }
 }
 
-/// The partition a filter pins: a `PartitionKey eq 'x'` that every
-/// matching row must satisfy (itself, or a side of a top-level `and`).
-pub(crate) fn pinned_partition(filter: &Filter) -> Option<&str> {
-    match filter {
-        Filter::Compare {
-            column,
-            op: CmpOp::Eq,
-            value: Value::String(pk),
-        } if column == "PartitionKey" => Some(pk),
-        Filter::And(a, b) => pinned_partition(a).or_else(|| pinned_partition(b)),
-        _ => None,
-    }
-}
-
 #[async_trait]
 #[deny(clippy::missing_trait_methods)]
 impl Backend for PooledBackend {
@@ -166,7 +152,7 @@ impl Backend for PooledBackend {
     }
 
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
-        if let Some(pk) = request.filter.as_ref().and_then(pinned_partition) {
+        if let Some(pk) = request.filter.as_ref().and_then(Filter::pinned_partition) {
             return self.account_for(pk).query(table, request, token).await;
         }
         if self.accounts.len() == 1 {
@@ -176,7 +162,7 @@ impl Backend for PooledBackend {
     }
 
     async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
-        if let Some(pk) = request.filter.as_ref().and_then(pinned_partition) {
+        if let Some(pk) = request.filter.as_ref().and_then(Filter::pinned_partition) {
             return self.account_for(pk).query_body(table, request, token).await;
         }
         if self.accounts.len() == 1 {
@@ -192,6 +178,8 @@ impl Backend for PooledBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::query::CmpOp;
+    use crate::value::Value;
 
     /// The jump hash of a raw 64-bit key (the routing hashes the key first).
     fn jump(mut key: u64, buckets: i64) -> i64 {
@@ -262,9 +250,9 @@ mod tests {
             CmpOp::Ge,
             Value::String("a".into()),
         ));
-        assert_eq!(pinned_partition(&f), Some("p"));
+        assert_eq!(f.pinned_partition(), Some("p"));
         let or = Filter::eq("PartitionKey", Value::String("p".into()))
             .or(Filter::eq("PartitionKey", Value::String("q".into())));
-        assert_eq!(pinned_partition(&or), None);
+        assert_eq!(or.pinned_partition(), None);
     }
 }
