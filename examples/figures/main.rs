@@ -92,6 +92,9 @@ static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 
 /// Point operations per measurement: in memory, and on Azure.
 const POINT_OPS: (usize, usize) = (20_000, 200);
+/// Upserts per measurement of the write token's CPU: in memory, and on Azure
+/// (more than the point operations': one cell's cost is small beside a request's).
+const TOKEN_OPS: (usize, usize) = (20_000, 1_200);
 /// Cached gets per measurement: in memory, and on Azure.
 const CACHE_OPS: (usize, usize) = (100_000, 2_000);
 /// Rows streamed: in memory, and on Azure (seeding them takes a while).
@@ -176,7 +179,14 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
         figures.extend(cache::figures(&db, cache_ops, 1_000).await?);
     }
     if runs("tokens") {
-        figures.extend(tokens::figures(&db, point_ops).await?);
+        figures.extend(
+            tokens::figures(
+                &db,
+                service.is_none(),
+                if service.is_none() { TOKEN_OPS.0 } else { TOKEN_OPS.1 },
+            )
+            .await?,
+        );
     }
     if runs("scaling") {
         let (scaling, scaling_notes) = scaling::figures().await?;

@@ -7,6 +7,9 @@
 //!    without, one request at a time, interleaved rounds (each first in
 //!    turn), the median
 //!    (Linux: the process's CPU time; on Azure the service's time is not in it);
+//!    beside it the floor: the same entity without the token but with one
+//!    more ordinary cell of the token's size, against without (what any
+//!    22-character cell costs a write, wherever it comes from);
 //! 3. ambiguous answers injected through a `FaultyBackend` (the write is
 //!    applied, then its answer is replaced by a lost connection or a 500
 //!    `OperationTimedOut`; every fifth read-back fails too, so the write is
@@ -23,11 +26,13 @@ use unified_tables::backend::{Backend, Page, PageToken, QueryRequest, WriteOp, W
 use unified_tables::wire::wire_size;
 use unified_tables::{DateTime, Error, RetryPolicy, Row, Store, TableEntity, Tables};
 
-use crate::common::{fresh_table, process_cpu, Failure, Reading};
+use crate::common::{fresh_table, process_cpu, thread_cpu, Failure, Reading};
 use crate::report::{median, Figure, Target};
 
 /// Interleaved rounds of the CPU figure.
 const ROUNDS: usize = 7;
+/// Slices of a round, the variants taking turns over them.
+const SLICES: usize = 10;
 
 /// A typical entity: a dozen columns, about 1 KB on the wire.
 #[derive(TableEntity, Debug, Clone)]
@@ -64,6 +69,47 @@ impl Profile {
             visits: (i % 1000) as i32,
             active: i % 2 == 0,
             last_seen: DateTime::from_unix_nanos(1_700_000_000_000_000_000 + i as i128 * 1_000_000_000),
+        }
+    }
+}
+
+/// [`Profile`]'s columns and one more cell of a write token's size (22 characters).
+#[derive(TableEntity, Debug, Clone)]
+pub struct ProfileCell {
+    #[table(partition_key)]
+    pub tenant: String,
+    #[table(row_key)]
+    pub user: String,
+    pub display_name: String,
+    pub email: String,
+    pub city: String,
+    pub country: String,
+    pub bio: String,
+    pub tags: Vec<String>,
+    pub score: i64,
+    pub visits: i32,
+    pub active: bool,
+    pub last_seen: DateTime,
+    pub cell: String,
+}
+
+impl ProfileCell {
+    fn nth(tenant: &str, i: usize) -> ProfileCell {
+        let p = Profile::nth(tenant, i);
+        ProfileCell {
+            tenant: p.tenant,
+            user: p.user,
+            display_name: p.display_name,
+            email: p.email,
+            city: p.city,
+            country: p.country,
+            bio: p.bio,
+            tags: p.tags,
+            score: p.score,
+            visits: p.visits,
+            active: p.active,
+            last_seen: p.last_seen,
+            cell: "c".repeat(unified_tables::layout::WRITE_TOKEN_CHARS),
         }
     }
 }
@@ -115,8 +161,8 @@ impl<B: Backend> Backend for BodyBytes<B> {
     }
 }
 
-/// The token's figures on `db`'s backend: `ops` upserts per measurement.
-pub async fn figures(db: &Tables, ops: usize) -> Result<Vec<Figure>, Failure> {
+/// The token's figures on `db`'s backend (`memory`: the in-memory one): `ops` upserts per measurement.
+pub async fn figures(db: &Tables, memory: bool, ops: usize) -> Result<Vec<Figure>, Failure> {
     let recorder = BodyBytes {
         inner: db.backend().clone(),
         bytes: Arc::default(),
@@ -164,37 +210,54 @@ pub async fn figures(db: &Tables, ops: usize) -> Result<Vec<Figure>, Failure> {
         bytes(small_without),
     ));
 
-    // Client CPU per upsert, interleaved rounds.
-    let mut cpu_with = Vec::new();
-    let mut cpu_without = Vec::new();
+    // Client CPU per upsert, interleaved rounds: with the token, without
+    // it, and without it but with one more ordinary cell of the token's size
+    // (what any cell of 22 characters costs a write: the token's floor).
+    let mut cpu = [Vec::new(), Vec::new(), Vec::new()];
     let with_store = typical(&with);
     let without_store = typical(&without);
+    let cell_store = without.store_in::<ProfileCell>(&table);
     let mut entities: Vec<Profile> = (0..ops).map(|i| Profile::nth("cpu", i)).collect();
+    let mut celled: Vec<ProfileCell> = (0..ops).map(|i| ProfileCell::nth("cpu", i)).collect();
     for round in 0..ROUNDS {
-        // Each goes first in turn, so a warm-up or a slow spell falls on both.
-        let mut order = [(&with_store, &mut cpu_with), (&without_store, &mut cpu_without)];
-        if round % 2 == 1 {
-            order.reverse();
-        }
-        for (store, out) in order {
-            if let Some(cpu) = cpu_of(store, &mut entities).await? {
-                out.push(cpu);
+        // Slices of the round taken in turn, each variant first in turn, so
+        // a warm-up or a slow spell falls on all of them alike.
+        let mut spent = [Some(Duration::ZERO); 3];
+        for slice in 0..SLICES {
+            let part = slice * ops / SLICES..(slice + 1) * ops / SLICES;
+            for k in 0..3 {
+                let variant = (round + slice + k) % 3;
+                let took = match variant {
+                    0 => cpu_of(&with_store, &mut entities[part.clone()], memory).await?,
+                    1 => cpu_of(&without_store, &mut entities[part.clone()], memory).await?,
+                    _ => cpu_of(&cell_store, &mut celled[part.clone()], memory).await?,
+                };
+                spent[variant] = spent[variant].zip(took).map(|(a, b)| a + b);
             }
         }
+        for (variant, took) in spent.into_iter().enumerate() {
+            cpu[variant].extend(took);
+        }
     }
-    if cpu_with.len() == ROUNDS && cpu_without.len() == ROUNDS {
+    if cpu.iter().all(|c| c.len() == ROUNDS) {
         let per_op = |d: Duration| {
             let us = d.as_secs_f64() * 1e6 / ops as f64;
-            (format!("{us:.1} µs"), us)
+            (format!("{us:.2} µs"), us)
         };
+        let [cpu_with, cpu_without, cpu_cell] = cpu.map(median);
         figures.push(
             Figure::compared(
                 "write token: client CPU per upsert (1 KB entity), with vs without",
-                per_op(median(cpu_with)),
-                per_op(median(cpu_without)),
+                per_op(cpu_with),
+                per_op(cpu_without),
             )
             .target(Target::AtMost(1.05)),
         );
+        figures.push(Figure::compared(
+            "floor: one more 22-char cell, CPU per upsert, with vs without",
+            per_op(cpu_cell),
+            per_op(cpu_without),
+        ));
     }
 
     // Ambiguous answers against operations applied twice.
@@ -214,13 +277,21 @@ pub async fn figures(db: &Tables, ops: usize) -> Result<Vec<Figure>, Failure> {
     Ok(figures)
 }
 
-/// The CPU time of upserting `entities` one at a time, if the platform says.
-async fn cpu_of(store: &Store<Profile>, entities: &mut [Profile]) -> Result<Option<Duration>, Failure> {
-    let before = process_cpu();
+/// The CPU time of upserting `entities` one at a time, if the platform says:
+/// in memory the calling thread's (every write runs on it, and no other
+/// thread's time is counted), on Azure the process's (the HTTP client's
+/// connection tasks run on the runtime's other threads).
+async fn cpu_of<T: TableEntity>(
+    store: &Store<T>,
+    entities: &mut [T],
+    memory: bool,
+) -> Result<Option<Duration>, Failure> {
+    let clock = if memory { thread_cpu } else { process_cpu };
+    let before = clock();
     for e in entities.iter_mut() {
         store.upsert(e).await?;
     }
-    Ok(before.zip(process_cpu()).map(|(a, b)| b.saturating_sub(a)))
+    Ok(before.zip(clock()).map(|(a, b)| b.saturating_sub(a)))
 }
 
 /// Runs `n` `mutate` increments of a counter and `n` `create`s, each with
