@@ -33,9 +33,13 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// Operations per second of the run.
+    /// Operations per second of the run: those finished within its
+    /// duration, over the duration (the last operations of the clients,
+    /// started before the deadline and finished after it, show in the
+    /// latencies and [`SoakRun::elapsed`], not in the rate).
     pub fn rate(&self, run: &SoakRun) -> f64 {
-        self.ops as f64 / run.elapsed.as_secs_f64()
+        let done: usize = run.logs.iter().map(|l| l.in_window).sum();
+        done as f64 / run.config.duration.as_secs_f64()
     }
 }
 

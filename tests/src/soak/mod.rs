@@ -211,6 +211,9 @@ pub struct ClientLog {
     pub large: (Option<i64>, Vec<i64>),
     /// Operation latencies in microseconds, by operation.
     pub latencies: BTreeMap<Op, Vec<u32>>,
+    /// Operations that finished before the run's deadline (those started
+    /// before it and finished after count in the latencies only).
+    pub in_window: usize,
     /// Errors other than `OutcomeUnknown`, as text.
     pub errors: Vec<String>,
     /// `Integrity` errors.
@@ -332,6 +335,7 @@ pub async fn run(tables: &Tables, table: &str, config: &SoakConfig) -> SoakRun {
                     let micros = t.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
                     in_flight.fetch_sub(1, Ordering::SeqCst);
                     c.log.latencies.entry(op).or_default().push(micros);
+                    c.log.in_window += usize::from(Instant::now() <= deadline);
                 }
                 c.log
             })
