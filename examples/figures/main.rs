@@ -8,7 +8,9 @@
 //! 2. batches: 10,000 rows with `create_batch` against raw
 //!    `azure_data_tables` transactions (on Azure) and a loop of `create`;
 //! 3. point operations (get, upsert, create) with 1 and 16 requests in
-//!    flight, against the raw crate on a pooled client on Azure; queries
+//!    flight, against the raw crate on a pooled client on Azure, with the
+//!    client CPU per operation beside the crate's and beside the HTTP floor
+//!    (the same requests with `reqwest` alone); queries
 //!    and bodies: a 2,000-row partition query against the raw crate on a
 //!    pooled client (on Azure), the client CPU per row of a page and the
 //!    request body encoding per row against the crate's serde;
@@ -60,6 +62,7 @@ mod alloc;
 mod batch;
 mod cache;
 mod common;
+mod http_floor;
 mod large;
 mod point;
 mod query;
@@ -140,6 +143,7 @@ fn layout_figures() -> Vec<Figure> {
 /// Batches, point operations and large values, on a multi-threaded runtime.
 async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<String>), Failure> {
     let mut notes = Vec::new();
+    let parsed = connection.map(ConnectionString::parse).transpose()?;
     // Every figure but the cache's reads the table each time, as the raw crate does.
     let (db, service, pooled, point_ops, cache_ops) = match connection {
         Some(c) => {
@@ -167,7 +171,7 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
         }
     }
     if runs("point") {
-        figures.extend(point::figures(&db, pooled.as_ref(), point_ops).await?);
+        figures.extend(point::figures(&db, pooled.as_ref(), parsed.as_ref(), point_ops).await?);
     }
     if runs("query") {
         figures.extend(query::figures(&db, pooled.as_ref()).await?);

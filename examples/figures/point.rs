@@ -9,6 +9,9 @@
 //! both); each figure is the median of the rounds. Beside the rates, the client's CPU time per
 //! operation at 16 in flight (Linux), against the crate's: where the
 //! emulator shares the client's cores, that is what the client takes from it.
+//! With an account key, the HTTP floor of get, upsert and create is printed
+//! beside it: the same requests sent with `reqwest` alone, signed and
+//! decoded and nothing else ([`crate::http_floor`]), against the crate's.
 
 use std::future::Future;
 use std::ops::Range;
@@ -18,7 +21,10 @@ use azure_data_tables::prelude::{IfMatchCondition, TableClient, TableServiceClie
 use futures::stream::{self, StreamExt as _, TryStreamExt as _};
 use unified_tables::{Store, Tables};
 
+use unified_tables::backend::azure::ConnectionString;
+
 use crate::common::{fresh_table, process_cpu, Failure, RawReading, RawReadingOwned, Reading};
+use crate::http_floor::Floor;
 use crate::report::{median, thousands, Figure, Target};
 
 /// The partition every row goes to.
@@ -188,10 +194,48 @@ async fn raw(table: &TableClient, slice: Slice) -> Result<Timing, Failure> {
     .await
 }
 
+/// The slice's operations as bare signed HTTP requests (get, upsert,
+/// create; a mutate has no floor of its own).
+async fn floor(floor: &Floor, slice: Slice) -> Result<Timing, Failure> {
+    let Slice {
+        op, in_flight, round, ..
+    } = slice;
+    run(slice.ops, in_flight, |i| async move {
+        match op {
+            Op::Get => {
+                let got = floor.get(PARTITION, &format!("s{i:07}")).await?;
+                if got.label != format!("item {}", i % 97) {
+                    return Err(format!("row {i} reads back as {got:?} through the floor").into());
+                }
+            }
+            Op::Upsert => {
+                let row = Reading::nth(PARTITION, "s", i);
+                floor.upsert(&RawReading::from(&row), PARTITION, &row.rk).await?;
+            }
+            Op::Create => {
+                let row = Reading::nth(PARTITION, &format!("floor{round}-{in_flight}-"), i);
+                floor.create(&RawReading::from(&row)).await?;
+            }
+            Op::Mutate => {}
+        }
+        Ok(())
+    })
+    .await
+}
+
 /// The point-operation figures on `db`, `n` operations per measurement;
 /// beside the raw crate when `service` is given.
-pub async fn figures(db: &Tables, service: Option<&TableServiceClient>, n: usize) -> Result<Vec<Figure>, Failure> {
+pub async fn figures(
+    db: &Tables,
+    service: Option<&TableServiceClient>,
+    connection: Option<&ConnectionString>,
+    n: usize,
+) -> Result<Vec<Figure>, Failure> {
     let table = fresh_table("Point");
+    let bare = match connection {
+        Some(c) => Floor::new(c, &table)?,
+        None => None,
+    };
     let store: Store<Reading> = db.store_in(&table);
     store.create_batch(&Reading::many(PARTITION, "s", n)).await?;
     let client = service.map(|s| s.table_client(&table));
@@ -211,6 +255,8 @@ pub async fn figures(db: &Tables, service: Option<&TableServiceClient>, n: usize
 
     // times[op][in_flight] = (library rounds, raw rounds)
     let mut times = vec![vec![(Vec::new(), Vec::new()); IN_FLIGHT.len()]; Op::ALL.len()];
+    // The floor's rounds at the most in flight, by operation.
+    let mut floor_times = vec![Vec::new(); Op::ALL.len()];
     for round in 0..ROUNDS {
         for (o, &op) in Op::ALL.iter().enumerate() {
             for (f, &in_flight) in IN_FLIGHT.iter().enumerate() {
@@ -231,7 +277,10 @@ pub async fn figures(db: &Tables, service: Option<&TableServiceClient>, n: usize
                     wall: Duration::ZERO,
                     cpu: Some(Duration::ZERO),
                 };
-                let (mut lib_round, mut raw_round) = (zero, zero);
+                let (mut lib_round, mut raw_round, mut floor_round) = (zero, zero, zero);
+                let floored = bare
+                    .as_ref()
+                    .filter(|_| in_flight == IN_FLIGHT[IN_FLIGHT.len() - 1] && !matches!(op, Op::Mutate));
                 for slice in 0..slices {
                     let part = Slice {
                         op,
@@ -239,16 +288,25 @@ pub async fn figures(db: &Tables, service: Option<&TableServiceClient>, n: usize
                         in_flight,
                         round,
                     };
+                    if let Some(bare) = floored.filter(|_| (round + slice) % 2 == 0) {
+                        floor_round = floor_round + floor(bare, part.clone()).await?;
+                    }
                     if (round + slice) % 2 == 0 {
                         lib_round = lib_round + library(&store, part.clone()).await?;
-                        raw_round = raw_round + raw(client, part).await?;
+                        raw_round = raw_round + raw(client, part.clone()).await?;
                     } else {
                         raw_round = raw_round + raw(client, part.clone()).await?;
-                        lib_round = lib_round + library(&store, part).await?;
+                        lib_round = lib_round + library(&store, part.clone()).await?;
+                    }
+                    if let Some(bare) = floored.filter(|_| (round + slice) % 2 == 1) {
+                        floor_round = floor_round + floor(bare, part).await?;
                     }
                 }
                 lib_times.push(lib_round);
                 raw_times.push(raw_round);
+                if floored.is_some() {
+                    floor_times[o].push(floor_round);
+                }
             }
         }
     }
@@ -283,7 +341,15 @@ pub async fn figures(db: &Tables, service: Option<&TableServiceClient>, n: usize
                 op.name(),
                 IN_FLIGHT[IN_FLIGHT.len() - 1]
             );
-            figures.push(Figure::compared(name, lib, raw).target(Target::AtMost(0.9)));
+            figures.push(Figure::compared(name, lib, raw.clone()).target(Target::AtMost(0.9)));
+            if let Some(floor) = cpu_per_op(&floor_times[o]).filter(|_| !floor_times[o].is_empty()) {
+                let name = format!(
+                    "{}, {} in flight: CPU per op, HTTP floor vs raw crate",
+                    op.name(),
+                    IN_FLIGHT[IN_FLIGHT.len() - 1]
+                );
+                figures.push(Figure::compared(name, floor, raw));
+            }
         }
     }
     Ok(figures)

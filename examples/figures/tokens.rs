@@ -34,85 +34,61 @@ const ROUNDS: usize = 7;
 /// Slices of a round, the variants taking turns over them.
 const SLICES: usize = 10;
 
-/// A typical entity: a dozen columns, about 1 KB on the wire.
-#[derive(TableEntity, Debug, Clone)]
-pub struct Profile {
-    #[table(partition_key)]
-    pub tenant: String,
-    #[table(row_key)]
-    pub user: String,
-    pub display_name: String,
-    pub email: String,
-    pub city: String,
-    pub country: String,
-    pub bio: String,
-    pub tags: Vec<String>,
-    pub score: i64,
-    pub visits: i32,
-    pub active: bool,
-    pub last_seen: DateTime,
-}
-
-impl Profile {
-    fn nth(tenant: &str, i: usize) -> Profile {
-        Profile {
-            tenant: tenant.to_owned(),
-            user: format!("user-{i:07}"),
-            display_name: format!("User number {i}"),
-            email: format!("user{i}@example.com"),
-            city: "Lisbon".into(),
-            country: "PT".into(),
-            bio: "Writes about storage engines, retries and the many ways an answer can get lost on its way back. "
-                .repeat(6),
-            tags: vec!["storage".into(), "rust".into(), "azure".into()],
-            score: i as i64 * 13,
-            visits: (i % 1000) as i32,
-            active: i % 2 == 0,
-            last_seen: DateTime::from_unix_nanos(1_700_000_000_000_000_000 + i as i128 * 1_000_000_000),
+/// Declares a typical entity (a dozen columns, about 1 KB on the wire) under
+/// `$name`, with the extra columns given and their values, and its `nth`.
+macro_rules! profile {
+    ($(#[$doc:meta])* $name:ident { $($field:ident: $ty:ty = $value:expr),* }) => {
+        $(#[$doc])*
+        #[derive(TableEntity, Debug, Clone)]
+        pub struct $name {
+            #[table(partition_key)]
+            pub tenant: String,
+            #[table(row_key)]
+            pub user: String,
+            pub display_name: String,
+            pub email: String,
+            pub city: String,
+            pub country: String,
+            pub bio: String,
+            pub tags: Vec<String>,
+            pub score: i64,
+            pub visits: i32,
+            pub active: bool,
+            pub last_seen: DateTime,
+            $(pub $field: $ty,)*
         }
-    }
-}
 
-/// [`Profile`]'s columns and one more cell of a write token's size (22 characters).
-#[derive(TableEntity, Debug, Clone)]
-pub struct ProfileCell {
-    #[table(partition_key)]
-    pub tenant: String,
-    #[table(row_key)]
-    pub user: String,
-    pub display_name: String,
-    pub email: String,
-    pub city: String,
-    pub country: String,
-    pub bio: String,
-    pub tags: Vec<String>,
-    pub score: i64,
-    pub visits: i32,
-    pub active: bool,
-    pub last_seen: DateTime,
-    pub cell: String,
-}
-
-impl ProfileCell {
-    fn nth(tenant: &str, i: usize) -> ProfileCell {
-        let p = Profile::nth(tenant, i);
-        ProfileCell {
-            tenant: p.tenant,
-            user: p.user,
-            display_name: p.display_name,
-            email: p.email,
-            city: p.city,
-            country: p.country,
-            bio: p.bio,
-            tags: p.tags,
-            score: p.score,
-            visits: p.visits,
-            active: p.active,
-            last_seen: p.last_seen,
-            cell: "c".repeat(unified_tables::layout::WRITE_TOKEN_CHARS),
+        impl $name {
+            fn nth(tenant: &str, i: usize) -> $name {
+                $name {
+                    tenant: tenant.to_owned(),
+                    user: format!("user-{i:07}"),
+                    display_name: format!("User number {i}"),
+                    email: format!("user{i}@example.com"),
+                    city: "Lisbon".into(),
+                    country: "PT".into(),
+                    bio: "Writes about storage engines, retries and the many ways an answer can get lost on its way back. "
+                        .repeat(6),
+                    tags: vec!["storage".into(), "rust".into(), "azure".into()],
+                    score: i as i64 * 13,
+                    visits: (i % 1000) as i32,
+                    active: i % 2 == 0,
+                    last_seen: DateTime::from_unix_nanos(1_700_000_000_000_000_000 + i as i128 * 1_000_000_000),
+                    $($field: $value,)*
+                }
+            }
         }
-    }
+    };
 }
+
+profile!(
+    /// A typical entity: a dozen columns, about 1 KB on the wire.
+    Profile {}
+);
+profile!(
+    /// [`Profile`]'s columns and one more cell of a write token's size (22 characters).
+    ProfileCell { cell: String = "c".repeat(unified_tables::layout::WRITE_TOKEN_CHARS) }
+);
 
 /// Sums the wire size of every row the wrapped backend is asked to write.
 #[derive(Debug, Clone)]

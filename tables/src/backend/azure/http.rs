@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 
 use azure_core::error::ErrorKind;
 use azure_core::headers::{HeaderName, Headers, CLIENT_REQUEST_ID, ERROR_CODE};
-use azure_core::{
-    ClientOptions, Context, Method, Policy, PolicyResult, Request, RetryOptions, StatusCode, TransportOptions,
-};
+use azure_core::{ClientOptions, Context, Policy, PolicyResult, Request, RetryOptions, StatusCode, TransportOptions};
 use azure_storage::clients::ServiceType;
 
 use crate::backend::retry::RetryPolicy;
@@ -49,26 +47,36 @@ impl ServiceFailure {
     /// Reads the error code and message from the headers (`x-ms-error-code`)
     /// and the body (`odata.error` JSON, a plain JSON error, or the XML form).
     pub(crate) fn from_parts(status: u16, headers: Option<&Headers>, body: &[u8]) -> ServiceFailure {
+        let header = |name: &HeaderName| headers.and_then(|h| h.get_optional_string(name));
+        ServiceFailure::from_answer(
+            status,
+            header(&ERROR_CODE),
+            header(&HeaderName::from_static(REQUEST_ID)),
+            body,
+        )
+    }
+
+    /// The failure of an answer with `status`, its `x-ms-error-code` and
+    /// `x-ms-request-id` headers and `body`.
+    pub(crate) fn from_answer(
+        status: u16,
+        code: Option<String>,
+        request_id: Option<String>,
+        body: &[u8],
+    ) -> ServiceFailure {
         let (body_code, message) = error_from_body(body);
-        let code = headers
-            .and_then(|h| h.get_optional_string(&ERROR_CODE))
-            .filter(|c| !c.is_empty())
-            .or(body_code)
-            .unwrap_or_default();
+        let code = code.filter(|c| !c.is_empty()).or(body_code).unwrap_or_default();
         // An authentication failure's message may quote what was signed.
         let message = message.map(|m| redact(&m).into_owned()).unwrap_or_else(|| {
             StatusCode::try_from(status)
                 .map(|s| s.canonical_reason().to_owned())
                 .unwrap_or_else(|_| format!("HTTP {status}"))
         });
-        let request_id = headers
-            .and_then(|h| h.get_optional_string(&HeaderName::from_static(REQUEST_ID)))
-            .filter(|id| !id.is_empty());
         ServiceFailure {
             status,
             code,
             message,
-            request_id,
+            request_id: request_id.filter(|id| !id.is_empty()),
         }
     }
 
@@ -176,12 +184,7 @@ impl Policy for BoundedRetry {
         // Creating or deleting a table is safe to repeat (the store tolerates
         // `TableAlreadyExists`); an entity write is not.
         let table_write = matches!(ctx.get::<ServiceType>(), Some(ServiceType::Table))
-            && !matches!(request.method(), Method::Get | Method::Head)
-            && !request
-                .url()
-                .path_segments()
-                .and_then(|mut segments| segments.next_back())
-                .is_some_and(|last| last.starts_with("Tables"));
+            && is_table_write(request.method().as_ref(), request.url());
         let mut attempts = 0;
         loop {
             attempts += 1;
@@ -198,11 +201,8 @@ impl Policy for BoundedRetry {
                 Err(error) => error,
             };
             let transient = match service_failure(&error) {
-                // A table write's answer is classified by the store.
-                Some(_) if table_write => false,
-                Some(failure) => failure.is_transient(),
-                None if table_write => never_sent(&error),
-                None => matches!(error.kind(), ErrorKind::Io),
+                None if !table_write && !matches!(error.kind(), ErrorKind::Io) => false,
+                failure => retry_verdict(table_write, failure, never_sent(&error)),
             };
             let delay = match transient {
                 true => self.policy.next_delay(attempts, start.elapsed()),
@@ -217,6 +217,29 @@ impl Policy for BoundedRetry {
             );
             tokio::time::sleep(delay).await;
         }
+    }
+}
+
+/// Whether a request to the table service with `method` to `url` writes
+/// entities: anything but a read, and not a table's creation or deletion
+/// (safe to repeat: the store tolerates `TableAlreadyExists`).
+pub(crate) fn is_table_write(method: &str, url: &azure_core::Url) -> bool {
+    !matches!(method, "GET" | "HEAD")
+        && !url
+            .path_segments()
+            .and_then(|mut segments| segments.next_back())
+            .is_some_and(|last| last.starts_with("Tables"))
+}
+
+/// Whether an attempt that failed may be sent again: an error answer
+/// (`failure`) when it is transient, except to a table write, which the
+/// store classifies; no answer when the request is not a table write or
+/// never left (`never_sent`: the connection could not be made).
+pub(crate) fn retry_verdict(table_write: bool, failure: Option<&ServiceFailure>, never_sent: bool) -> bool {
+    match failure {
+        Some(_) if table_write => false,
+        Some(failure) => failure.is_transient(),
+        None => !table_write || never_sent,
     }
 }
 
@@ -240,12 +263,12 @@ fn never_sent(error: &azure_core::Error) -> bool {
 
 /// The error of a request cut short by the policy's deadline.
 fn deadline_passed(deadline: Duration, attempts: u32) -> azure_core::Error {
-    azure_core::Error::message(
-        ErrorKind::Io,
-        format!(
-            "the request did not complete within the retry policy's deadline of {deadline:?} ({attempts} attempts)"
-        ),
-    )
+    azure_core::Error::message(ErrorKind::Io, deadline_passed_message(deadline, attempts))
+}
+
+/// What a request cut short by the policy's deadline says.
+pub(crate) fn deadline_passed_message(deadline: Duration, attempts: u32) -> String {
+    format!("the request did not complete within the retry policy's deadline of {deadline:?} ({attempts} attempts)")
 }
 
 /// The reqwest client: the policy's timeouts, no transparent decompression,

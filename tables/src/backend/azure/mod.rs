@@ -27,10 +27,13 @@
 //! - **Transactions.** The crate reports a failed entity-group transaction as
 //!   `Ok`; here it is [`Error::Transaction`] with the failing operation's
 //!   0-based index, status, code, message and the request's id. Transactions
-//!   are written and read by this module and sent through the crate family's
-//!   pipeline with the connection's authorisation.
-//! - **Typed cells, no detour.** Entity requests are written and read here
-//!   and sent through the same pipeline: a row is written straight into its
+//!   are written and read by this module and sent as entity requests are.
+//! - **Typed cells, no detour.** Entity requests are written and read here.
+//!   With an account key or a SAS they are signed here (the key's HMAC
+//!   schedule prepared once) and sent straight through `reqwest`, with the
+//!   retries, deadline and error capture above, and no header maps or policy
+//!   chain between the row and the socket; with a token credential they go
+//!   through the crate family's pipeline. A row is written straight into its
 //!   request body by [`wire::write_row`](crate::wire::write_row) (Int64, Double, DateTime, Guid and
 //!   Binary annotated), and answers, read with full metadata, are parsed
 //!   straight into rows by [`wire::row_from_slice`](crate::wire::row_from_slice) and
@@ -42,6 +45,7 @@ mod blob;
 mod blob_headers;
 mod connection_string;
 mod credential;
+mod direct;
 mod entities;
 mod http;
 
@@ -64,17 +68,19 @@ pub use connection_string::{ConnectionString, Credentials, EMULATOR_ACCOUNT, EMU
 use std::fmt;
 
 use async_trait::async_trait;
-use azure_core::headers::Headers;
-use azure_core::{Method, Pipeline, Url};
+use azure_core::{Pipeline, Url};
 use azure_data_tables::clients::TableServiceClientBuilder;
 use azure_data_tables::prelude::TableServiceClient;
 use azure_storage::CloudLocation;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 
 use crate::backend::{Backend, Page, PageAnswer, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
 use crate::value::{DateTime, ETag, Row};
 
-use self::http::{client_options, map_error, REQUEST_ID};
+use self::credential::Auth;
+use self::direct::Direct;
+use self::http::{client_options, map_error};
 
 /// Row-level access to Azure Table Storage or Azurite.
 ///
@@ -89,8 +95,13 @@ use self::http::{client_options, map_error, REQUEST_ID};
 pub struct AzureBackend {
     service: TableServiceClient,
     pipeline: Pipeline,
+    /// Entity requests sent straight through `reqwest` (an account key or
+    /// a SAS); `None` sends them through `pipeline` (a token credential).
+    direct: Option<Direct>,
     account_name: String,
     table_endpoint: String,
+    /// `table_endpoint` parsed once: every entity request's URL starts from it.
+    table_url: Url,
     blob_endpoint: String,
 }
 
@@ -132,7 +143,7 @@ impl AzureBackend {
 
     pub(crate) fn build(connection: &AzureConnection, client: reqwest::Client) -> Result<AzureBackend> {
         let credentials = connection.auth().storage_credentials(connection.account_name())?;
-        let options = client_options(client, *connection.retry());
+        let options = client_options(client.clone(), *connection.retry());
         let location = CloudLocation::Custom {
             account: connection.account_name().to_owned(),
             uri: connection.table_endpoint().to_owned(),
@@ -141,11 +152,25 @@ impl AzureBackend {
             .client_options(options.clone())
             .build();
         let pipeline = azure_storage::clients::new_pipeline_from_options(options, credentials);
+        let table_url = Url::parse(connection.table_endpoint())
+            .map_err(|e| Error::config(format!("table endpoint `{}`", connection.table_endpoint())).with_source(e))?;
+        let direct = match connection.auth() {
+            Auth::Parsed(credentials) => Some(Direct::new(
+                client,
+                connection.account_name(),
+                credentials,
+                *connection.retry(),
+            )?),
+            #[cfg(feature = "identity")]
+            Auth::Token(_) => None,
+        };
         Ok(AzureBackend {
             service,
             pipeline,
+            direct,
             account_name: connection.account_name().to_owned(),
             table_endpoint: connection.table_endpoint().to_owned(),
+            table_url,
             blob_endpoint: connection.blob_endpoint().to_owned(),
         })
     }
@@ -234,28 +259,32 @@ impl Backend for AzureBackend {
         let batch_boundary = format!("batch_{:032x}", rand::random::<u128>());
         let changeset_boundary = format!("changeset_{:032x}", rand::random::<u128>());
         let body = batch::build_body(&self.table_endpoint, table, &ops, &batch_boundary, &changeset_boundary)?;
-        let url = Url::parse(&format!("{}/$batch", self.table_endpoint))
-            .map_err(|e| Error::config(format!("table endpoint `{}`", self.table_endpoint)).with_source(e))?;
-        let mut headers = Headers::new();
+        let url = self.url_of("$batch")?;
+        let mut headers = HeaderMap::new();
         headers.insert(
-            azure_core::headers::CONTENT_TYPE,
-            format!("multipart/mixed; boundary={batch_boundary}"),
-        );
-        headers.insert(azure_core::headers::ACCEPT, "application/json;odata=minimalmetadata");
-        headers.insert(
-            azure_core::headers::HeaderName::from_static("dataserviceversion"),
-            "3.0;",
+            CONTENT_TYPE,
+            HeaderValue::from_str(&format!("multipart/mixed; boundary={batch_boundary}"))
+                .map_err(|e| Error::encode("a batch boundary HTTP cannot carry").with_source(e))?,
         );
         headers.insert(
-            azure_core::headers::HeaderName::from_static("maxdataserviceversion"),
-            "3.0;NetFx",
+            ACCEPT,
+            HeaderValue::from_static("application/json;odata=minimalmetadata"),
         );
-        let answer = self.send(Method::Post, url, headers, Some(body.into_bytes())).await?;
-        let (headers, body) = (answer.headers, answer.body);
-        let text = String::from_utf8_lossy(&body);
+        headers.insert(
+            HeaderName::from_static("dataserviceversion"),
+            HeaderValue::from_static("3.0;"),
+        );
+        headers.insert(
+            HeaderName::from_static("maxdataserviceversion"),
+            HeaderValue::from_static("3.0;NetFx"),
+        );
+        let answer = self
+            .send(reqwest::Method::POST, url, headers, Some(body.into_bytes()))
+            .await?;
+        let text = String::from_utf8_lossy(&answer.body);
         let parts = batch::parse_parts(&text);
         // A failing part's answer is inside the one answer: it carries that answer's request id.
-        let request_id = headers.get_optional_str(&azure_core::headers::HeaderName::from_static(REQUEST_ID));
+        let request_id = answer.request_id();
         batch::interpret(&ops, &parts).map_err(|e| e.with_request_id(request_id))
     }
 
