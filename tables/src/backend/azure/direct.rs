@@ -19,7 +19,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT
 use sha2::Sha256;
 
 use super::connection_string::Credentials;
-use super::http::{deadline_passed_message, retry_verdict, ServiceFailure, REQUEST_ID};
+use super::http::{deadline_passed_message, retry_verdict, wait_to_retry, ServiceFailure, REQUEST_ID};
 use crate::backend::retry::RetryPolicy;
 use crate::error::{redact, Error, Result};
 use crate::value::{DateTime, Guid};
@@ -161,7 +161,7 @@ impl Direct {
                     Err(_) => return Err(Error::transport(deadline_passed_message(deadline, attempts))),
                 },
             };
-            let (failure, error) = match result {
+            let (transient, error) = match result {
                 Ok(answer) => return Ok(answer),
                 Err(Failed::Service(failure)) => {
                     let verdict = retry_verdict(table_write, Some(&failure), false);
@@ -169,18 +169,9 @@ impl Direct {
                 }
                 Err(Failed::Transport(e)) => (retry_verdict(table_write, None, e.is_connect()), transport_error(e)),
             };
-            let delay = match failure {
-                true => self.policy.next_delay(attempts, start.elapsed()),
-                false => None,
-            };
-            let Some(delay) = delay else { return Err(error) };
-            tracing::debug!(
-                attempt = attempts,
-                ?delay,
-                error = %redact(&error.to_string()),
-                "retrying a transient storage failure"
-            );
-            tokio::time::sleep(delay).await;
+            if !wait_to_retry(&self.policy, transient, attempts, start, &error).await {
+                return Err(error);
+            }
         }
     }
 

@@ -204,20 +204,37 @@ impl Policy for BoundedRetry {
                 None if !table_write && !matches!(error.kind(), ErrorKind::Io) => false,
                 failure => retry_verdict(table_write, failure, never_sent(&error)),
             };
-            let delay = match transient {
-                true => self.policy.next_delay(attempts, start.elapsed()),
-                false => None,
-            };
-            let Some(delay) = delay else { return Err(error) };
-            tracing::debug!(
-                attempt = attempts,
-                ?delay,
-                error = %redact(&error.to_string()),
-                "retrying a transient storage failure"
-            );
-            tokio::time::sleep(delay).await;
+            if !wait_to_retry(&self.policy, transient, attempts, start, &error).await {
+                return Err(error);
+            }
         }
     }
+}
+
+/// After attempt `attempts` of a request started at `start` failed with
+/// `error`: when the failure is `transient` and the policy allows another
+/// attempt, logs it, waits the policy's delay and returns true.
+pub(crate) async fn wait_to_retry(
+    policy: &RetryPolicy,
+    transient: bool,
+    attempts: u32,
+    start: Instant,
+    error: &(dyn fmt::Display + Sync),
+) -> bool {
+    let Some(delay) = transient
+        .then(|| policy.next_delay(attempts, start.elapsed()))
+        .flatten()
+    else {
+        return false;
+    };
+    tracing::debug!(
+        attempt = attempts,
+        ?delay,
+        error = %redact(&error.to_string()),
+        "retrying a transient storage failure"
+    );
+    tokio::time::sleep(delay).await;
+    true
 }
 
 /// Whether a request to the table service with `method` to `url` writes
