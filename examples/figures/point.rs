@@ -99,6 +99,22 @@ where
     Ok(Timing { wall, cpu })
 }
 
+/// Runs the slice's operations, its `in_flight` at a time:
+/// `op(operation, index, round, in_flight)` for each index of the slice.
+async fn run_slice<F, Fut>(slice: Slice, op: F) -> Result<Timing, Failure>
+where
+    F: Fn(Op, usize, usize, usize) -> Fut,
+    Fut: Future<Output = Result<(), Failure>>,
+{
+    let Slice {
+        op: kind,
+        ops,
+        in_flight,
+        round,
+    } = slice;
+    run(ops, in_flight, |i| op(kind, i, round, in_flight)).await
+}
+
 /// One measured run of operations.
 #[derive(Debug, Clone)]
 struct Slice {
@@ -112,10 +128,7 @@ struct Slice {
 
 /// The slice's operations through the typed store.
 async fn library(store: &Store<Reading>, slice: Slice) -> Result<Timing, Failure> {
-    let Slice {
-        op, in_flight, round, ..
-    } = slice;
-    run(slice.ops, in_flight, |i| async move {
+    run_slice(slice, |op, i, round, in_flight| async move {
         match op {
             Op::Get => {
                 let got = store.get((PARTITION, format!("s{i:07}").as_str())).await?;
@@ -148,10 +161,7 @@ async fn library(store: &Store<Reading>, slice: Slice) -> Result<Timing, Failure
 
 /// The slice's operations with the raw crate.
 async fn raw(table: &TableClient, slice: Slice) -> Result<Timing, Failure> {
-    let Slice {
-        op, in_flight, round, ..
-    } = slice;
-    run(slice.ops, in_flight, |i| async move {
+    run_slice(slice, |op, i, round, in_flight| async move {
         match op {
             Op::Get => {
                 let got = table
@@ -197,10 +207,7 @@ async fn raw(table: &TableClient, slice: Slice) -> Result<Timing, Failure> {
 /// The slice's operations as bare signed HTTP requests (get, upsert,
 /// create; a mutate has no floor of its own).
 async fn floor(floor: &Floor, slice: Slice) -> Result<Timing, Failure> {
-    let Slice {
-        op, in_flight, round, ..
-    } = slice;
-    run(slice.ops, in_flight, |i| async move {
+    run_slice(slice, |op, i, round, in_flight| async move {
         match op {
             Op::Get => {
                 let got = floor.get(PARTITION, &format!("s{i:07}")).await?;
