@@ -134,10 +134,9 @@ impl Direct {
                     header_value(&format!("SharedKey {account}:{signature}"))?,
                 );
             }
+            // The URLs built here never carry a signature of their own.
             Signer::Sas(pairs) => {
-                if !url.query_pairs().any(|(k, _)| k == "sig") {
-                    url.query_pairs_mut().extend_pairs(pairs);
-                }
+                url.query_pairs_mut().extend_pairs(pairs);
             }
         }
         headers.insert(MS_DATE, header_value(&date)?);
@@ -181,16 +180,15 @@ impl Direct {
         let status = response.status();
         let headers = std::mem::take(response.headers_mut());
         let body = Vec::from(response.bytes().await.map_err(Failed::Transport)?);
+        let answer = Answer { headers, body };
         if status.is_success() {
-            return Ok(Answer { headers, body });
+            return Ok(answer);
         }
-        let code = headers.get(ERROR_CODE).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let request_id = headers.get(REQUEST_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
         Err(Failed::Service(ServiceFailure::from_answer(
             status.as_u16(),
-            code,
-            request_id,
-            &body,
+            answer.header(ERROR_CODE).map(str::to_owned),
+            answer.request_id().map(str::to_owned),
+            &answer.body,
         )))
     }
 }
