@@ -1,10 +1,11 @@
 //! The floor of a point operation's client CPU: the same requests sent with
 //! `reqwest` alone, each signed with the account key (`SharedKey`, as the
 //! service wants it) and its answer decoded with serde, and nothing else:
-//! no pipeline, no retries, no error capture. Whatever a client adds above
-//! its HTTP stack is what the library and the raw crate can differ by; this
-//! is what neither can go below while both send through `reqwest` and
-//! `hyper`.
+//! no pipeline, no retries, no error capture: what no client built on
+//! `reqwest` goes below. The raw crate sends through `reqwest`; the library
+//! sends its entity requests through `hyper` itself (with an account key or
+//! a SAS), which spares each request the three URL parses `reqwest` makes of
+//! it, so it can go below this floor.
 
 use azure_core::auth::Secret;
 use azure_core::date;

@@ -8,7 +8,7 @@
 //! Without the Azurites these are skipped with one line, unless `CI=true` or
 //! `UNIFIED_TABLES_REQUIRE_AZURE=1` make them required.
 
-use unified_tables::backend::azure::AzureConnection;
+use unified_tables::backend::azure::{AzureConnection, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY};
 use unified_tables::backend::blob::{BlobBackend, PutOptions};
 use unified_tables::backend::{Backend, WriteOp};
 use unified_tables::{Error, ErrorKind, Row, Tables, Value};
@@ -191,6 +191,43 @@ async fn without_the_authority_the_https_endpoint_is_not_trusted() {
         .unwrap_err();
     assert!(matches!(err, Error::Transport { .. }), "{err:?}");
     assert_eq!(err.kind(), ErrorKind::Unavailable);
+}
+
+/// An account key over HTTPS: entity requests go straight to the endpoint
+/// over TLS, trusting the authority the connection names and refusing the
+/// endpoint without it.
+#[tokio::test]
+async fn an_account_key_over_https_trusts_the_authority_it_is_given() {
+    if oauth_connection(TestTokenCredential::valid()).is_none() {
+        return;
+    }
+    let endpoint = std::env::var(unified_tables_tests::connect::OAUTH_TABLE_VAR).unwrap();
+    let pem = std::fs::read(std::env::var(unified_tables_tests::connect::CA_VAR).unwrap()).unwrap();
+    let text = format!("AccountName={EMULATOR_ACCOUNT};AccountKey={EMULATOR_ACCOUNT_KEY};TableEndpoint={endpoint}");
+    let backend = AzureConnection::parse(&text)
+        .unwrap()
+        .with_trusted_certificates_pem(&pem)
+        .unwrap()
+        .table_backend()
+        .unwrap();
+    let table = unique_table("keytls");
+    backend.create_table(&table).await.unwrap();
+    let mut row = Row::new("p", "r");
+    row.insert("Note", Value::String("över TLS".into()));
+    let written = backend.execute(&table, WriteOp::Insert(row)).await.unwrap();
+    let read = backend.get(&table, "p", "r").await.unwrap().expect("the row written");
+    assert_eq!(read.get("Note"), Some(&Value::String("över TLS".into())));
+    assert_eq!(read.etag, written.etag);
+
+    let untrusted = AzureConnection::parse(&text)
+        .unwrap()
+        .with_retry(unified_tables::RetryPolicy::no_retries())
+        .table_backend()
+        .unwrap();
+    let err = untrusted.get(&table, "p", "r").await.unwrap_err();
+    assert!(matches!(err, Error::Transport { .. }), "{err:?}");
+    assert_eq!(err.kind(), ErrorKind::Unavailable);
+    assert!(err.to_string().contains(&endpoint), "the error names the request: {err}");
 }
 
 // ---------------------------------------------------------------------------

@@ -16,6 +16,8 @@ use super::http::http_client;
 use super::{AzureBackend, AzureBlobBackend};
 use crate::backend::retry::RetryPolicy;
 use crate::error::{Error, Result};
+use rustls_pki_types::pem::PemObject as _;
+use rustls_pki_types::CertificateDer;
 
 /// How to reach one storage account: its endpoints, the credential, the
 /// [`RetryPolicy`] and any extra certificate authority to trust. Builds the
@@ -43,7 +45,8 @@ pub struct AzureConnection {
     blob_endpoint: String,
     auth: Auth,
     retry: RetryPolicy,
-    roots: Vec<reqwest::Certificate>,
+    /// Extra trusted roots, DER.
+    roots: Vec<CertificateDer<'static>>,
 }
 
 impl fmt::Debug for AzureConnection {
@@ -168,7 +171,8 @@ impl AzureConnection {
     /// proxy with a certificate of its own. Text that holds no certificate
     /// is [`Error::Config`].
     pub fn with_trusted_certificates_pem(mut self, pem: &[u8]) -> Result<AzureConnection> {
-        let certificates = reqwest::Certificate::from_pem_bundle(pem)
+        let certificates = CertificateDer::pem_slice_iter(pem)
+            .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| Error::config("trusted certificates: not PEM certificates").with_source(e))?;
         if certificates.is_empty() {
             return Err(Error::config(
@@ -207,6 +211,11 @@ impl AzureConnection {
     /// The blob backend, or [`Error::Config`] when no blob endpoint is known.
     pub fn blob_backend(&self) -> Result<AzureBlobBackend> {
         AzureBlobBackend::build(self, self.client()?)
+    }
+
+    /// The certificate authorities trusted beside the public ones, DER.
+    pub(crate) fn roots(&self) -> &[CertificateDer<'static>] {
+        &self.roots
     }
 
     pub(crate) fn auth(&self) -> &Auth {

@@ -1,5 +1,5 @@
 //! Entity requests (get, insert, update, merge, the upserts, delete and
-//! query) written here and sent straight through `reqwest` for an account
+//! query) written here and sent straight through `hyper` for an account
 //! key or a SAS ([`super::direct`]), or through the connection's pipeline
 //! for a token credential; either way with the retries, deadline and capture
 //! of service errors of [`super::http`].
@@ -50,7 +50,7 @@ impl AzureBackend {
         ))
     }
 
-    /// Sends a request built here: straight through `reqwest` for an
+    /// Sends a request built here: straight through `hyper` for an
     /// account key or a SAS, else through the crate family's pipeline (the
     /// connection's authorisation, our retries and error capture).
     pub(super) async fn send(

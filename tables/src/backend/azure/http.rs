@@ -16,7 +16,7 @@ use crate::error::{redact, Error};
 use crate::value::Guid;
 
 /// Idle pooled connections are dropped before Azurite's 5 s keep-alive closes them.
-const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(3);
+pub(super) const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(3);
 /// The header carrying the service's id of a request, for its logs.
 pub(crate) const REQUEST_ID: &str = "x-ms-request-id";
 
@@ -290,7 +290,10 @@ pub(crate) fn deadline_passed_message(deadline: Duration, attempts: u32) -> Stri
 
 /// The reqwest client: the policy's timeouts, no transparent decompression,
 /// and `roots` trusted beside the usual certificate authorities.
-pub(crate) fn http_client(policy: &RetryPolicy, roots: &[reqwest::Certificate]) -> Result<reqwest::Client, Error> {
+pub(crate) fn http_client(
+    policy: &RetryPolicy,
+    roots: &[rustls_pki_types::CertificateDer<'static>],
+) -> Result<reqwest::Client, Error> {
     let mut builder = reqwest::Client::builder()
         .connect_timeout(policy.connect_timeout())
         .timeout(policy.request_timeout())
@@ -298,7 +301,9 @@ pub(crate) fn http_client(policy: &RetryPolicy, roots: &[reqwest::Certificate]) 
         .no_gzip()
         .tcp_nodelay(true);
     for root in roots {
-        builder = builder.add_root_certificate(root.clone());
+        let root = reqwest::Certificate::from_der(root)
+            .map_err(|e| Error::config("trusted certificates: a certificate cannot be read").with_source(e))?;
+        builder = builder.add_root_certificate(root);
     }
     builder
         .build()

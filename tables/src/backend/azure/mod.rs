@@ -30,10 +30,12 @@
 //!   are written and read by this module and sent as entity requests are.
 //! - **Typed cells, no detour.** Entity requests are written and read here.
 //!   With an account key or a SAS they are signed here (the key's HMAC
-//!   schedule prepared once) and sent straight through `reqwest`, with the
-//!   retries, deadline and error capture above, and no header maps or policy
-//!   chain between the row and the socket; with a token credential they go
-//!   through the crate family's pipeline. A row is written straight into its
+//!   schedule prepared once) and sent straight through `hyper` over the same
+//!   TLS, with the retries, deadline and error capture above, and no header
+//!   maps, policy chain or `reqwest` layers between the row and the socket;
+//!   with a token credential, or when the environment names a proxy
+//!   (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`), they go through the crate
+//!   family's pipeline and its `reqwest` client, which uses the proxy. A row is written straight into its
 //!   request body by [`wire::write_row`](crate::wire::write_row) (Int64, Double, DateTime, Guid and
 //!   Binary annotated), and answers, read with full metadata, are parsed
 //!   straight into rows by [`wire::row_from_slice`](crate::wire::row_from_slice) and
@@ -95,8 +97,9 @@ use self::http::{client_options, map_error};
 pub struct AzureBackend {
     service: TableServiceClient,
     pipeline: Pipeline,
-    /// Entity requests sent straight through `reqwest` (an account key or
-    /// a SAS); `None` sends them through `pipeline` (a token credential).
+    /// Entity requests sent straight through `hyper` (an account key or a
+    /// SAS); `None` sends them through `pipeline` (a token credential, or a
+    /// proxy named by the environment).
     direct: Option<Direct>,
     account_name: String,
     table_endpoint: String,
@@ -143,7 +146,7 @@ impl AzureBackend {
 
     pub(crate) fn build(connection: &AzureConnection, client: reqwest::Client) -> Result<AzureBackend> {
         let credentials = connection.auth().storage_credentials(connection.account_name())?;
-        let options = client_options(client.clone(), *connection.retry());
+        let options = client_options(client, *connection.retry());
         let location = CloudLocation::Custom {
             account: connection.account_name().to_owned(),
             uri: connection.table_endpoint().to_owned(),
@@ -155,11 +158,13 @@ impl AzureBackend {
         let table_url = Url::parse(connection.table_endpoint())
             .map_err(|e| Error::config(format!("table endpoint `{}`", connection.table_endpoint())).with_source(e))?;
         let direct = match connection.auth() {
+            // The pipeline's client is the one that sends through a proxy.
+            Auth::Parsed(_) if direct::proxy_named(|name| std::env::var(name).ok()) => None,
             Auth::Parsed(credentials) => Some(Direct::new(
-                client,
                 connection.account_name(),
                 credentials,
                 *connection.retry(),
+                connection.roots(),
             )?),
             #[cfg(feature = "identity")]
             Auth::Token(_) => None,
