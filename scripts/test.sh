@@ -33,7 +33,7 @@
 #    first), UNIFIED_TABLES_TEST_POOL (the three accounts' connection strings,
 #    separated by `|`), UNIFIED_TABLES_TEST_OAUTH_TABLE / _BLOB (the HTTPS endpoints of
 #    the second), UNIFIED_TABLES_TEST_CA (the authority's PEM file) and
-#    UNIFIED_TABLES_REQUIRE_AZURE=1, then runs
+#    UNIFIED_TABLES_REQUIRE_AZURE=1, unsets the proxy variables, then runs
 #    `cargo test --workspace --all-targets --no-fail-fast "$@"` and
 #    `cargo test --workspace --doc --no-fail-fast`.
 #    The exit code is the first failing one, or 0.
@@ -243,6 +243,10 @@ export UNIFIED_TABLES_TEST_OAUTH_TABLE="https://127.0.0.1:$oauth_table_port/devs
 export UNIFIED_TABLES_TEST_OAUTH_BLOB="https://127.0.0.1:$oauth_blob_port/devstoreaccount1"
 export UNIFIED_TABLES_TEST_CA="$tmp/tls/ca.pem"
 export UNIFIED_TABLES_REQUIRE_AZURE=1
+# The tests talk to loopback only, and every crate is fetched by now. Without
+# proxy variables, entity requests take the path they take in production
+# without a proxy (straight through hyper), whatever the machine has set.
+unset HTTP_PROXY http_proxy HTTPS_PROXY https_proxy ALL_PROXY all_proxy
 
 set +e
 cargo test --workspace --all-targets --no-fail-fast "$@" 2>&1 | tee "$tmp/tests.log"
