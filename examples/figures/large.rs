@@ -22,7 +22,11 @@
 //! request. A write cannot overlap it (the blob's name and the manifest
 //! carry the hash of the whole value), so a write whose ceiling is below
 //! the target prints as `capped`: the machine's cores against the
-//! emulator's speed. A read of continuation rows unpacks each row as it
+//! emulator's speed. Streaming a gzip value's transaction body as its
+//! pieces are packed would not lift that cap here: the client hands the
+//! whole body (about 2.5 MB) to the kernel in one write, and the emulator
+//! reads a transaction's body whole before it applies any of it, so the
+//! emulator's time comes after the packing however the body is sent. A read of continuation rows unpacks each row as it
 //! arrives, but a row only once all of it is in (the emulator answers a
 //! row in one burst): its ceiling counts the own work on the last row's
 //! share of the stored bytes, and it is capped the same way. A blob read

@@ -227,7 +227,10 @@ async fn an_account_key_over_https_trusts_the_authority_it_is_given() {
     let err = untrusted.get(&table, "p", "r").await.unwrap_err();
     assert!(matches!(err, Error::Transport { .. }), "{err:?}");
     assert_eq!(err.kind(), ErrorKind::Unavailable);
-    assert!(err.to_string().contains(&endpoint), "the error names the request: {err}");
+    assert!(
+        err.to_string().contains(&endpoint),
+        "the error names the request: {err}"
+    );
 }
 
 // ---------------------------------------------------------------------------
