@@ -213,13 +213,13 @@ impl Direct {
     async fn attempt(&self, request: hyper::Request<Full<Bytes>>) -> std::result::Result<Answer, Failed> {
         let limit = self.policy.request_timeout();
         let exchange = async {
-            let response = self.http.request(request).await.map_err(|e| Failed::Transport {
-                what: match e.is_connect() {
-                    true => "cannot connect".into(),
-                    false => "no answer".into(),
-                },
-                connect: e.is_connect(),
-                source: Some(Box::new(e)),
+            let response = self.http.request(request).await.map_err(|e| {
+                let connect = e.is_connect();
+                Failed::Transport {
+                    what: (if connect { "cannot connect" } else { "no answer" }).into(),
+                    connect,
+                    source: Some(Box::new(e)),
+                }
             })?;
             let (parts, body) = response.into_parts();
             let body = body.collect().await.map_err(|e| Failed::Transport {

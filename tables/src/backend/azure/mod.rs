@@ -35,8 +35,8 @@
 //!   maps, policy chain or `reqwest` layers between the row and the socket;
 //!   with a token credential, or when the environment names a proxy
 //!   (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`), they go through the crate
-//!   family's pipeline and its `reqwest` client, which uses the proxy. A row is written straight into its
-//!   request body by [`wire::write_row`](crate::wire::write_row) (Int64, Double, DateTime, Guid and
+//!   family's pipeline and its `reqwest` client, which uses the proxy. A
+//!   row is written straight into its request body by [`wire::write_row`](crate::wire::write_row) (Int64, Double, DateTime, Guid and
 //!   Binary annotated), and answers, read with full metadata, are parsed
 //!   straight into rows by [`wire::row_from_slice`](crate::wire::row_from_slice) and
 //!   [`wire::page_from_slice`](crate::wire::page_from_slice), so Int64 stays Int64 and Double stays Double.
