@@ -21,7 +21,6 @@ use super::blobs::{Files, Upload};
 use super::cache::{Settled, Writing};
 use super::conditions::{check_condition, check_conditions};
 use super::read::continuation_owner;
-use super::settle::reserve_token;
 use super::Store;
 use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
 use crate::entity::{Key, TableEntity};
@@ -84,6 +83,9 @@ impl Stamps {
 }
 
 /// Moves the written state into the caller's entity after a successful write.
+/// Returns the new ETag: empty, and `None` in the entity, when the write was
+/// settled after a lost answer and its row is no longer exactly what it
+/// wrote (no version of it can be reported; see `settle.rs`).
 pub(crate) fn apply_written<T: TableEntity>(entity: &mut T, stamps: Stamps, outcome: WriteOutcome) -> ETag {
     if let Some(at) = stamps.created {
         entity.set_created_at(at);
@@ -91,10 +93,9 @@ pub(crate) fn apply_written<T: TableEntity>(entity: &mut T, stamps: Stamps, outc
     if let Some(at) = stamps.updated {
         entity.set_updated_at(at);
     }
-    let etag = outcome.etag.unwrap_or_else(|| ETag::new(""));
-    entity.set_etag(Some(etag.clone()));
+    entity.set_etag(outcome.etag.clone());
     entity.set_timestamp(outcome.timestamp);
-    etag
+    outcome.etag.unwrap_or_else(|| ETag::new(""))
 }
 
 /// An encoded entity: its full row (large values in their one-cell form)
@@ -171,9 +172,7 @@ impl<T: TableEntity> Store<T> {
         if let (Some(at), Some(col)) = (stamps.updated, T::SCHEMA.updated_column) {
             row.insert(col, Value::DateTime(at));
         }
-        if self.tables.write_tokens {
-            reserve_token(&mut row);
-        }
+        self.reserve_token(&mut row);
         validate_key(KeyKind::PartitionKey, &row.partition_key)?;
         validate_key(KeyKind::RowKey, &row.row_key)?;
         check_row_key(T::SCHEMA, &row.row_key)?;

@@ -17,6 +17,7 @@ pub mod hostile_rows;
 pub mod identity;
 pub mod identity_auth;
 pub mod identity_races;
+pub mod interleavings;
 pub mod keys;
 pub mod large;
 pub mod large_aliases;
@@ -123,6 +124,7 @@ macro_rules! for_each_scenario {
             exactly_once::a_write_that_cannot_be_read_back_is_an_unknown_outcome,
             exactly_once::the_write_token_is_a_system_cell_no_reader_sees,
             exactly_once::a_conditional_write_whose_row_moved_on_is_never_applied_again,
+            interleavings::every_write_is_settled_exactly_once_against_every_interleaving,
             batch::create_batch_packs_transactions_of_100,
             batch::create_batch_refuses_a_repeated_key_before_writing,
             batch::a_failed_transaction_keeps_earlier_ones_and_names_the_entity,
