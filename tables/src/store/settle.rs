@@ -226,10 +226,11 @@ impl Evidence {
 }
 
 impl<T> Store<T> {
-    /// Gives `row` a fresh write token, unless the handle writes none (only
-    /// to measure what one costs) or the row has no room for it.
+    /// Gives `row` a fresh write token, unless the store writes none (the
+    /// type says `#[table(no_write_token)]`, or the handle measures what a
+    /// token costs) or the row has no room for it.
     pub(crate) fn reserve_token(&self, row: &mut Row) {
-        if self.tables.write_tokens {
+        if self.write_tokens {
             put_token(row);
         }
     }
@@ -238,7 +239,7 @@ impl<T> Store<T> {
     /// token, its retries and its read-backs; see the module docs.
     pub(crate) async fn exchange(&self, mut ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
         let policy = self.tables.retry;
-        if self.tables.write_tokens {
+        if self.write_tokens {
             stamp(&mut ops);
         }
         let started = Instant::now();
@@ -355,7 +356,12 @@ impl<T> Store<T> {
             if stored[i].is_none() {
                 stored[i] = Some(self.read_row(op).await?);
             }
-            if stored[i].as_ref().and_then(|r| r.as_ref()).and_then(|r| r.etag.as_ref()) == Some(version) {
+            if stored[i]
+                .as_ref()
+                .and_then(|r| r.as_ref())
+                .and_then(|r| r.etag.as_ref())
+                == Some(version)
+            {
                 return Ok(Evidence::NotYet);
             }
         }
@@ -457,7 +463,7 @@ mod tests {
         }
         put_token(&mut row);
         assert!(token_of(&row).is_none());
-        row.remove("C0");
+        row.properties.remove("C0");
         put_token(&mut row);
         assert!(token_of(&row).is_some(), "251 cells and the token");
     }
@@ -505,7 +511,7 @@ mod tests {
         assert!(is_exactly(&upsert, &stored));
         stored.insert("B", Value::Int32(2));
         assert!(!is_exactly(&upsert, &stored), "another writer's merge added a cell");
-        stored.remove("B");
+        stored.properties.remove("B");
         stored.insert("A", Value::Int32(3));
         assert!(!is_exactly(&upsert, &stored), "another writer's merge changed a cell");
         let merge = WriteOp::Update {

@@ -197,7 +197,11 @@ impl Direct {
                     // The URL names the request; a SAS's secrets never show.
                     let what = format!("{what} ({method} {})", redact(url.as_str()));
                     // A connection never made: the request never left.
-                    let error = if connect { Error::unreachable(what) } else { Error::transport(what) };
+                    let error = if connect {
+                        Error::unreachable(what)
+                    } else {
+                        Error::transport(what)
+                    };
                     let error = match source {
                         Some(source) => error.with_source(source),
                         None => error,

@@ -90,7 +90,9 @@ pub async fn every_write_is_settled_exactly_once_against_every_interleaving(env:
                 let log = interleave.take_log();
                 let case = format!("{} × {} × {}", verb.name(), other.name(), doubt.name());
                 if unfired > 0 || !log.acted {
-                    failures.push(format!("{case}: the call made no write request for the fault to land on"));
+                    failures.push(format!(
+                        "{case}: the call made no write request for the fault to land on"
+                    ));
                     continue;
                 }
                 let mut end = Model::default();

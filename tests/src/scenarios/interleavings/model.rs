@@ -156,7 +156,9 @@ pub fn check(step: &dyn Step, other: Other, doubt: Doubt, start: &Model, seen: &
     // A version reported is one this call wrote.
     if let Some(etag) = seen.etag.as_ref().filter(|e| !e.as_str().is_empty()) {
         if !seen.ours.contains(etag) {
-            return Err(format!("reported the version {etag:?}, which no write of this call produced"));
+            return Err(format!(
+                "reported the version {etag:?}, which no write of this call produced"
+            ));
         }
     }
     // A version is reported when the read-back found the row exactly as written.
@@ -174,7 +176,11 @@ pub fn check(step: &dyn Step, other: Other, doubt: Doubt, start: &Model, seen: &
             return Err(format!("OutcomeUnknown although the read-back could decide: {e:?}"));
         }
     }
-    let orders: [(&str, bool, bool); 3] = [("ours, theirs", true, true), ("theirs, ours", true, false), ("theirs", false, false)];
+    let orders: [(&str, bool, bool); 3] = [
+        ("ours, theirs", true, true),
+        ("theirs, ours", true, false),
+        ("theirs", false, false),
+    ];
     for (_, with_ours, ours_first) in orders {
         let mut m = start.clone();
         let rk = "r0";

@@ -323,7 +323,9 @@ fn at_start(m: &Model) -> Result<(), Said> {
 
 /// Applies `change` to the customer in `r0`, writing it whole.
 fn mutate(m: &mut Model, change: impl FnOnce(&mut Cells)) -> Said {
-    let Some(mut c) = m.cells("r0").cloned() else { return Said::NotFound };
+    let Some(mut c) = m.cells("r0").cloned() else {
+        return Said::NotFound;
+    };
     change(&mut c);
     m.put("r0", c.clone());
     Said::Ok(Some(c))

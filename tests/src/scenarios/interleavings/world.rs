@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use unified_tables::backend::counting::CountingBackend;
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming, FaultyBackend};
-use unified_tables::backend::{Backend, IfMatch, Page, PageAnswer, PageToken, QueryRequest, UpdateMode, WriteOp, WriteOutcome};
+use unified_tables::backend::{
+    Backend, IfMatch, Page, PageAnswer, PageToken, QueryRequest, UpdateMode, WriteOp, WriteOutcome,
+};
 use unified_tables::layout::WRITE_TOKEN;
 use unified_tables::{ETag, ErrorKind, Row, Value};
 
