@@ -155,7 +155,10 @@ impl<B> FaultyBackend<B> {
             s.push(Swallowed {
                 table: table.to_owned(),
                 late,
-                answer: answer.as_ref().map(Clone::clone).map_err(Error::kind),
+                answer: match answer {
+                    Ok(outcomes) => Ok(outcomes.clone()),
+                    Err(e) => Err(e.kind()),
+                },
             });
         }
     }

@@ -163,10 +163,9 @@ pub fn check(step: &dyn Step, other: Other, doubt: Doubt, start: &Model, seen: &
     }
     // A version is reported when the read-back found the row exactly as written.
     let untouched = matches!(other, Other::Nothing | Other::Create) && doubt == Doubt::Lost;
-    if untouched && step.reports_whole_version() && matches!(seen.said, Said::Ok(_)) {
-        if seen.etag.as_ref().is_none_or(|e| e.as_str().is_empty()) {
-            return Err("the row is exactly what the call wrote, and no version was reported".into());
-        }
+    let unreported = seen.etag.as_ref().is_none_or(|e| e.as_str().is_empty());
+    if untouched && step.reports_whole_version() && matches!(seen.said, Said::Ok(_)) && unreported {
+        return Err("the row is exactly what the call wrote, and no version was reported".into());
     }
     // `OutcomeUnknown` only where the documented rule says so.
     if seen.said == Said::Unknown {
