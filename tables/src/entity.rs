@@ -322,9 +322,25 @@ pub struct Schema {
     pub created_column: Option<&'static str>,
     /// The updated-stamp column, if any.
     pub updated_column: Option<&'static str>,
+    /// Whether the type's rows carry a write token (`false` with
+    /// `#[table(no_write_token)]`): see `Store`'s "Exactly once under lost answers".
+    pub write_token: bool,
 }
 
 impl Schema {
+    /// The fewest cells a row of the type has (an `Option` field that is
+    /// `None` writes none; any other field at least one).
+    pub const fn min_cells(&self) -> usize {
+        min_cells_in(self.columns)
+    }
+
+    /// Whether the type asks for write tokens, though none of its rows has
+    /// room for one (the service's 252 properties): the derive refuses it.
+    #[doc(hidden)]
+    pub const fn never_has_room_for_a_token(&self) -> bool {
+        self.write_token && self.min_cells() >= crate::service::MAX_PROPERTIES
+    }
+
     /// Every physical column name a row of this type may carry in its
     /// ordinary form (nested records expanded to `Parent_Child`). JSON
     /// fields are listed with their `__Json` suffix.
@@ -367,6 +383,22 @@ impl Schema {
     pub fn blob_columns(&self) -> impl Iterator<Item = &'static Column> {
         self.columns.iter().filter(|c| matches!(c.kind, ColumnKind::Blob))
     }
+}
+
+/// The fewest cells rows of `columns` have.
+const fn min_cells_in(columns: &[Column]) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < columns.len() {
+        if !columns[i].optional {
+            n += match columns[i].kind {
+                ColumnKind::Flatten(children) => min_cells_in(children),
+                _ => 1,
+            };
+        }
+        i += 1;
+    }
+    n
 }
 
 /// Whether any of `columns`, nested ones included, is `#[protected]`.

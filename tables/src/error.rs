@@ -263,16 +263,21 @@ pub enum Error {
     /// connection was refused or reset, TLS failed, a timeout or the retry
     /// policy's deadline passed. Kind [`ErrorKind::Unavailable`]: retrying
     /// later may help (the [`RetryPolicy`](crate::RetryPolicy) already
-    /// retried as it allows). A write that failed so is settled by the store
-    /// (its row read back); only one that cannot be read back is
-    /// [`Error::OutcomeUnknown`]. A write that ends with this error was not
+    /// retried as it allows). A write that failed so after it was sent is
+    /// settled by the store (its rows read back), and ends as applied or as
+    /// [`Error::OutcomeUnknown`]: a write that ends with this error was not
     /// applied.
     ///
-    /// Build one with [`Error::transport`].
+    /// Build one with [`Error::transport`] (the request may have reached the
+    /// service) or [`Error::unreachable`] (it provably never left).
     #[error("cannot reach the storage service{}", detail(message))]
     Transport {
         /// What failed, in words (empty when the source says it all).
         message: String,
+        /// Whether the request may have reached the service: `false` when
+        /// it provably never left (the connection or its TLS handshake could
+        /// not be made), so nothing of it was applied.
+        sent: bool,
         /// The underlying failure (connection, TLS, timeout), its URL's
         /// secrets redacted; not repeated in the message.
         #[source]

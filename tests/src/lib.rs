@@ -21,6 +21,7 @@ pub mod rows;
 pub mod scenarios;
 pub mod soak;
 pub mod text;
+pub mod wide;
 pub use text::{cyrillic_text, emoji_text, mixed_text};
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -85,9 +85,16 @@ async fn resets_and_cut_bodies_are_retried_and_delays_are_waited_out() {
     // A reset before forwarding: nothing reached the service, the retry reads it.
     proxy.fault_next(Kinds::of(RequestKind::TableGet), Fault::ResetBeforeForward, 1);
     assert!(store.get(("p", "d")).await.unwrap().unwrap().same(&d));
-    // A write reset before forwarding is retried and applied once.
+    // A write reset before forwarding reached nothing, but the client cannot
+    // know that: the connection was reset after the request left. The row is
+    // not there, and a resend could bring back a row another writer deleted
+    // in between, so the create is `OutcomeUnknown` and nothing more is sent.
     proxy.fault_next(Kinds::of(RequestKind::TableWrite), Fault::ResetBeforeForward, 1);
     let mut c = Document::new("p", "c");
+    let err = store.create(&mut c).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutcomeUnknown, "{err}");
+    assert!(store.get(("p", "c")).await.unwrap().is_none(), "nothing was stored");
+    // Read, the caller creates it again, once.
     store.create(&mut c).await.unwrap();
     // A table answer cut halfway, then a blob download cut halfway: the
     // read fails as a transport failure (the body is read after the retry

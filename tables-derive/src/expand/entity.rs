@@ -222,8 +222,23 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
     let blob_accessors = blob_accessors(cont);
     let (soft_delete_const, lifecycle_impls) = super::lifecycle::expand(cont);
 
+    let write_token = !cont.attrs.no_write_token;
+    // Checked where the schema is known whole: a flattened record's columns come from its own derive.
+    let room_message = format!(
+        "`{ident}` has at least 252 columns in every row, so no row has room for the write token \
+         that settles a write whose answer was lost (the service allows 252 properties): group some \
+         fields into one JSON field, or add #[table(no_write_token)] to write its rows without a token \
+         (a lost answer is then settled only by an ETag condition, or is OutcomeUnknown)"
+    );
+    let room_check = quote! {
+        const _: () = if <#ident as #p::TableEntity>::SCHEMA.never_has_room_for_a_token() {
+            ::core::panic!(#room_message)
+        };
+    };
+
     wrap(quote! {
         #id_fn
+        #room_check
         #columns_def
         #update_def
         #has_etag
@@ -236,6 +251,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
                 columns: &[#(#columns),*],
                 created_column: #created_column,
                 updated_column: #updated_column,
+                write_token: #write_token,
             };
 
             fn key(&self) -> #p::Key {

@@ -38,6 +38,7 @@ pub(crate) fn expand(input: &DeriveInput, derive: Option<Derive>, errors: syn::E
                         columns: &[],
                         created_column: #p::None,
                         updated_column: #p::None,
+                        write_token: true,
                     };
                     fn key(&self) -> #p::Key {
                         ::core::unreachable!()

@@ -66,12 +66,15 @@ pub(crate) enum IdMode {
 pub(crate) struct Container {
     pub(crate) name: Option<Spanned_<String>>,
     pub(crate) ids: Option<Spanned_<IdMode>>,
+    /// `#[table(no_write_token)]`: rows are written without a write token.
+    pub(crate) no_write_token: bool,
 }
 
 impl Container {
     pub(crate) fn from_ast(cx: &Ctxt, attrs: &[Attribute]) -> Container {
         let mut name = Slot::new(cx, "");
         let mut ids = Slot::new(cx, "");
+        let mut no_write_token = Slot::new(cx, "");
         for attr in attrs {
             if attr.path().is_ident(TABLE) {
                 let res = attr.parse_nested_meta(|meta| {
@@ -94,6 +97,8 @@ impl Container {
                                 ),
                             }
                         }
+                        // #[table(no_write_token)]
+                        NO_WRITE_TOKEN => no_write_token.set(meta.path.span(), "#[table(no_write_token)]", ()),
                         _ if FIELD_KEYS.contains(&key.as_str()) => {
                             return Err(meta.error(format!(
                                 "#[table({key})] belongs on a field, not on the struct: move it to the field it describes"
@@ -120,6 +125,7 @@ impl Container {
         Container {
             name: name.get(),
             ids: ids.get(),
+            no_write_token: no_write_token.get().is_some(),
         }
     }
 }

@@ -5,10 +5,11 @@ pub(crate) const ALIAS: &str = "alias";
 pub(crate) const PROTECTED: &str = "protected";
 pub(crate) const BLOB_CONTENT: &str = "blob_content";
 
-// Container: #[table(name = "...")], #[table(ids = "normalized" | "as_written")]
+// Container: #[table(name = "...")], #[table(ids = "normalized" | "as_written")], #[table(no_write_token)]
 pub(crate) const NAME: &str = "name";
 pub(crate) const IDS: &str = "ids";
-pub(crate) const CONTAINER_KEYS: &[&str] = &[NAME, IDS];
+pub(crate) const NO_WRITE_TOKEN: &str = "no_write_token";
+pub(crate) const CONTAINER_KEYS: &[&str] = &[NAME, IDS, NO_WRITE_TOKEN];
 
 // Field keys.
 pub(crate) const PARTITION_KEY: &str = "partition_key";

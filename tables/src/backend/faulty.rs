@@ -51,6 +51,15 @@ pub enum FaultTiming {
     Before,
     /// Send the request, let it take effect, then report the failure (a lost response).
     After,
+    /// Answer now with the error without applying the write, and apply it
+    /// later, as the service applies a write it had queued when it answered
+    /// 500 `OperationTimedOut` ("may still complete"): right after the next
+    /// table request through this decorator has been answered by the
+    /// wrapped backend (so that request still sees the state before it), or
+    /// at [`FaultyBackend::land_held`]. For single writes and transactions
+    /// ([`FaultTarget::Write`], [`FaultTarget::Transaction`]); any other
+    /// request fails as with [`FaultTiming::Before`].
+    Late,
     /// Cut the answer halfway through its body: a streamed download
     /// ([`BlobBackend::get_into`]) hands its sink the properties and the
     /// first half of the blob's bytes (rounded down), then fails, as a
@@ -91,6 +100,32 @@ struct Fault {
 pub struct FaultyBackend<B> {
     inner: B,
     faults: Arc<Mutex<VecDeque<Fault>>>,
+    /// A write answered with [`FaultTiming::Late`], to apply later.
+    held: Arc<Mutex<Option<Held>>>,
+    /// What writes whose answers were replaced by a fault did when applied.
+    swallowed: Arc<Mutex<Vec<Swallowed>>>,
+}
+
+/// A table write held back by [`FaultTiming::Late`].
+#[derive(Debug)]
+struct Held {
+    table: String,
+    ops: Vec<WriteOp>,
+    /// Sent as one transaction (not as a single write).
+    transaction: bool,
+}
+
+/// A write the wrapped backend applied whose answer a planned fault
+/// replaced ([`FaultTiming::After`], or [`FaultTiming::Late`] when it
+/// landed): what the caller never heard.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Swallowed {
+    /// The table written.
+    pub table: String,
+    /// Whether it was held back and applied later ([`FaultTiming::Late`]).
+    pub late: bool,
+    /// The outcomes of its operations, or the kind of error it got.
+    pub answer: std::result::Result<Vec<WriteOutcome>, crate::ErrorKind>,
 }
 
 impl<B> FaultyBackend<B> {
@@ -99,6 +134,32 @@ impl<B> FaultyBackend<B> {
         FaultyBackend {
             inner,
             faults: Arc::new(Mutex::new(VecDeque::new())),
+            held: Arc::default(),
+            swallowed: Arc::default(),
+        }
+    }
+
+    /// Writes applied whose answers a planned fault replaced, oldest first
+    /// ([`FaultTiming::After`]; [`FaultTiming::Late`] once landed).
+    pub fn swallowed(&self) -> Vec<Swallowed> {
+        self.swallowed.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Whether a write answered with [`FaultTiming::Late`] is still held back.
+    pub fn holds_a_write(&self) -> bool {
+        self.held.lock().map(|h| h.is_some()).unwrap_or(false)
+    }
+
+    fn note_swallowed(&self, table: &str, late: bool, answer: &Result<Vec<WriteOutcome>>) {
+        if let Ok(mut s) = self.swallowed.lock() {
+            s.push(Swallowed {
+                table: table.to_owned(),
+                late,
+                answer: match answer {
+                    Ok(outcomes) => Ok(outcomes.clone()),
+                    Err(e) => Err(e.kind()),
+                },
+            });
         }
     }
 
@@ -160,13 +221,72 @@ impl<B> FaultyBackend<B> {
     }
 }
 
+impl<B: Backend> FaultyBackend<B> {
+    /// Applies the write held back by [`FaultTiming::Late`] now, if there
+    /// is one, and returns what it got.
+    pub async fn land_held(&self) -> Option<Result<Vec<WriteOutcome>>> {
+        let held = self.held.lock().ok()?.take()?;
+        let answer = self.apply(&held.table, held.ops, held.transaction).await;
+        self.note_swallowed(&held.table, true, &answer);
+        Some(answer)
+    }
+
+    /// Sends `ops` to the wrapped backend as the caller sent them.
+    async fn apply(&self, table: &str, mut ops: Vec<WriteOp>, transaction: bool) -> Result<Vec<WriteOutcome>> {
+        match (transaction, ops.len()) {
+            (false, 1) => self.inner.execute(table, ops.swap_remove(0)).await.map(|o| vec![o]),
+            _ => self.inner.transaction(table, ops).await,
+        }
+    }
+
+    /// A table write through the planned `fault`: [`FaultTiming::Late`]
+    /// holds it back, [`FaultTiming::After`] applies it and notes what it got.
+    async fn write(
+        &self,
+        fault: Option<(FaultTiming, fn() -> Error)>,
+        table: &str,
+        ops: Vec<WriteOp>,
+        transaction: bool,
+    ) -> Result<Vec<WriteOutcome>> {
+        let call = |ops: Vec<WriteOp>| self.apply(table, ops, transaction);
+        match fault {
+            Some((FaultTiming::Late, error)) => {
+                if let Ok(mut held) = self.held.lock() {
+                    *held = Some(Held {
+                        table: table.to_owned(),
+                        ops,
+                        transaction,
+                    });
+                }
+                Err(error())
+            }
+            Some((FaultTiming::After, error)) => {
+                let answer = call(ops).await;
+                self.note_swallowed(table, false, &answer);
+                Err(error())
+            }
+            fault => {
+                let answer = with_fault(fault, call(ops)).await;
+                self.land_held().await;
+                answer
+            }
+        }
+    }
+
+    /// A table request that is not a write: the answer, then the held write lands.
+    async fn then_land<T>(&self, answer: Result<T>) -> Result<T> {
+        self.land_held().await;
+        answer
+    }
+}
+
 /// Runs `call` with a planned fault applied before or after it.
 async fn with_fault<T>(
     fault: Option<(FaultTiming, fn() -> Error)>,
     call: impl std::future::Future<Output = Result<T>>,
 ) -> Result<T> {
     match fault {
-        Some((FaultTiming::Before | FaultTiming::Midway, error)) => Err(error()),
+        Some((FaultTiming::Before | FaultTiming::Midway | FaultTiming::Late, error)) => Err(error()),
         Some((FaultTiming::After, error)) => {
             let _ = call.await;
             Err(error())
@@ -206,27 +326,33 @@ impl<B: Backend> Backend for FaultyBackend<B> {
         self.inner.delete_table(table).await
     }
     async fn get(&self, table: &str, partition_key: &str, row_key: &str) -> Result<Option<Row>> {
-        with_fault(
+        let answer = with_fault(
             self.take(FaultTarget::Get),
             self.inner.get(table, partition_key, row_key),
         )
-        .await
+        .await;
+        self.then_land(answer).await
     }
     async fn execute(&self, table: &str, op: WriteOp) -> Result<WriteOutcome> {
-        with_fault(self.take(FaultTarget::Write), self.inner.execute(table, op)).await
+        let fault = self.take(FaultTarget::Write);
+        let mut outcomes = self.write(fault, table, vec![op], false).await?;
+        Ok(outcomes.swap_remove(0))
     }
     async fn transaction(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
-        with_fault(self.take(FaultTarget::Transaction), self.inner.transaction(table, ops)).await
+        let fault = self.take(FaultTarget::Transaction);
+        self.write(fault, table, ops, true).await
     }
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
-        with_fault(self.take(FaultTarget::Query), self.inner.query(table, request, token)).await
+        let answer = with_fault(self.take(FaultTarget::Query), self.inner.query(table, request, token)).await;
+        self.then_land(answer).await
     }
     async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
-        with_fault(
+        let answer = with_fault(
             self.take(FaultTarget::Query),
             self.inner.query_body(table, request, token),
         )
-        .await
+        .await;
+        self.then_land(answer).await
     }
 }
 

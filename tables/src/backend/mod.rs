@@ -110,7 +110,7 @@ impl WriteOp {
 }
 
 /// What a successful write reports.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriteOutcome {
     /// The new version (absent for a delete).
     pub etag: Option<ETag>,

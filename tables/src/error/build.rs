@@ -25,7 +25,38 @@ impl Error {
     pub fn transport(message: impl Into<String>) -> Error {
         Error::Transport {
             message: text(message),
+            sent: true,
             source: None,
+        }
+    }
+
+    /// An [`Error::Transport`] for a request that provably never left: the
+    /// connection (or its TLS handshake) could not be made, so nothing was
+    /// applied and a write may be sent again as it is.
+    ///
+    /// ```
+    /// use unified_tables::{Error, ErrorKind};
+    /// let e = Error::unreachable("connection refused");
+    /// assert_eq!(e.kind(), ErrorKind::Unavailable);
+    /// assert!(!e.was_sent());
+    /// assert!(Error::transport("connection reset").was_sent());
+    /// ```
+    pub fn unreachable(message: impl Into<String>) -> Error {
+        Error::Transport {
+            message: text(message),
+            sent: false,
+            source: None,
+        }
+    }
+
+    /// Whether the request this error answers may have reached the service:
+    /// `false` only for an [`Error::Transport`] built by
+    /// [`Error::unreachable`] and for refusals made before sending.
+    pub fn was_sent(&self) -> bool {
+        match self {
+            Error::Transport { sent, .. } => *sent,
+            Error::Transaction { source, .. } => source.was_sent(),
+            _ => !self.is_refusal(),
         }
     }
 

@@ -6,27 +6,27 @@
 //! classified:
 //!
 //! - the write could not be settled ([`Error::OutcomeUnknown`]: its answer
-//!   was lost and no read-back answered): that error, and the intent is not
-//!   applied again;
+//!   was lost and the rows read back cannot tell whether it landed): that
+//!   error, and the intent is not applied again;
 //! - the re-read itself failed: the write's own error when it says nothing
 //!   was stored (throttled, unavailable), otherwise [`Error::Conflict`], with
 //!   the cause logged through `tracing`;
 //! - the version did not move: the write's own error (no retry can fix it);
 //! - the version moved (or the row vanished): the intent is applied again to
-//!   the fresh version after a jittered pause, for a bounded number of
-//!   attempts, then [`Error::Conflict`] (or [`Outcome::Conflicted`]).
+//!   the fresh version after a pause (capped exponential backoff with full
+//!   jitter), within [`StoreOptions::mutate_attempts`](super::StoreOptions::mutate_attempts)
+//!   and [`StoreOptions::mutate_budget`](super::StoreOptions::mutate_budget), then
+//!   [`Error::Conflict`] (or [`Outcome::Conflicted`]).
 //!
 //! The closure re-applies the intent; a body computed from a stale version is
 //! never written. A write whose answer was lost is settled by the send itself
 //! (its write token read back, see [`Tables::with_retry`](crate::Tables::with_retry)):
-//! applied, the verb returns the stored entity; not applied, it is sent
-//! again. So the intent runs once per call that lands, never on a version
-//! that already holds its own change.
+//! applied, the verb returns the stored entity; still at the version it was
+//! written on condition of, it is sent again; anything else is
+//! [`Error::OutcomeUnknown`]. So the intent runs once per call that lands,
+//! never on a version that may already hold its own change.
 
-use std::time::Duration;
-
-use rand::Rng;
-
+use super::write::race_backoff;
 use super::{Lookup, Store};
 use crate::backend::IfMatch;
 use crate::entity::{Key, TableEntity};
@@ -68,15 +68,17 @@ pub(super) enum Step<T> {
     Done(Outcome<T>),
 }
 
-/// The pause before attempt `attempt + 1`: `attempt × 20 ms` plus 0–19 ms of jitter.
-fn backoff(attempt: u32) -> Duration {
-    Duration::from_millis(u64::from(attempt) * 20 + rand::thread_rng().gen_range(0..20))
-}
-
 impl<T: TableEntity> Store<T> {
     /// Read, apply `intent`, write on condition of the version read; on a lost
-    /// race re-read and re-apply (at most [`StoreOptions::mutate_attempts`](super::StoreOptions::mutate_attempts)
-    /// attempts, with jittered backoff). Returns the entity as stored.
+    /// race re-read and re-apply. Returns the entity as stored.
+    ///
+    /// Under contention the attempts are bounded twice: at most
+    /// [`StoreOptions::mutate_attempts`](super::StoreOptions::mutate_attempts)
+    /// (default 3), and no pause that would end past
+    /// [`StoreOptions::mutate_budget`](super::StoreOptions::mutate_budget)
+    /// (default 4 s) after the call began. Between attempts the call pauses
+    /// a random time from 0 up to 4 ms × 2^(attempt − 1), capped at 100 ms
+    /// (full jitter: writers that lost one race to each other spread out).
     ///
     /// Fails with [`Error::NotFound`] when the row does not exist (or is
     /// deleted under the write) and [`Error::Conflict`] when every attempt
@@ -86,10 +88,13 @@ impl<T: TableEntity> Store<T> {
     /// but the answer was lost (a timeout, a dropped connection, a 5xx such
     /// as 500 `OperationTimedOut`), the store reads the row back, finds the
     /// write's token there and returns the stored entity; the intent does not
-    /// run again. Only when no read-back can be made within the
-    /// [`RetryPolicy`](crate::RetryPolicy) does the call fail with
-    /// [`Error::OutcomeUnknown`], and then it stops (read the entity before
-    /// applying the change again):
+    /// run again. When the row still has the version the write was
+    /// conditional on, the write has not landed and is sent again. When the
+    /// row holds another writer's version or is gone (this write may have
+    /// landed first), when no read-back can be made within the
+    /// [`RetryPolicy`](crate::RetryPolicy), or when the write may still land
+    /// and no attempt is left, the call fails with [`Error::OutcomeUnknown`],
+    /// and then it stops (read the entity before applying the change again):
     ///
     /// ```
     /// # use unified_tables::{TableEntity, Tables, ETag, Error};
@@ -275,12 +280,16 @@ impl<T: TableEntity> Store<T> {
     /// (with `n` attempts an intent runs at most `n` times).
     pub(super) async fn cas(&self, key: &Key, mut step: impl FnMut(Option<T>, bool) -> Step<T>) -> Result<Outcome<T>> {
         let attempts = self.tables.options.mutate_attempts.get();
+        let budget = self.tables.options.mutate_budget;
+        let started = std::time::Instant::now();
         let mut current = self.read(key).await?;
         let mut attempt = 0u32;
+        // Set once the attempts or the time budget are spent.
+        let mut spent = false;
         loop {
             attempt += 1;
             let read_version = current.as_ref().map(|(_, etag)| etag.clone());
-            let last = attempt > attempts;
+            let last = spent || attempt > attempts;
             let (mut entity, insert) = match step(current.take().map(|(e, _)| e), last) {
                 Step::Done(outcome) => return Ok(outcome),
                 // The last re-read only decides NotFound / PreconditionFailed.
@@ -347,9 +356,15 @@ impl<T: TableEntity> Store<T> {
                 // The version did not move: the write failed for a reason a retry cannot fix.
                 return Err(write_error);
             }
-            tracing::debug!(table = %self.table, attempt, "lost an optimistic race; re-applying to the fresh version");
             if attempt < attempts {
-                tokio::time::sleep(backoff(attempt)).await;
+                let pause = race_backoff(attempt);
+                if started.elapsed() + pause > budget {
+                    tracing::debug!(table = %self.table, attempt, ?budget, "lost an optimistic race with the time budget spent");
+                    spent = true;
+                } else {
+                    tracing::debug!(table = %self.table, attempt, ?pause, "lost an optimistic race; re-applying to the fresh version");
+                    tokio::time::sleep(pause).await;
+                }
             }
             current = fresh;
         }

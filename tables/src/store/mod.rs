@@ -86,6 +86,19 @@ pub struct StoreOptions {
     /// before they report a conflict (default 3; 1 to 1,000, checked by
     /// [`MutateAttempts::new`](crate::MutateAttempts::new)).
     pub mutate_attempts: crate::MutateAttempts,
+    /// The time one call of [`Store::mutate`] or another compare-and-swap
+    /// verb may spend losing races before it reports a conflict, whatever
+    /// attempts are left (default [`StoreOptions::DEFAULT_MUTATE_BUDGET`], 4 s).
+    /// A pause that would end past it is not taken: the call re-reads once
+    /// more to decide `NotFound` or a failed precondition, and reports
+    /// [`Error::Conflict`] (or [`Outcome::Conflicted`]). See
+    /// [`Store::mutate`] for the pauses.
+    pub mutate_budget: std::time::Duration,
+}
+
+impl StoreOptions {
+    /// The default [`StoreOptions::mutate_budget`]: 4 s.
+    pub const DEFAULT_MUTATE_BUDGET: std::time::Duration = std::time::Duration::from_secs(4);
 }
 
 impl Default for StoreOptions {
@@ -94,6 +107,7 @@ impl Default for StoreOptions {
             oversized_cells: OversizedCellPolicy::Refuse,
             implicit_last_writer_wins: false,
             mutate_attempts: crate::MutateAttempts::default(),
+            mutate_budget: Self::DEFAULT_MUTATE_BUDGET,
         }
     }
 }
@@ -154,6 +168,9 @@ pub struct Store<T> {
     cache: Option<cache::hooks::StoreCache>,
     visibility: Visibility,
     append_keys: crate::keys::AppendKeyFormat,
+    /// Whether writes carry a write token: the handle's choice, and the
+    /// type's (`#[table(no_write_token)]`).
+    write_tokens: bool,
     _entity: PhantomData<fn() -> T>,
 }
 
@@ -166,6 +183,7 @@ impl<T> Clone for Store<T> {
             cache: self.cache.clone(),
             visibility: self.visibility,
             append_keys: self.append_keys,
+            write_tokens: self.write_tokens,
             _entity: PhantomData,
         }
     }
@@ -188,6 +206,7 @@ impl<T> Store<T> {
             policy: cache::CachePolicy::Disabled,
         });
         Store {
+            write_tokens: tables.write_tokens,
             tables,
             table,
             authorizer: None,
@@ -235,6 +254,7 @@ impl<T: TableEntity> Store<T> {
     /// writes still evict what other stores of the table cached.
     pub(crate) fn of_entity(tables: Tables, table: String) -> Store<T> {
         let mut store = Store::new(tables, table);
+        store.write_tokens &= T::SCHEMA.write_token;
         if let (Some(c), Some(_)) = (store.cache.as_mut(), T::cache_cloner()) {
             c.policy = c.cache.policy_of::<T>();
         }

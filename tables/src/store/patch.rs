@@ -70,9 +70,7 @@ impl<T: TableEntity> Store<T> {
         if let Some(col) = T::SCHEMA.updated_column {
             row.insert(col, Value::DateTime(now()));
         }
-        if self.tables.write_tokens {
-            super::settle::reserve_token(&mut row);
-        }
+        self.reserve_token(&mut row);
         crate::service::check_row_limits(&row)?;
         let condition = match update.etag {
             // A caller's ETag is a version, never the wildcard.

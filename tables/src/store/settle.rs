@@ -2,35 +2,52 @@
 //! retries of a write, and the read-back that settles a write whose answer
 //! was lost.
 //!
-//! Every main row the store writes carries a fresh token in its
-//! [`WRITE_TOKEN`] cell, put there when the row is built (an entity's, a
-//! union store's, a `patch`'s), or by [`Store::send`](super::Store::send)
-//! into the first row of a request that has none (a merge built elsewhere).
-//! One request is tried as the store's
-//! [`RetryPolicy`](crate::RetryPolicy) allows, on every backend:
+//! The rule: **a resend never undoes another writer's acknowledged write,
+//! and a version reported to the caller is one this call wrote.** When the
+//! stored rows cannot prove which way a write went, the answer is
+//! [`Error::OutcomeUnknown`], never a resend and never a guess.
 //!
-//! - an answer that says "not processed" (503 `ServerBusy`, 429) is tried
-//!   again after the policy's backoff;
+//! Every main row the store writes carries a fresh token in its
+//! [`WRITE_TOKEN`] cell ([`Store::reserve_token`], called where the row is
+//! built: an entity's, a union store's, a `patch`'s), unless the row has no
+//! room left for it (the service's 252 properties), or by
+//! [`Store::exchange`] into the first row of a request that has none. One
+//! request is tried as the store's [`RetryPolicy`](crate::RetryPolicy)
+//! allows, on every backend:
+//!
+//! - an answer that says "not processed" (503 `ServerBusy`, 429, or a
+//!   connection that could not be made) is tried again after the policy's
+//!   backoff;
 //! - an answer that leaves the outcome open (no answer, a timeout, an answer
 //!   that cannot be read, another 5xx such as 500 `OperationTimedOut`) is
-//!   settled by reading the token's row back: holding this request's token,
-//!   the request was applied and the call succeeds with the row's ETag;
-//!   otherwise it was not, and it is sent again while the policy allows;
-//! - a refusal of an attempt sent after one left in doubt (409 to an insert,
-//!   412 to a conditional write, 404 to a delete) may be the echo of that
-//!   earlier attempt: the row is read back the same way;
-//! - a read-back that fails is followed by a new attempt (an insert or a
-//!   conditional write applied before is refused, an upsert lands the same
-//!   row again, a delete finds the row gone), settled the same way;
-//! - when the policy's attempts or retry budget run out before a read-back
-//!   could be made, the write is [`Error::OutcomeUnknown`]; so is a write on
-//!   condition of a version whose row now holds another writer's version
-//!   without its token (it may have landed first and been replaced, or lost
-//!   the race: nobody can tell, and `mutate` must not apply its intent again).
+//!   settled by reading back the rows the request wrote ([`Evidence`]);
+//! - a refusal of an attempt sent after one left in doubt (409, 412, 404)
+//!   may be the echo of that earlier attempt: it is settled the same way.
 //!
-//! A transaction is atomic, so the row of its first token settles all of it.
-//! A request of deletes only is settled by its first row being gone (as the
-//! caller wanted, whoever removed it).
+//! What the read-back proves:
+//!
+//! - **applied** when a row holds a token this request carried (a
+//!   transaction is atomic: one such row settles all of it), or when a
+//!   request of deletes only finds every row gone (as the caller wanted,
+//!   whoever removed them). The ETag of a row is reported only when the row
+//!   is exactly what the request wrote: a merge by another client keeps the
+//!   token but makes the row someone else's version, and a merge of ours
+//!   cannot tell the columns it did not send from another writer's, so a
+//!   merge settled by a read-back reports no ETag;
+//! - **not applied yet** when a row written on condition of a version still
+//!   has that version: sending the request again is safe, since at most one
+//!   attempt can match that version, however late an earlier one lands;
+//! - **nothing** otherwise: the row is absent (an insert that landed may
+//!   have been deleted by another writer since), or holds another writer's
+//!   version (a write that landed may have been replaced since), or holds a
+//!   row we deleted anew. Sending again could undo that writer's
+//!   acknowledged write, so the write is [`Error::OutcomeUnknown`].
+//!
+//! A write that was sent and is not proven applied when the policy's
+//! attempts or retry budget run out is [`Error::OutcomeUnknown`] too: an
+//! earlier attempt may still land (Azure documents 500
+//! `OperationTimedOut` as "may still complete"). A read-back that fails is
+//! tried again, never the write.
 
 use std::time::Instant;
 
@@ -38,10 +55,10 @@ use base64::Engine as _;
 use rand::RngCore as _;
 
 use super::Store;
-use crate::backend::WriteOutcome;
-use crate::backend::{IfMatch, WriteOp};
+use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::WRITE_TOKEN;
+use crate::service::MAX_PROPERTIES;
 use crate::value::{ColumnName, Row, Value};
 
 /// A fresh write token: 16 random bytes, URL-safe base64 without padding.
@@ -51,25 +68,28 @@ pub(crate) fn new_token() -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// Gives `row` a fresh token, before the checks of the service's limits so
+/// Gives `row` a fresh token when it has room for one (fewer than the
+/// service's 252 properties), before the checks of the service's limits so
 /// they count it. Every send of the row is settled before the next one, so
 /// the sends of one write may share it.
-pub(crate) fn reserve_token(row: &mut Row) {
-    row.insert(ColumnName::from_static(WRITE_TOKEN), Value::String(new_token()));
+fn put_token(row: &mut Row) {
+    if row.properties.len() < MAX_PROPERTIES {
+        row.insert(ColumnName::from_static(WRITE_TOKEN), Value::String(new_token()));
+    }
 }
 
-/// Gives the first row of `ops` a fresh token when no row has one. Returns
-/// whether a row carries one.
-fn stamp(ops: &mut [WriteOp]) -> bool {
-    if ops.iter().any(|op| op.row().is_some_and(|r| token_of(r).is_some())) {
-        return true;
+/// Gives the first row of `ops` with room for one a fresh token, when no
+/// row has one.
+fn stamp(ops: &mut [WriteOp]) {
+    if ops.iter().any(|op| token_in(op).is_some()) {
+        return;
     }
-    match ops.iter_mut().find_map(row_mut) {
-        Some(row) => {
-            reserve_token(row);
-            true
-        }
-        None => false,
+    if let Some(row) = ops
+        .iter_mut()
+        .filter_map(row_mut)
+        .find(|r| r.properties.len() < MAX_PROPERTIES)
+    {
+        put_token(row);
     }
 }
 
@@ -80,6 +100,16 @@ fn row_mut(op: &mut WriteOp) -> Option<&mut Row> {
     }
 }
 
+/// Removes the tokens the store put in `ops`: for a row the service found
+/// over its property limit only because of one.
+fn strip_tokens(ops: &mut [WriteOp]) -> bool {
+    let mut stripped = false;
+    for row in ops.iter_mut().filter_map(row_mut) {
+        stripped |= row.properties.remove(WRITE_TOKEN).is_some();
+    }
+    stripped
+}
+
 /// The token a row carries.
 fn token_of(row: &Row) -> Option<&str> {
     match row.get(WRITE_TOKEN) {
@@ -88,15 +118,62 @@ fn token_of(row: &Row) -> Option<&str> {
     }
 }
 
-/// Whether the stored row `stored` holds the token the row `sent` carried.
-fn holds(stored: &Row, sent: &Row) -> bool {
-    token_of(sent).is_some_and(|t| token_of(stored) == Some(t))
+/// The token the row of `op` carries.
+fn token_in(op: &WriteOp) -> Option<&str> {
+    op.row().and_then(token_of)
+}
+
+/// The version `op` is written on condition of.
+fn pinned_version(op: &WriteOp) -> Option<&crate::value::ETag> {
+    match op {
+        WriteOp::Update {
+            condition: IfMatch::ETag(v),
+            ..
+        }
+        | WriteOp::Delete {
+            condition: IfMatch::ETag(v),
+            ..
+        } => Some(v),
+        _ => None,
+    }
+}
+
+/// Whether `stored` is exactly the row `op` wrote: a replace's cells, all
+/// of them and nothing else. A merge's row also holds cells it did not
+/// send, which another writer's merge may have changed: never exactly ours.
+fn is_exactly(op: &WriteOp, stored: &Row) -> bool {
+    let sent = match op {
+        WriteOp::Insert(row)
+        | WriteOp::Update {
+            row,
+            mode: UpdateMode::Replace,
+            ..
+        }
+        | WriteOp::Upsert {
+            row,
+            mode: UpdateMode::Replace,
+        } => row,
+        _ => return false,
+    };
+    sent.properties.len() == stored.properties.len()
+        && sent
+            .properties
+            .iter()
+            .all(|(name, value)| stored.properties.get(name).is_some_and(|s| same_value(s, value)))
+}
+
+/// Cell equality, with any NaN equal to any NaN (the service stores NaN as `"NaN"`).
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Double(x), Value::Double(y)) => x == y || (x.is_nan() && y.is_nan()),
+        _ => a == b,
+    }
 }
 
 /// What an error answer says about the attempt that got it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Answer {
-    /// Not processed (503 `ServerBusy`, 429): safe to send again.
+    /// Not processed (503 `ServerBusy`, 429, a connection never made): safe to send again.
     NotProcessed,
     /// Applied or not, nobody knows: no answer, a timeout, another 5xx, an
     /// answer that cannot be read.
@@ -111,6 +188,7 @@ enum Answer {
 fn answer(error: &Error) -> Answer {
     match error.kind() {
         ErrorKind::Throttled => Answer::NotProcessed,
+        ErrorKind::Unavailable if !error.was_sent() => Answer::NotProcessed,
         ErrorKind::Unavailable | ErrorKind::MalformedResponse | ErrorKind::OutcomeUnknown => Answer::InDoubt,
         ErrorKind::NotFound if error.service_code().is_some_and(|(_, code)| code == "TableNotFound") => Answer::Failed,
         ErrorKind::NotFound | ErrorKind::AlreadyExists | ErrorKind::PreconditionFailed => Answer::Refused,
@@ -118,21 +196,56 @@ fn answer(error: &Error) -> Answer {
     }
 }
 
-// Sending does not depend on the entity type (a union store commits through it too).
+/// Whether the service refused a row for its property count.
+fn too_many_properties(error: &Error) -> bool {
+    error
+        .service_code()
+        .is_some_and(|(status, code)| status == 400 && code == "TooManyProperties")
+}
+
+/// What the stored rows prove about a request in doubt.
+#[derive(Debug)]
+enum Evidence {
+    /// Applied: the outcome of each operation (an ETag only for a row that
+    /// is exactly what it wrote).
+    Applied(Vec<WriteOutcome>),
+    /// Not applied so far: a row written on condition of a version still has it.
+    NotYet,
+    /// Nothing: another writer's version, or no row, where ours may have been.
+    Nothing,
+}
+
+impl Evidence {
+    fn name(&self) -> &'static str {
+        match self {
+            Evidence::Applied(_) => "applied",
+            Evidence::NotYet => "not applied yet",
+            Evidence::Nothing => "undecided",
+        }
+    }
+}
+
 impl<T> Store<T> {
+    /// Gives `row` a fresh write token, unless the store writes none (the
+    /// type says `#[table(no_write_token)]`, or the handle measures what a
+    /// token costs) or the row has no room for it.
+    pub(crate) fn reserve_token(&self, row: &mut Row) {
+        if self.write_tokens {
+            put_token(row);
+        }
+    }
+
     /// One request (one operation, or one transaction of several) with its
     /// token, its retries and its read-backs; see the module docs.
     pub(crate) async fn exchange(&self, mut ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
         let policy = self.tables.retry;
-        // Whether the write can be settled by a read-back: a row carries a
-        // token, or there are deletes only (settled by the row being gone).
-        let settles = match self.tables.write_tokens {
-            true => stamp(&mut ops) || ops.iter().all(|op| op.row().is_none()),
-            false => ops.iter().all(|op| op.row().is_none()),
-        };
+        if self.write_tokens {
+            stamp(&mut ops);
+        }
         let started = Instant::now();
         let mut failures = 0u32;
-        // The first answer that left an attempt in doubt, until it is settled.
+        // The first answer that left an attempt in doubt: from then on the
+        // request may be stored, whatever later answers say.
         let mut doubt: Option<Error> = None;
         loop {
             let error = match self.request(&ops).await {
@@ -140,72 +253,73 @@ impl<T> Store<T> {
                 Err(e) => e,
             };
             let said = answer(&error);
-            if matches!(said, Answer::NotProcessed | Answer::InDoubt) {
-                failures += 1;
-            }
-            // `last` is the answer to settle beside the doubt, if it is not the doubt itself.
-            let last = match (said, doubt.is_some()) {
-                (Answer::InDoubt, false) => {
-                    doubt = Some(error);
-                    None
-                }
-                (Answer::NotProcessed, false) => match policy.next_delay(failures, started.elapsed()) {
-                    Some(pause) => {
+            // A failure of this attempt for what the request is (not for the row).
+            let mut failed = None;
+            match (said, doubt.is_some()) {
+                (Answer::NotProcessed, _) => {
+                    failures += 1;
+                    if let Some(pause) = policy.next_delay(failures, started.elapsed()) {
                         tracing::debug!(table = %self.table, ?pause, error = %error, "the service did not process a write; sending it again");
                         tokio::time::sleep(pause).await;
                         continue;
                     }
-                    None => return Err(error),
-                },
-                (_, false) => return Err(error),
-                (_, true) => Some(error),
-            };
-            if !settles {
-                // Without a token (only when measuring its cost) nothing can settle a row written.
-                let earlier = doubt.take().unwrap_or_else(|| unreachable!("a write in doubt"));
-                return Err(self.outcome_unknown(&ops, earlier));
-            }
-            match self.read_back(&ops).await {
-                Ok(Settlement::Undecided) => {
-                    tracing::warn!(table = %self.table, "a conditional write whose answer was lost finds another writer's version: whether it landed first cannot be told");
-                    let earlier = doubt.take().unwrap_or_else(|| unreachable!("a write in doubt"));
-                    return Err(self.outcome_unknown(&ops, earlier));
+                    // An earlier attempt in doubt may still land.
+                    return Err(match doubt {
+                        Some(earlier) => self.outcome_unknown(&ops, earlier),
+                        None => error,
+                    });
                 }
-                Ok(Settlement::Applied(outcomes)) => {
-                    tracing::debug!(table = %self.table, "a write whose answer was lost was applied (its token was read back)");
-                    return Ok(outcomes);
+                (Answer::Failed, false) if too_many_properties(&error) && strip_tokens(&mut ops) => {
+                    // A merge into a stored row at the property limit: refused,
+                    // so nothing was applied; sent again without the token.
+                    tracing::debug!(table = %self.table, "a row at the property limit has no room for a write token; sending it without one");
+                    continue;
                 }
-                Ok(Settlement::NotApplied) => {
-                    let earlier = doubt.take().unwrap_or_else(|| unreachable!("a write in doubt"));
-                    // Not applied: a refusal is this attempt's own answer.
-                    if matches!(said, Answer::Refused | Answer::Failed) {
-                        return Err(last.unwrap_or(earlier));
-                    }
-                    match policy.next_delay(failures, started.elapsed()) {
-                        Some(pause) => {
-                            tracing::debug!(table = %self.table, ?pause, error = %earlier, "a write whose answer was lost was not applied; sending it again");
-                            tokio::time::sleep(pause).await;
-                        }
-                        None => return Err(last.unwrap_or(earlier)),
-                    }
-                }
-                Err(read_error) => {
+                (Answer::Refused | Answer::Failed, false) => return Err(error),
+                (Answer::InDoubt, _) => {
                     failures += 1;
-                    tracing::debug!(table = %self.table, error = %read_error, "cannot read back a write whose answer was lost");
-                    match policy.next_delay(failures, started.elapsed()) {
-                        // Sent again: an applied attempt answers as the service would answer its echo.
-                        Some(pause) => tokio::time::sleep(pause).await,
-                        None => {
-                            tracing::warn!(
-                                table = %self.table,
-                                read_error = %read_error,
-                                "a write whose answer was lost could not be read back within the retry policy"
-                            );
-                            let earlier = doubt.take().unwrap_or_else(|| unreachable!("a write in doubt"));
-                            return Err(self.outcome_unknown(&ops, earlier));
+                    doubt.get_or_insert(error);
+                }
+                // A refusal after an attempt in doubt: maybe that attempt's echo.
+                (Answer::Refused, true) => {}
+                (Answer::Failed, true) => failed = Some(error),
+            }
+            let evidence = loop {
+                match self.read_back(&ops).await {
+                    Ok(evidence) => break Some(evidence),
+                    Err(read_error) => {
+                        failures += 1;
+                        tracing::debug!(table = %self.table, error = %read_error, "cannot read back a write whose answer was lost");
+                        match policy.next_delay(failures, started.elapsed()) {
+                            Some(pause) => tokio::time::sleep(pause).await,
+                            None => break None,
                         }
                     }
                 }
+            };
+            let mut earlier = || doubt.take().unwrap_or_else(|| unreachable!("a write in doubt"));
+            let Some(evidence) = evidence else {
+                tracing::warn!(table = %self.table, "a write whose answer was lost could not be read back within the retry policy");
+                return Err(self.outcome_unknown(&ops, earlier()));
+            };
+            tracing::debug!(table = %self.table, verdict = evidence.name(), "a write whose answer was lost was read back");
+            match evidence {
+                Evidence::Applied(outcomes) => return Ok(outcomes),
+                Evidence::Nothing => {
+                    tracing::warn!(table = %self.table, "a write whose answer was lost finds no row of its own: whether it landed cannot be told");
+                    return Err(self.outcome_unknown(&ops, earlier()));
+                }
+                // The same request refused for what it is, not for the row: an
+                // earlier attempt of it was refused the same way.
+                Evidence::NotYet if failed.is_some() => return Err(failed.unwrap_or_else(earlier)),
+                Evidence::NotYet => match policy.next_delay(failures, started.elapsed()) {
+                    Some(pause) => {
+                        tracing::debug!(table = %self.table, ?pause, "a conditional write whose answer was lost has not landed; sending it again");
+                        tokio::time::sleep(pause).await;
+                    }
+                    // Not landed yet, and it still may.
+                    None => return Err(self.outcome_unknown(&ops, earlier())),
+                },
             }
         }
     }
@@ -223,56 +337,83 @@ impl<T> Store<T> {
         }
     }
 
-    /// Reads back the row that settles `ops`: applied when the first row
-    /// sent with a token holds it (for deletes only, when the first row is
-    /// gone); undecided when that row was written on condition of a version
-    /// and now holds another writer's version (this write may have landed
-    /// first and been replaced, or lost to it); otherwise not applied.
-    async fn read_back(&self, ops: &[WriteOp]) -> Result<Settlement> {
-        let witness = ops
-            .iter()
-            .position(|op| op.row().is_some_and(|r| token_of(r).is_some()))
-            .unwrap_or(0);
-        let (pk, rk) = ops[witness].keys();
-        let stored = self.tables.backend.get(&self.table, pk, rk).await?;
-        let applied = match ops[witness].row() {
-            Some(sent) => stored.as_ref().is_some_and(|r| holds(r, sent)),
-            None => stored.is_none(),
-        };
-        if !applied {
-            let moved = match (&ops[witness], &stored) {
-                (
-                    WriteOp::Update {
-                        condition: IfMatch::ETag(version),
-                        ..
-                    },
-                    Some(row),
-                ) => row.etag.as_ref() != Some(version),
-                _ => false,
-            };
-            return Ok(if moved {
-                Settlement::Undecided
-            } else {
-                Settlement::NotApplied
-            });
-        }
-        let mut outcomes = vec![
-            WriteOutcome {
-                etag: None,
-                timestamp: None
-            };
-            ops.len()
-        ];
-        outcomes[witness] = outcome_of(stored.as_ref());
-        // The other rows of a transaction that carry the token: their versions, if still ours.
+    /// Reads back the rows that can settle `ops` (see [`Evidence`]): the
+    /// rows carrying a token, in order, until one holds it; the rows written
+    /// on condition of a version; for deletes only, every row.
+    async fn read_back(&self, ops: &[WriteOp]) -> Result<Evidence> {
+        let mut stored: Vec<Option<Option<Row>>> = vec![None; ops.len()];
         for (i, op) in ops.iter().enumerate() {
-            if let Some(sent) = op.row().filter(|r| i != witness && token_of(r).is_some()) {
-                let (pk, rk) = op.keys();
-                let row = self.tables.backend.get(&self.table, pk, rk).await?;
-                outcomes[i] = outcome_of(row.as_ref().filter(|r| holds(r, sent)));
+            let Some(token) = token_in(op) else { continue };
+            let row = self.read_row(op).await?;
+            let holds = row.as_ref().is_some_and(|r| token_of(r) == Some(token));
+            stored[i] = Some(row);
+            if holds {
+                return Ok(Evidence::Applied(self.applied(ops, &mut stored, i).await?));
             }
         }
-        Ok(Settlement::Applied(outcomes))
+        for (i, op) in ops.iter().enumerate() {
+            let Some(version) = pinned_version(op) else { continue };
+            if stored[i].is_none() {
+                stored[i] = Some(self.read_row(op).await?);
+            }
+            if stored[i]
+                .as_ref()
+                .and_then(|r| r.as_ref())
+                .and_then(|r| r.etag.as_ref())
+                == Some(version)
+            {
+                return Ok(Evidence::NotYet);
+            }
+        }
+        if ops.iter().all(|op| op.row().is_none()) {
+            for (i, op) in ops.iter().enumerate() {
+                if stored[i].is_none() {
+                    stored[i] = Some(self.read_row(op).await?);
+                }
+                if stored[i].as_ref().is_some_and(Option::is_some) {
+                    return Ok(Evidence::Nothing);
+                }
+            }
+            return Ok(Evidence::Applied(vec![WriteOutcome::default(); ops.len()]));
+        }
+        Ok(Evidence::Nothing)
+    }
+
+    /// The outcomes of a request proven applied by the row of `ops[proof]`:
+    /// the first operation's (the one callers read) and the proof's, each
+    /// with its row's version when the row is exactly what it wrote.
+    async fn applied(
+        &self,
+        ops: &[WriteOp],
+        stored: &mut [Option<Option<Row>>],
+        proof: usize,
+    ) -> Result<Vec<WriteOutcome>> {
+        let mut outcomes = vec![WriteOutcome::default(); ops.len()];
+        for i in [0, proof] {
+            if ops[i].row().is_none() {
+                continue;
+            }
+            if stored[i].is_none() {
+                stored[i] = Some(self.read_row(&ops[i]).await?);
+            }
+            let row = stored[i].as_ref().and_then(Option::as_ref);
+            if let Some(row) = row.filter(|r| token_in(&ops[i]).is_some_and(|t| token_of(r) == Some(t))) {
+                if is_exactly(&ops[i], row) {
+                    outcomes[i] = WriteOutcome {
+                        etag: row.etag.clone(),
+                        timestamp: row.timestamp,
+                    };
+                } else {
+                    tracing::debug!(table = %self.table, "a write whose answer was lost landed, but its row is no longer exactly what it wrote: no version is reported");
+                }
+            }
+        }
+        Ok(outcomes)
+    }
+
+    async fn read_row(&self, op: &WriteOp) -> Result<Option<Row>> {
+        let (pk, rk) = op.keys();
+        self.tables.backend.get(&self.table, pk, rk).await
     }
 
     /// The unknown outcome of `ops`, named by the row that would settle it.
@@ -291,24 +432,6 @@ impl<T> Store<T> {
     }
 }
 
-/// What a read-back says about a write in doubt.
-enum Settlement {
-    /// Applied: the outcome of each operation (the ETag of each row that
-    /// still holds its token).
-    Applied(Vec<WriteOutcome>),
-    /// Not applied: safe to send again.
-    NotApplied,
-    /// Nobody can tell.
-    Undecided,
-}
-
-fn outcome_of(row: Option<&Row>) -> WriteOutcome {
-    WriteOutcome {
-        etag: row.and_then(|r| r.etag.clone()),
-        timestamp: row.and_then(|r| r.timestamp),
-    }
-}
-
 /// Tables whose writes carry no token: only to measure what the token costs
 /// (a write whose answer is lost cannot be settled without it).
 #[doc(hidden)]
@@ -320,7 +443,6 @@ pub fn without_write_tokens(mut tables: crate::Tables) -> crate::Tables {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::UpdateMode;
     use crate::layout::WRITE_TOKEN_CHARS;
 
     #[test]
@@ -329,18 +451,27 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.len(), WRITE_TOKEN_CHARS);
         let mut row = Row::new("p", "r");
-        reserve_token(&mut row);
+        put_token(&mut row);
         assert_eq!(token_of(&row).map(str::len), Some(WRITE_TOKEN_CHARS));
-        let sent = row.clone();
-        assert!(holds(&row, &sent));
-        reserve_token(&mut row);
-        assert!(!holds(&row, &sent), "another write's token");
+    }
+
+    #[test]
+    fn a_row_at_the_property_limit_gets_no_token() {
+        let mut row = Row::new("p", "r");
+        for i in 0..MAX_PROPERTIES {
+            row.insert(format!("C{i}"), Value::Int32(1));
+        }
+        put_token(&mut row);
+        assert!(token_of(&row).is_none());
+        row.properties.remove("C0");
+        put_token(&mut row);
+        assert!(token_of(&row).is_some(), "251 cells and the token");
     }
 
     #[test]
     fn a_request_without_a_token_gets_one_on_its_first_row() {
         let mut with = Row::new("p", "a");
-        reserve_token(&mut with);
+        put_token(&mut with);
         let mut ops = vec![
             WriteOp::Insert(with),
             WriteOp::Upsert {
@@ -348,9 +479,9 @@ mod tests {
                 mode: UpdateMode::Replace,
             },
         ];
-        let before = token_of(ops[0].row().unwrap()).map(str::to_owned);
-        assert!(stamp(&mut ops));
-        assert_eq!(token_of(ops[0].row().unwrap()).map(str::to_owned), before, "kept");
+        let before = token_in(&ops[0]).map(str::to_owned);
+        stamp(&mut ops);
+        assert_eq!(token_in(&ops[0]).map(str::to_owned), before, "kept");
         assert!(
             ops[1].row().unwrap().get(WRITE_TOKEN).is_none(),
             "a continuation row carries none"
@@ -361,14 +492,34 @@ mod tests {
             mode: UpdateMode::Merge,
             condition: IfMatch::Any,
         }];
-        assert!(stamp(&mut merge));
-        assert!(token_of(merge[0].row().unwrap()).is_some());
-        let mut deletes = vec![WriteOp::Delete {
-            partition_key: "p".into(),
-            row_key: "a".into(),
+        stamp(&mut merge);
+        assert!(token_in(&merge[0]).is_some());
+        assert!(strip_tokens(&mut merge));
+        assert!(token_in(&merge[0]).is_none());
+    }
+
+    #[test]
+    fn only_a_replace_whose_cells_are_all_there_is_exactly_ours() {
+        let mut sent = Row::new("p", "a");
+        sent.insert("A", Value::Int32(1));
+        sent.insert("N", Value::Double(f64::NAN));
+        let mut stored = sent.clone();
+        let upsert = WriteOp::Upsert {
+            row: sent.clone(),
+            mode: UpdateMode::Replace,
+        };
+        assert!(is_exactly(&upsert, &stored));
+        stored.insert("B", Value::Int32(2));
+        assert!(!is_exactly(&upsert, &stored), "another writer's merge added a cell");
+        stored.properties.remove("B");
+        stored.insert("A", Value::Int32(3));
+        assert!(!is_exactly(&upsert, &stored), "another writer's merge changed a cell");
+        let merge = WriteOp::Update {
+            row: sent.clone(),
+            mode: UpdateMode::Merge,
             condition: IfMatch::Any,
-        }];
-        assert!(!stamp(&mut deletes));
+        };
+        assert!(!is_exactly(&merge, &sent), "a merge's row is never known whole");
     }
 
     #[test]
@@ -380,6 +531,7 @@ mod tests {
             answer(&Error::service(429, "TooManyRequests", "slow down")),
             Answer::NotProcessed
         );
+        assert_eq!(answer(&Error::unreachable("connection refused")), Answer::NotProcessed);
         assert_eq!(answer(&timed_out), Answer::InDoubt);
         assert_eq!(answer(&Error::transport("reset")), Answer::InDoubt);
         assert_eq!(answer(&Error::service(409, "EntityAlreadyExists", "")), Answer::Refused);

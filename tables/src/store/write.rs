@@ -21,7 +21,6 @@ use super::blobs::{Files, Upload};
 use super::cache::{Settled, Writing};
 use super::conditions::{check_condition, check_conditions};
 use super::read::continuation_owner;
-use super::settle::reserve_token;
 use super::Store;
 use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
 use crate::entity::{Key, TableEntity};
@@ -34,10 +33,20 @@ use crate::value::{DateTime, ETag, Row, Value};
 /// Attempts of a write that reads first and loses races to other writers.
 pub(crate) const RACE_ATTEMPTS: u32 = 5;
 
-/// The pause before retry `attempt`: 5–10 ms, doubling each time.
+/// The first pause's ceiling after a lost race.
+const BACKOFF_BASE: Duration = Duration::from_millis(4);
+/// The longest pause after a lost race.
+const BACKOFF_CAP: Duration = Duration::from_millis(100);
+
+/// The pause before retry `attempt` after a lost race: capped exponential
+/// backoff with full jitter, uniform in 0 to `min(100 ms, 4 ms × 2^(attempt − 1))`,
+/// so writers that lost one race spread out instead of meeting again (the
+/// AWS Architecture Blog's "Exponential Backoff and Jitter").
 pub(crate) fn race_backoff(attempt: u32) -> Duration {
-    let base = 5u64 << (attempt.saturating_sub(1)).min(4);
-    Duration::from_millis(base + rand::thread_rng().gen_range(0..=base))
+    let ceiling = BACKOFF_BASE
+        .saturating_mul(1 << attempt.saturating_sub(1).min(16))
+        .min(BACKOFF_CAP);
+    ceiling.mul_f64(rand::thread_rng().gen_range(0.0..=1.0))
 }
 
 /// Whether a write's rejection says another writer got there first (the row
@@ -84,6 +93,9 @@ impl Stamps {
 }
 
 /// Moves the written state into the caller's entity after a successful write.
+/// Returns the new ETag: empty, and `None` in the entity, when the write was
+/// settled after a lost answer and its row is no longer exactly what it
+/// wrote (no version of it can be reported; see `settle.rs`).
 pub(crate) fn apply_written<T: TableEntity>(entity: &mut T, stamps: Stamps, outcome: WriteOutcome) -> ETag {
     if let Some(at) = stamps.created {
         entity.set_created_at(at);
@@ -91,10 +103,9 @@ pub(crate) fn apply_written<T: TableEntity>(entity: &mut T, stamps: Stamps, outc
     if let Some(at) = stamps.updated {
         entity.set_updated_at(at);
     }
-    let etag = outcome.etag.unwrap_or_else(|| ETag::new(""));
-    entity.set_etag(Some(etag.clone()));
+    entity.set_etag(outcome.etag.clone());
     entity.set_timestamp(outcome.timestamp);
-    etag
+    outcome.etag.unwrap_or_else(|| ETag::new(""))
 }
 
 /// An encoded entity: its full row (large values in their one-cell form)
@@ -171,9 +182,7 @@ impl<T: TableEntity> Store<T> {
         if let (Some(at), Some(col)) = (stamps.updated, T::SCHEMA.updated_column) {
             row.insert(col, Value::DateTime(at));
         }
-        if self.tables.write_tokens {
-            reserve_token(&mut row);
-        }
+        self.reserve_token(&mut row);
         validate_key(KeyKind::PartitionKey, &row.partition_key)?;
         validate_key(KeyKind::RowKey, &row.row_key)?;
         check_row_key(T::SCHEMA, &row.row_key)?;
@@ -473,5 +482,27 @@ impl<T: TableEntity> Store<T> {
                 error.about_entity(&self.table, &key.partition_key, &key.row_key)
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_after_lost_races_grow_to_a_cap_with_full_jitter() {
+        for attempt in 1..=30 {
+            let ceiling = BACKOFF_BASE.saturating_mul(1 << (attempt - 1).min(16)).min(BACKOFF_CAP);
+            let pauses: Vec<Duration> = (0..200).map(|_| race_backoff(attempt)).collect();
+            assert!(pauses.iter().all(|p| *p <= ceiling), "attempt {attempt}");
+            // Full jitter: the pauses spread over the whole range below the ceiling.
+            assert!(pauses.iter().any(|p| *p < ceiling / 4), "attempt {attempt}");
+            assert!(pauses.iter().any(|p| *p > ceiling / 2), "attempt {attempt}");
+        }
+        assert_eq!(
+            BACKOFF_BASE.saturating_mul(1 << 16).min(BACKOFF_CAP),
+            BACKOFF_CAP,
+            "capped"
+        );
     }
 }

@@ -180,17 +180,22 @@ impl Tables {
     /// connection's policy). The policy holds on every backend, the
     /// in-memory one and decorators too:
     ///
-    /// - a write refused as not processed (503 `ServerBusy`, 429) is sent
-    ///   again after the policy's backoff;
+    /// - a write refused as not processed (503 `ServerBusy`, 429, a
+    ///   connection that could not be made) is sent again after the
+    ///   policy's backoff;
     /// - a write whose answer was lost, timed out, or was a 5xx that does not
     ///   say "not processed" (500 `OperationTimedOut`, ...) is settled by
-    ///   reading its row back: its write token there means it was applied
-    ///   (the call succeeds), no token means it was not (it is sent again
-    ///   while the policy allows);
+    ///   reading its rows back: its write token there means it was applied
+    ///   (the call succeeds); the ETag it was written on condition of still
+    ///   there means it has not landed yet (it is sent again while the policy
+    ///   allows); anything else proves nothing, and it is
+    ///   [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown) rather than
+    ///   a resend that could undo another writer's write (the whole rule is
+    ///   on [`Store`](crate::Store), "Exactly once under lost answers");
     /// - the read-backs and new attempts of one write stay within the
     ///   policy's attempts and retry budget; a write whose read-back cannot be
-    ///   made within them (or a conditional write whose row another writer
-    ///   replaced before the read-back) is [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown).
+    ///   made within them, or that may still land when no attempt is left, is
+    ///   [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown).
     ///
     /// ```
     /// use std::time::Duration;

@@ -18,8 +18,10 @@ fn hold(barrier: &Barrier) {
 }
 
 pub async fn concurrent_mutates_lose_no_update(env: &Env) {
+    // Enough attempts and time that every increment lands however the races go.
     let tables = env.with_options(StoreOptions {
         mutate_attempts: MutateAttempts::new(200).unwrap(),
+        mutate_budget: std::time::Duration::from_secs(120),
         ..StoreOptions::default()
     });
     let store = tables.store_in::<Customer>(&env.table);
@@ -189,6 +191,44 @@ pub async fn try_mutate_reports_expected_branches_as_values(env: &Env) {
         (5, 2.0),
         "the hot writer stored nothing; with 2 attempts its intent ran twice, so the meddler wrote twice"
     );
+}
+
+pub async fn a_mutate_that_always_loses_stops_at_its_time_budget(env: &Env) {
+    let store = env.tables.store_in::<Customer>(&env.table);
+    store.create(&mut Customer::new("p", "hot", "x")).await.unwrap();
+    // A thousand attempts, but one second to spend: the pauses (up to 100 ms
+    // each, growing from 4 ms) run past the budget long before the attempts run out.
+    let hot = env
+        .with_options(StoreOptions {
+            mutate_attempts: MutateAttempts::new(1_000).unwrap(),
+            mutate_budget: std::time::Duration::from_secs(1),
+            ..StoreOptions::default()
+        })
+        .store_in::<Customer>(&env.table);
+    let meddler = store.clone();
+    let mut runs = 0;
+    let err = hot
+        .mutate(("p", "hot"), |c| {
+            runs += 1;
+            c.visits += 1;
+            // Another writer commits between every attempt's read and its write.
+            let meddler = meddler.clone();
+            tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current().block_on(async {
+                    meddler.mutate(("p", "hot"), |m| m.balance += 1.0).await.unwrap();
+                })
+            });
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Conflict { .. }), "{err}");
+    assert!(
+        (2..100).contains(&runs),
+        "stopped by the budget, not the attempts: {runs} runs"
+    );
+    let stored = store.get(("p", "hot")).await.unwrap().unwrap();
+    assert_eq!(stored.visits, 0, "no attempt of the hot writer landed");
+    assert_eq!(stored.balance, f64::from(runs), "every meddling write landed");
 }
 
 pub async fn get_or_create_converges_on_the_winner(env: &Env) {

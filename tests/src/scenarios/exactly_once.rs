@@ -14,10 +14,11 @@ use unified_tables::backend::counting::CountingBackend;
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming, FaultyBackend};
 use unified_tables::backend::Backend;
 use unified_tables::layout::{WRITE_TOKEN, WRITE_TOKEN_CHARS};
-use unified_tables::{Error, ErrorKind, Outcome, RetryPolicy, Row, Tables, UnionWrite, Value};
+use unified_tables::{Error, ErrorKind, Outcome, RetryPolicy, Row, TableEntity, Tables, UnionWrite, Value};
 
 use crate::model::{Customer, Document};
 use crate::scenarios::union::OrderEvent;
+use crate::wide::Wide;
 use crate::{blob_options, noise, Env};
 
 /// The faulty decorator [`faulty_tables`] puts around the env's backend.
@@ -63,6 +64,11 @@ pub fn timed_out() -> Error {
         "OperationTimedOut",
         "Operation could not be completed within the specified time.",
     )
+}
+
+/// The connection could not be made: the request never left.
+pub fn never_sent() -> Error {
+    Error::unreachable("the connection was refused")
 }
 
 /// The service did not process the request.
@@ -162,7 +168,9 @@ pub async fn a_conditional_update_whose_answer_is_lost_succeeds_with_the_stored_
         .merge_columns_if(("o", "1"), [("_Audited", Value::Bool(true))], &etag)
         .await
         .unwrap();
-    assert_eq!(merged, stored_etag(env, "o", "1").await);
+    // Settled by its token, but a merge's row also holds cells it did not
+    // send, which another writer may have merged since: no version is reported.
+    assert_eq!(merged.as_str(), "", "a merge settled by a read-back reports no version");
     let entry = events.get(("o", "1")).await.unwrap().unwrap();
     assert_eq!(entry.column("_Audited"), Some(&Value::Bool(true)));
     assert!(
@@ -318,18 +326,18 @@ pub async fn large_values_whose_answers_are_lost_are_applied_once(env: &Env) {
     assert!(store.get(("p", "blob")).await.unwrap().unwrap().same(&b));
 }
 
-pub async fn a_write_that_did_not_land_is_sent_again(env: &Env) {
+pub async fn a_write_that_did_not_land_is_sent_again_only_when_that_is_proven(env: &Env) {
     let (faulty, tables) = faulty_tables(env);
     let store = tables.store_in::<Customer>(&env.table);
     store.ensure_created().await.unwrap();
 
-    // No answer, and nothing applied: read back, not there, sent again.
-    faulty.fail_next(FaultTarget::Write, FaultTiming::Before, lost);
+    // The connection could not be made: the request never left, so it is sent again.
+    faulty.fail_next(FaultTarget::Write, FaultTiming::Before, never_sent);
     env.reset_counts();
     let mut c = Customer::new("p", "c", "x");
     let etag = store.create(&mut c).await.unwrap();
     let counts = env.counts();
-    assert_eq!((counts.writes, counts.gets), (1, 1), "{counts:?}");
+    assert_eq!((counts.writes, counts.gets), (1, 0), "no read-back needed: {counts:?}");
     assert_eq!(etag, stored_etag(env, "p", "c").await);
 
     // Not processed (503 ServerBusy): sent again after a pause, no read-back.
@@ -342,7 +350,8 @@ pub async fn a_write_that_did_not_land_is_sent_again(env: &Env) {
     assert_eq!((counts.writes, counts.gets), (1, 0), "{counts:?}");
     assert_eq!(etag, stored_etag(env, "p", "c").await);
 
-    // A mutate whose write did not land: sent again, the intent ran once.
+    // A mutate whose write did not land: the row still has the version it was
+    // written on condition of, so at most one attempt can land: sent again, the intent ran once.
     faulty.fail_next(FaultTarget::Write, FaultTiming::Before, timed_out);
     let mut runs = 0;
     let got = store
@@ -354,13 +363,32 @@ pub async fn a_write_that_did_not_land_is_sent_again(env: &Env) {
         .unwrap();
     assert_eq!((runs, got.visits), (1, 1));
 
-    // A batch and a delete.
+    // An insert, an unconditional write or a delete that may have reached the
+    // service and is not found landed proves nothing: it may have landed and
+    // been undone by another writer since. Sending it again could undo that
+    // writer's acknowledged write, so the outcome is unknown, and nothing more is sent.
+    faulty.fail_next(FaultTarget::Write, FaultTiming::Before, lost);
+    env.reset_counts();
+    let err = store.create(&mut Customer::new("p", "n", "x")).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::OutcomeUnknown { row_key, .. } if row_key == "n"),
+        "{err}"
+    );
+    assert_eq!(
+        (env.counts().writes, env.counts().gets),
+        (0, 1),
+        "read back once, not sent again"
+    );
     let batch: Vec<Customer> = (0..3).map(|i| Customer::new("p", &format!("b{i}"), "b")).collect();
     faulty.fail_next(FaultTarget::Transaction, FaultTiming::Before, lost);
+    let err = store.create_batch(&batch).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutcomeUnknown, "{err}");
+    faulty.fail_next(FaultTarget::Transaction, FaultTiming::Before, never_sent);
     assert_eq!(store.create_batch(&batch).await.unwrap(), 3);
     faulty.fail_next(FaultTarget::Write, FaultTiming::Before, lost);
-    assert!(store.delete(("p", "b0")).await.unwrap());
-    assert!(stored(env, "p", "b0").await.is_none());
+    let err = store.delete(("p", "b0")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutcomeUnknown, "{err}");
+    assert!(stored(env, "p", "b0").await.is_some(), "nothing was sent again");
     assert_eq!(faulty.pending(), 0);
 
     // Busy for longer than the policy waits: the refusal, and nothing stored.
@@ -369,36 +397,88 @@ pub async fn a_write_that_did_not_land_is_sent_again(env: &Env) {
     faulty.clear();
     assert_eq!(err.kind(), ErrorKind::Throttled, "{err}");
     assert!(stored(env, "p", "never").await.is_none());
+    // Unreachable for longer than the policy waits: unavailable, and nothing stored.
+    faulty.fail_every(FaultTarget::Write, FaultTiming::Before, never_sent);
+    let err = store.create(&mut Customer::new("p", "never", "x")).await.unwrap_err();
+    faulty.clear();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(!err.was_sent(), "{err}");
 }
 
-pub async fn a_retried_attempt_refused_by_its_own_first_attempt_succeeds(env: &Env) {
+pub async fn a_late_write_is_never_applied_twice_and_never_reported_as_not_applied(env: &Env) {
+    let (faulty, tables) = faulty_tables(env);
+    let store = tables.store_in::<Customer>(&env.table);
+    let mut c = Customer::new("p", "c", "v1");
+    store.create(&mut c).await.unwrap();
+
+    // 500 now, applied after the read-back: the read-back finds the version the
+    // update was written on condition of, so the update is sent again; the late
+    // attempt lands first, and the resend's 412 is its echo: settled by the token.
+    c.name = "v2".into();
+    faulty.fail_next(FaultTarget::Write, FaultTiming::Late, timed_out);
+    env.reset_counts();
+    let etag = store.update(&mut c).await.unwrap();
+    let counts = env.counts();
+    assert_eq!(
+        (counts.writes, counts.gets),
+        (2, 2),
+        "sent twice, read back twice: {counts:?}"
+    );
+    assert_eq!(etag, stored_etag(env, "p", "c").await, "the late attempt's version");
+    assert_eq!(faulty.swallowed().last().map(|s| s.late), Some(true));
+
+    // With no attempt left, the same is unknown (the write may still land), and
+    // `mutate` does not run its intent again: it landed once.
+    let once = Tables::with_backend(faulty.clone())
+        .without_cache()
+        .with_retry(RetryPolicy::builder().attempts(1).build().unwrap());
+    let store1 = once.store_in::<Customer>(&env.table);
+    faulty.fail_next(FaultTarget::Write, FaultTiming::Late, timed_out);
+    let mut runs = 0;
+    let err = store1
+        .mutate(("p", "c"), |c| {
+            runs += 1;
+            c.visits += 1
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutcomeUnknown, "{err}");
+    assert!(faulty.holds_a_write() || stored(env, "p", "c").await.is_some());
+    faulty.land_held().await;
+    assert_eq!(runs, 1);
+    assert_eq!(store.get(("p", "c")).await.unwrap().unwrap().visits, 1, "landed once");
+}
+
+pub async fn a_read_back_that_fails_is_tried_again_never_the_write(env: &Env) {
     let (faulty, tables) = faulty_tables(env);
     let store = tables.store_in::<Customer>(&env.table);
     store.ensure_created().await.unwrap();
-    // Each write: applied, its answer lost, the read-back fails, so the write is sent
-    // again and refused by its own first attempt; the next read-back settles it.
+    // Each write: applied, its answer lost, the first read-back fails; the
+    // second read-back settles it, and the write is sent once.
     let lose_and_fail_the_read_back = |reads_before: usize| {
         faulty.fail_next(FaultTarget::Write, FaultTiming::After, lost);
         faulty.fail_after(FaultTarget::Get, reads_before, FaultTiming::Before, lost);
     };
 
-    // Create: 409.
     lose_and_fail_the_read_back(0);
     env.reset_counts();
     let mut c = Customer::new("p", "c", "x");
     let etag = store.create(&mut c).await.unwrap();
     let counts = env.counts();
-    assert_eq!((counts.writes, counts.gets), (2, 1), "{counts:?}");
+    assert_eq!(
+        (counts.writes, counts.gets),
+        (1, 1),
+        "sent once; the failed read never reached the table: {counts:?}"
+    );
     assert_eq!(etag, stored_etag(env, "p", "c").await);
 
-    // Conditional update: 412.
     c.name = "y".into();
     lose_and_fail_the_read_back(0);
     let etag = store.update(&mut c).await.unwrap();
     assert_eq!(etag, stored_etag(env, "p", "c").await);
     assert_eq!(store.get(("p", "c")).await.unwrap().unwrap().name, "y");
 
-    // Mutate (412 to its conditional replace; its first read passes).
+    // Mutate (its first read passes).
     lose_and_fail_the_read_back(1);
     let mut runs = 0;
     let got = store
@@ -411,13 +491,11 @@ pub async fn a_retried_attempt_refused_by_its_own_first_attempt_succeeds(env: &E
     assert_eq!((runs, got.visits), (1, 1), "counted once");
     assert_eq!(got.etag, Some(stored_etag(env, "p", "c").await));
 
-    // Batch: 409 inside the transaction.
     let batch: Vec<Customer> = (0..3).map(|i| Customer::new("p", &format!("b{i}"), "b")).collect();
     faulty.fail_next(FaultTarget::Transaction, FaultTiming::After, timed_out);
     faulty.fail_next(FaultTarget::Get, FaultTiming::Before, lost);
     assert_eq!(store.create_batch(&batch).await.unwrap(), 3);
 
-    // Delete: 404, the row gone as the caller wanted.
     lose_and_fail_the_read_back(0);
     assert!(store.delete(("p", "c")).await.unwrap());
     assert!(stored(env, "p", "c").await.is_none());
@@ -464,8 +542,10 @@ pub async fn the_write_token_is_a_system_cell_no_reader_sees(env: &Env) {
     assert_ne!(first, second, "every write has its own token");
     assert_eq!(store.get(("p", "c")).await.unwrap().unwrap(), c);
 
-    // The token counts against the service's 252 properties: a union marker
-    // row with 251 columns fits, one with 252 is refused before sending.
+    // The token takes one of the service's 252 properties when there is room:
+    // a union marker row with 251 columns carries it, one with 252 is written
+    // without it (a lost answer to it cannot be settled by its token), and one
+    // with 253 is refused before sending.
     let events = env.tables.union_store::<OrderEvent>(&env.table);
     let marker = |rk: &str, n: i32| {
         (0..n).fold(UnionWrite::marker(("m", rk)), |w, i| {
@@ -475,7 +555,11 @@ pub async fn the_write_token_is_a_system_cell_no_reader_sees(env: &Env) {
     events.insert_batch([marker("fits", 251)]).await.unwrap();
     let row = stored(env, "m", "fits").await.unwrap();
     assert_eq!(row.properties.len(), 252, "251 columns and the token");
-    let err = events.insert_batch([marker("over", 252)]).await.unwrap_err();
+    events.insert_batch([marker("full", 252)]).await.unwrap();
+    let row = stored(env, "m", "full").await.unwrap();
+    assert_eq!(row.properties.len(), 252, "252 columns, no room for the token");
+    assert!(row.get(WRITE_TOKEN).is_none());
+    let err = events.insert_batch([marker("over", 253)]).await.unwrap_err();
     assert!(matches!(err, Error::LimitExceeded { .. }), "{err}");
     assert!(stored(env, "m", "over").await.is_none(), "nothing stored");
     // A column of that name is the store's own.
@@ -484,6 +568,39 @@ pub async fn the_write_token_is_a_system_cell_no_reader_sees(env: &Env) {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::InvalidValue { .. }), "{err}");
+}
+
+pub async fn a_row_at_the_property_limit_stays_writable_without_a_token(env: &Env) {
+    let (faulty, tables) = faulty_tables(env);
+    let store = tables.store_in::<Wide>(&env.table);
+    // 252 properties: written without a token.
+    let mut w = Wide::new("p", "full", true);
+    store.create(&mut w).await.unwrap();
+    let row = stored(env, "p", "full").await.unwrap();
+    assert_eq!(row.properties.len(), 252);
+    assert!(row.get(WRITE_TOKEN).is_none(), "no room for the token");
+    // A patch of it: the merge's token would make 253 properties, which the
+    // service refuses (400 TooManyProperties); the patch is sent again without it.
+    store.patch(("p", "full"), Wide::update().c0(7)).await.unwrap();
+    let got = store.get(("p", "full")).await.unwrap().unwrap();
+    assert_eq!((got.c0, got.last), (7, Some(0)));
+    // A conditional update of it whose answer is lost has no token to be found
+    // by: the row's version moved, and whether this write moved it cannot be told.
+    let mut w = got;
+    w.c1 = 9;
+    faulty.fail_next(FaultTarget::Write, FaultTiming::After, lost);
+    let err = store.update(&mut w).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutcomeUnknown, "{err}");
+    assert_eq!(store.get(("p", "full")).await.unwrap().unwrap().c1, 9, "it landed");
+    // ... and one that did not land is found at its version and sent again.
+    let mut w = store.get(("p", "full")).await.unwrap().unwrap();
+    w.c2 = 3;
+    faulty.fail_next(FaultTarget::Write, FaultTiming::Before, timed_out);
+    store.update(&mut w).await.unwrap();
+    assert_eq!(store.get(("p", "full")).await.unwrap().unwrap().c2, 3);
+    // A row with room carries the token.
+    store.create(&mut Wide::new("p", "room", false)).await.unwrap();
+    assert!(stored(env, "p", "room").await.unwrap().get(WRITE_TOKEN).is_some());
 }
 
 /// A backend that, when armed, applies the next single write, then lets
@@ -615,12 +732,18 @@ pub async fn a_conditional_write_whose_row_moved_on_is_never_applied_again(env: 
         "ours and the other writer's, each once"
     );
 
-    // An unconditional write finds the other writer's row and lands again: the
-    // row says what this write says (last writer wins), once.
+    // An unconditional write that landed and was replaced finds the other
+    // writer's row: sending it again would undo that writer's acknowledged
+    // write, so it is unknown too, and the other writer's row stays.
     backend.arm(another_increment);
     let mut c = Customer::new("p", "c", "mine");
     c.visits = 10;
-    store.upsert(&mut c).await.unwrap();
+    let err = store.upsert(&mut c).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutcomeUnknown, "{err}");
     let got = store.get(("p", "c")).await.unwrap().unwrap();
-    assert_eq!((got.name.as_str(), got.visits), ("mine", 10));
+    assert_eq!(
+        (got.name.as_str(), got.visits),
+        ("mine", 11),
+        "ours, then theirs on top"
+    );
 }

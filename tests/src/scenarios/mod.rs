@@ -17,6 +17,7 @@ pub mod hostile_rows;
 pub mod identity;
 pub mod identity_auth;
 pub mod identity_races;
+pub mod interleavings;
 pub mod keys;
 pub mod large;
 pub mod large_aliases;
@@ -105,6 +106,7 @@ macro_rules! for_each_scenario {
             concurrency::a_forced_race_re_applies_the_intent_to_the_fresh_version,
             concurrency::racing_transitions_have_one_winner,
             concurrency::try_mutate_reports_expected_branches_as_values,
+            concurrency::a_mutate_that_always_loses_stops_at_its_time_budget,
             concurrency::get_or_create_converges_on_the_winner,
             concurrency::mutate_or_create_applies_the_delta_on_insert_and_update,
             concurrency::a_rejected_write_is_classified_by_re_reading,
@@ -118,11 +120,14 @@ macro_rules! for_each_scenario {
             exactly_once::the_outcome_verbs_apply_once_under_lost_answers,
             exactly_once::a_batch_whose_answer_is_lost_is_settled_by_one_row,
             exactly_once::large_values_whose_answers_are_lost_are_applied_once,
-            exactly_once::a_write_that_did_not_land_is_sent_again,
-            exactly_once::a_retried_attempt_refused_by_its_own_first_attempt_succeeds,
+            exactly_once::a_write_that_did_not_land_is_sent_again_only_when_that_is_proven,
+            exactly_once::a_late_write_is_never_applied_twice_and_never_reported_as_not_applied,
+            exactly_once::a_read_back_that_fails_is_tried_again_never_the_write,
+            exactly_once::a_row_at_the_property_limit_stays_writable_without_a_token,
             exactly_once::a_write_that_cannot_be_read_back_is_an_unknown_outcome,
             exactly_once::the_write_token_is_a_system_cell_no_reader_sees,
             exactly_once::a_conditional_write_whose_row_moved_on_is_never_applied_again,
+            interleavings::every_write_is_settled_exactly_once_against_every_interleaving,
             batch::create_batch_packs_transactions_of_100,
             batch::create_batch_refuses_a_repeated_key_before_writing,
             batch::a_failed_transaction_keeps_earlier_ones_and_names_the_entity,

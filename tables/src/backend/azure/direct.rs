@@ -195,7 +195,13 @@ impl Direct {
                 }
                 Err(Failed::Transport { what, connect, source }) => {
                     // The URL names the request; a SAS's secrets never show.
-                    let error = Error::transport(format!("{what} ({method} {})", redact(url.as_str())));
+                    let what = format!("{what} ({method} {})", redact(url.as_str()));
+                    // A connection never made: the request never left.
+                    let error = if connect {
+                        Error::unreachable(what)
+                    } else {
+                        Error::transport(what)
+                    };
                     let error = match source {
                         Some(source) => error.with_source(source),
                         None => error,

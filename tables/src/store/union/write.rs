@@ -146,9 +146,7 @@ impl<E: TableUnion> UnionStore<E> {
             check_system_column(name)?;
             row.insert(name.clone(), value.clone());
         }
-        if self.store.tables.write_tokens {
-            crate::store::settle::reserve_token(&mut row);
-        }
+        self.store.reserve_token(&mut row);
         check_row_limits(&row)?;
         Ok(row)
     }
@@ -185,9 +183,7 @@ impl<E: TableUnion> UnionStore<E> {
                 "merge_columns names no column: give at least one `_`-prefixed column",
             ));
         }
-        if self.store.tables.write_tokens {
-            crate::store::settle::reserve_token(&mut row);
-        }
+        self.store.reserve_token(&mut row);
         check_row_limits(&row)?;
         self.store.ensure_created().await?;
         let op = WriteOp::Update {
