@@ -55,6 +55,7 @@ macro_rules! for_each_scenario {
             admin::a_damaged_export_is_refused_before_anything_is_written,
             admin_fsck::fsck_finds_each_kind_of_planted_damage_and_repairs_only_what_is_safe,
             admin_fsck::fsck_of_one_partition_reads_only_it,
+            admin_fsck::fsck_repair_keeps_a_blob_written_during_the_scan,
             converge::converge_rewrites_old_rows_and_a_dry_run_changes_nothing,
             converge::converge_loses_no_concurrent_update,
             crud::create_then_get_returns_the_entity_with_its_etag,
