@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use super::archive::{archive_error, blob_file, verify, write_atomically, write_renamed, ArchiveManifest};
+use super::archive::{archive_error, blob_file, verify, write_atomically, ArchiveManifest};
 use super::entity::LargeValue;
 use super::lines::entity_from_line;
 use super::{report, Admin, Event, ExportOptions, Observer, Stop};
@@ -257,11 +257,7 @@ impl Admin {
                     // Saved a few times a second: a resumed import skips what a lagging position replays.
                     if saved.elapsed() >= SAVE_EVERY || options.stop.is_raised() {
                         saved = std::time::Instant::now();
-                        write_renamed(
-                            &position_path,
-                            &serde_json::to_vec(&position).unwrap_or_default(),
-                            false,
-                        )?;
+                        write_atomically(&position_path, &serde_json::to_vec(&position).unwrap_or_default())?;
                     }
                     report(
                         &options.observer,
@@ -287,11 +283,7 @@ impl Admin {
                 file: index + 1,
                 line: 0,
             };
-            write_renamed(
-                &position_path,
-                &serde_json::to_vec(&position).unwrap_or_default(),
-                false,
-            )?;
+            write_atomically(&position_path, &serde_json::to_vec(&position).unwrap_or_default())?;
             report(
                 &options.observer,
                 Event::Progress {
