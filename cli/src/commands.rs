@@ -13,7 +13,8 @@ use unified_tables::{BlobOptions, Tables};
 
 use crate::progress::{describe, Mode as Shown, Progress};
 use crate::show::{entity_json, entity_text, raw_json, table};
-use crate::{Cli, Command, Mode, DEVELOPMENT};
+use crate::work_dir::WorkDir;
+use crate::{connection, Cli, Command, Mode};
 
 /// Parses `30s`, `15m`, `1h`, `2d` (or plain seconds).
 pub fn duration(text: &str) -> std::result::Result<Duration, String> {
@@ -30,6 +31,14 @@ pub fn duration(text: &str) -> std::result::Result<Duration, String> {
         _ => return Err(format!("`{text}`: the unit must be s, m, h or d")),
     };
     Ok(Duration::from_secs(secs))
+}
+
+/// Refuses `import DIR --table TABLE`, the form of earlier versions, naming
+/// the form that replaced it.
+pub fn legacy_table(table: &str) -> std::result::Result<String, String> {
+    Err(format!(
+        "import takes the table first now, as every command does: unified-tables import {table} DIR"
+    ))
 }
 
 /// Tables over a connection string; its secrets never reach an error.
@@ -89,9 +98,9 @@ fn import_mode(mode: Mode) -> ImportMode {
 
 /// Runs one command; the exit code.
 pub async fn run(cli: Cli) -> Result<u8> {
-    let connection = cli.connection.clone().unwrap_or_else(|| DEVELOPMENT.to_owned());
+    let connection = connection::source(cli.connection.as_deref(), cli.connection_file.as_deref())?;
     let grace = match &cli.command {
-        Command::Fsck { grace, .. } => *grace,
+        Command::Fsck { grace, .. } => Some(*grace),
         _ => None,
     };
     let tables = connect(&connection, &cli.container, grace)?;
@@ -301,12 +310,14 @@ pub async fn run(cli: Cli) -> Result<u8> {
             Ok(if report.interrupted { 130 } else { 0 })
         }
         Command::Import {
-            dir,
             table,
+            dir,
+            legacy_table,
             mode,
             resume,
             json,
         } => {
+            debug_assert!(legacy_table.is_none(), "refused as it is parsed");
             let admin = Admin::new(&tables, table)?;
             let progress = Progress::new(shown, "import");
             let options = ImportOptions {
@@ -323,24 +334,30 @@ pub async fn run(cli: Cli) -> Result<u8> {
         Command::Copy {
             table,
             to,
+            to_env,
+            to_file,
             to_table,
             work_dir,
             mode,
             resume,
             json,
         } => {
-            let target_tables = connect(&to, &cli.container, None).context("the target (--to)")?;
+            let to = connection::target(to.as_deref(), to_env.as_deref(), to_file.as_deref())?;
+            let target_tables = connect(&to, &cli.container, None).context("the target")?;
             let target_name = to_table.unwrap_or_else(|| table.clone());
-            let work_dir = work_dir
-                .unwrap_or_else(|| std::env::temp_dir().join(format!("unified-tables-copy-{table}-{target_name}")));
+            let source = Admin::new(&tables, table)?;
+            let target = Admin::new(&target_tables, target_name)?;
+            let work = match work_dir {
+                Some(dir) => WorkDir::given(&dir)?,
+                None => WorkDir::fresh(source.table(), target.table())?,
+            };
+            let work_dir = &work.path;
             if !resume && work_dir.join("manifest.json").exists() {
                 bail!(
                     "{} holds a copy that did not finish: pass --resume to continue it, or remove the folder",
                     work_dir.display()
                 );
             }
-            let source = Admin::new(&tables, table)?;
-            let target = Admin::new(&target_tables, target_name)?;
             let progress = Progress::new(shown, "copy");
             let stop = stop_on_ctrl_c(cli.quiet);
             let export = ExportOptions {
@@ -356,13 +373,21 @@ pub async fn run(cli: Cli) -> Result<u8> {
                 stop,
                 ..ImportOptions::default()
             };
-            let report = admin::copy(&source, &target, &work_dir, export, import).await?;
+            let report = admin::copy(&source, &target, work_dir, export, import).await;
             progress.finish();
-            let code = finish_import(&report, json)?;
-            if code == 0 {
-                let _ = std::fs::remove_dir_all(&work_dir);
+            let code = report
+                .map_err(anyhow::Error::from)
+                .and_then(|report| finish_import(&report, json));
+            match code {
+                Ok(0) => work.remove(),
+                _ if work_dir.join("manifest.json").exists() => eprintln!(
+                    "the copy's work directory is kept: continue with --resume --work-dir {}",
+                    work_dir.display()
+                ),
+                _ if work.made => work.remove(),
+                _ => {}
             }
-            Ok(code)
+            code
         }
     }
 }

@@ -256,7 +256,7 @@ async fn interrupted_export_and_import_resume_to_the_same_table() {
     let target = unique("dst");
     let position = dir.join(format!("import-{target}.position.json"));
     let mut child = cli(&conn)
-        .args(["import", dir_s, "--table", &target, "--quiet"])
+        .args(["import", &target, dir_s, "--quiet"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
@@ -270,10 +270,10 @@ async fn interrupted_export_and_import_resume_to_the_same_table() {
     assert!(!child.wait().unwrap().success(), "killed before the end");
     let written_before = count(&conn, &target).await;
     assert!(written_before < n as u64, "{written_before}");
-    let again = run(&conn, &["import", dir_s, "--table", &target]);
+    let again = run(&conn, &["import", &target, dir_s]);
     assert_eq!(again.status.code(), Some(2), "refused without --resume");
     assert!(text(&again.stderr).contains("resume"), "{}", text(&again.stderr));
-    let resumed = run(&conn, &["import", dir_s, "--table", &target, "--resume", "--json"]);
+    let resumed = run(&conn, &["import", &target, dir_s, "--resume", "--json"]);
     assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed.stderr));
     assert_eq!(count(&conn, &target).await, n as u64);
     let docs = tables(&conn).store_in::<Doc>(&target);
@@ -288,16 +288,183 @@ async fn copy_between_two_tables() {
     let Some(conn) = connection() else { return };
     let table = unique("from");
     seed(&conn, &table, 60).await;
-    let target = unique("to");
-    let out = run(&conn, &["copy", &table, "--to", &conn, "--to-table", &target, "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(json_of(&out)["written"], 60);
+    let file = scratch("conn").join("target.conn");
+    std::fs::write(&file, format!("{conn}\n")).unwrap();
     let from = tables(&conn).store_in::<Doc>(&table);
-    let to = tables(&conn).store_in::<Doc>(&target);
-    for key in [("a", "000000"), ("b", "000007"), ("c", "000019")] {
-        let a = from.get(key).await.unwrap().unwrap();
-        let b = to.get(key).await.unwrap().unwrap();
-        assert_eq!((a.title, a.count, a.body), (b.title, b.count, b.body));
+
+    // The target's connection string from an environment variable, from a file, or
+    // (with a warning that never shows the key) from the command line.
+    let by_env = unique("toenv");
+    let by_file = unique("tofile");
+    let by_option = unique("toopt");
+    let copies = [
+        (by_env.as_str(), vec!["--to-env", "UT_COPY_TARGET"]),
+        (by_file.as_str(), vec!["--to-file", file.to_str().unwrap()]),
+        (by_option.as_str(), vec!["--to", conn.as_str()]),
+    ];
+    for (target, how) in &copies {
+        let mut args = vec!["copy", table.as_str(), "--to-table", target, "--json"];
+        args.extend(how.iter().copied());
+        let out = cli(&conn).env("UT_COPY_TARGET", &conn).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert_eq!(json_of(&out)["written"], 60);
+        let warned = text(&out.stderr).contains("warning: the key in --to shows in `ps`");
+        assert_eq!(warned, how[0] == "--to", "{how:?}: {}", text(&out.stderr));
+        let all = text(&out.stdout) + &text(&out.stderr);
+        assert!(
+            !all.contains("AccountKey=Eby8") && !all.contains("Eby8vdM0"),
+            "no secrets in the output: {all}"
+        );
+        let to = tables(&conn).store_in::<Doc>(*target);
+        for key in [("a", "000000"), ("b", "000007"), ("c", "000019")] {
+            let a = from.get(key).await.unwrap().unwrap();
+            let b = to.get(key).await.unwrap().unwrap();
+            assert_eq!((a.title, a.count, a.body), (b.title, b.count, b.body));
+        }
     }
-    assert!(!text(&out.stdout).contains("AccountKey"), "no secrets in the output");
+    let missing = cli(&conn)
+        .env_remove("UT_COPY_TARGET")
+        .args(["copy", &table, "--to-env", "UT_COPY_TARGET"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        text(&missing.stderr).contains("UT_COPY_TARGET"),
+        "{}",
+        text(&missing.stderr)
+    );
+}
+
+/// The connection string from `--connection-file` or the environment with
+/// no warning; from `--connection` with one that never shows the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_strings_from_a_file_or_the_environment() {
+    let Some(conn) = connection() else { return };
+    let table = unique("conn");
+    seed(&conn, &table, 3).await;
+    let file = scratch("connfile").join("source.conn");
+    std::fs::write(&file, format!("  {conn}\n")).unwrap();
+    let stats = ["stats", table.as_str(), "--json"];
+    let plain = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_unified-tables"));
+        c.env_remove("UNIFIED_TABLES_CONNECTION");
+        c
+    };
+    let by_file = plain()
+        .args(stats)
+        .args(["--connection-file", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let by_env = cli(&conn).args(stats).output().unwrap();
+    let by_option = plain().args(stats).args(["--connection", &conn]).output().unwrap();
+    for (how, out) in [("file", &by_file), ("environment", &by_env), ("option", &by_option)] {
+        assert_eq!(out.status.code(), Some(0), "{how}: {}", text(&out.stderr));
+        assert_eq!(json_of(out)["entities"], 3, "{how}");
+        let warned = text(&out.stderr).contains("warning: the key in --connection shows in `ps`");
+        assert_eq!(warned, how == "option", "{how}: {}", text(&out.stderr));
+        assert!(
+            !text(&out.stderr).contains("Eby8vdM0"),
+            "{how}: the key is never printed"
+        );
+    }
+    // The file wins over the environment.
+    let bad_env = cli("DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;TableEndpoint=http://127.0.0.1:9/devstoreaccount1")
+        .args(stats)
+        .args(["--connection-file", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(bad_env.status.code(), Some(0), "{}", text(&bad_env.stderr));
+    let unreadable = plain()
+        .args(stats)
+        .args(["--connection-file", "/nonexistent/conn"])
+        .output()
+        .unwrap();
+    assert_eq!(unreadable.status.code(), Some(2));
+    assert!(
+        text(&unreadable.stderr).contains("--connection-file /nonexistent/conn"),
+        "{}",
+        text(&unreadable.stderr)
+    );
+    let both = plain()
+        .args(stats)
+        .args([
+            "--connection",
+            "UseDevelopmentStorage=true",
+            "--connection-file",
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(2), "one or the other");
+}
+
+/// A copy that stops keeps its work directory, private to the user, and
+/// names it; a resume from it finishes the copy and removes it.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_copy_keeps_its_private_work_directory_and_resumes_from_it() {
+    use std::os::unix::fs::MetadataExt as _;
+    let Some(conn) = connection() else { return };
+    let table = unique("stopfrom");
+    seed(&conn, &table, 30).await;
+    // The target holds one of the entities: an insert stops there.
+    let target = unique("stopto");
+    let docs = tables(&conn).store_in::<Doc>(&target);
+    docs.ensure_created().await.unwrap();
+    let mut taken = tables(&conn)
+        .store_in::<Doc>(&table)
+        .get(("b", "000004"))
+        .await
+        .unwrap()
+        .unwrap();
+    docs.create(&mut taken).await.unwrap();
+
+    let copy = |extra: &[&str]| {
+        let mut args = vec![
+            "copy",
+            table.as_str(),
+            "--to-env",
+            "UT_COPY_TARGET",
+            "--to-table",
+            target.as_str(),
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        cli(&conn).env("UT_COPY_TARGET", &conn).args(&args).output().unwrap()
+    };
+    let stopped = copy(&[]);
+    assert_eq!(stopped.status.code(), Some(2), "{}", text(&stopped.stderr));
+    let stderr = text(&stopped.stderr);
+    let kept = stderr
+        .lines()
+        .find_map(|l| {
+            l.split_once("--resume --work-dir ")
+                .map(|(_, p)| PathBuf::from(p.trim()))
+        })
+        .unwrap_or_else(|| panic!("the work directory is named: {stderr}"));
+    let meta = std::fs::symlink_metadata(&kept).unwrap();
+    assert!(
+        meta.is_dir() && kept.starts_with(std::env::temp_dir()),
+        "{}",
+        kept.display()
+    );
+    assert_eq!(meta.mode() & 0o777, 0o700, "private to the user");
+    let mine = std::fs::metadata(scratch("uid")).unwrap().uid();
+    assert_eq!(meta.uid(), mine, "the user's own");
+    let name = kept.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with(&format!("unified-tables-copy-{table}-{target}-")),
+        "{name}"
+    );
+    assert!(
+        name.len() > format!("unified-tables-copy-{table}-{target}-").len(),
+        "and not predictable: {name}"
+    );
+    assert!(kept.join("manifest.json").exists());
+
+    let work = kept.to_str().unwrap();
+    let resumed = copy(&["--resume", "--work-dir", work, "--mode", "skip"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed.stderr));
+    assert_eq!(count(&conn, &target).await, 30);
+    assert!(!kept.exists(), "removed once the copy finished");
 }

@@ -4,6 +4,7 @@
 
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -108,33 +109,55 @@ impl ArchiveManifest {
         Ok(manifest)
     }
 
-    /// Writes `dir/manifest.json` whole or not at all (a file beside it,
-    /// renamed); with `sync`, on disk first.
-    pub(crate) fn write(&self, dir: &Path, sync: bool) -> Result<()> {
+    /// Writes `dir/manifest.json` whole and on disk ([`write_atomically`]).
+    pub(crate) fn write(&self, dir: &Path) -> Result<()> {
         let json = serde_json::to_vec_pretty(self).map_err(|e| archive_error(dir, e))?;
-        write_renamed(&dir.join(MANIFEST), &json, sync)
+        write_atomically(&dir.join(MANIFEST), &json)
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file renamed over it, on disk.
+/// Writes `bytes` to `path` whole and on disk: into a temporary file in the
+/// same directory, forced to disk, renamed over `path`, then the directory
+/// forced to disk so the rename survives a power loss. A reader sees the old
+/// file or the new one, never a part of one; a process or a machine that
+/// stops midway leaves the old file (and at most a stray hidden temporary
+/// file, which nothing reads). Every position and manifest file, and every
+/// blob file of an export, is written here.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_renamed(path, bytes, true)
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let n = SEQ.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.{}-{n}.tmp", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)?;
+        sync_dir(dir)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        archive_error(path, e)
+    })
 }
 
-/// Writes `bytes` to `path` through a temporary file renamed over it;
-/// with `sync`, on disk before the rename (without, a crash of the process
-/// still leaves the old or the new file whole).
-pub(crate) fn write_renamed(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
-    let tmp = path.with_extension("partial");
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        if sync {
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| archive_error(path, e))
+/// Forces a directory's entries (a rename into it) to disk.
+pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::fs::File::open(dir)?.sync_all()
+    }
+    // Elsewhere a directory cannot be opened as a file; the rename is journaled.
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
 }
 
 /// The SHA-256 and length of a file, read in pieces.
@@ -231,4 +254,111 @@ pub(crate) fn verify(dir: &Path, manifest: &ArchiveManifest, mut on_file: impl F
         on_file(len);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest_of(files: usize) -> ArchiveManifest {
+        let mut m = ArchiveManifest::new("Docs", None);
+        m.files = (0..files)
+            .map(|i| ArchiveFile {
+                name: format!("entities-{i:05}.jsonl"),
+                entities: 10_000,
+                bytes: 1 << 20,
+                sha256: "ab".repeat(32),
+            })
+            .collect();
+        m.entities = 10_000 * files as u64;
+        m
+    }
+
+    /// A resume reads the manifest while a run may be replacing it: every
+    /// read is one whole version, never a part of one (a file written in
+    /// place would be read empty or cut short while it is rewritten).
+    #[test]
+    fn a_reader_never_sees_a_torn_manifest_while_it_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        manifest_of(0).write(dir.path()).unwrap();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let reads = std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                let mut reads = 0u64;
+                while !done.load(Ordering::SeqCst) {
+                    let m = ArchiveManifest::read(dir.path()).expect("a whole manifest");
+                    assert_eq!(m.entities, 10_000 * m.files.len() as u64, "one version");
+                    reads += 1;
+                }
+                reads
+            });
+            // Versions of growing size (up to about 100 KB), each replacing the last.
+            for files in (1..=600).step_by(6) {
+                manifest_of(files).write(dir.path()).unwrap();
+            }
+            done.store(true, Ordering::SeqCst);
+            reader.join().unwrap()
+        });
+        assert!(reads > 0);
+        assert_eq!(ArchiveManifest::read(dir.path()).unwrap().files.len(), 595);
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, [MANIFEST], "no temporary file is left behind");
+    }
+
+    /// A write that cannot finish leaves the old file as it was, and no
+    /// temporary file.
+    #[test]
+    fn a_failed_replacement_leaves_the_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("position.json");
+        write_atomically(&path, b"{\"line\":1}").unwrap();
+        // A directory in the way of the rename: the write fails after its temporary file.
+        let blocked = dir.path().join("blocked");
+        std::fs::create_dir(&blocked).unwrap();
+        std::fs::write(blocked.join("inside"), b"x").unwrap();
+        let err = write_atomically(&blocked, b"{\"line\":2}").unwrap_err();
+        assert!(matches!(err, Error::Archive { .. }), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"{\"line\":1}");
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["blocked", "position.json"]);
+    }
+
+    /// Every file the toolbox writes but the data files goes through
+    /// [`write_atomically`] (the data files are named in the manifest with
+    /// their SHA-256, and forced to disk before it names them).
+    #[test]
+    fn every_position_and_manifest_write_is_atomic() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/admin");
+        let mut sources = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            sources.push((name, std::fs::read_to_string(&path).unwrap()));
+        }
+        assert!(sources.len() >= 10, "the toolbox's sources are read");
+        let allowed = |file: &str, call: &str| match (file, call) {
+            // write_atomically's temporary file and its rename.
+            ("archive.rs", "OpenOptions" | "fs::rename") => 1,
+            // Part::create, a data file.
+            ("export.rs", "File::create") => 1,
+            _ => 0,
+        };
+        for (file, text) in &sources {
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for call in ["File::create", "fs::write", "OpenOptions", "fs::rename", "fs::copy"] {
+                assert_eq!(
+                    code.matches(call).count(),
+                    allowed(file, call),
+                    "admin/{file} writes a file with `{call}` outside write_atomically"
+                );
+            }
+        }
+    }
 }

@@ -106,11 +106,13 @@ impl Part {
         Ok(())
     }
 
+    /// Flushes the file and forces it to disk, before the manifest names it.
     fn close(self) -> Result<ArchiveFile> {
-        // Flushed (and closed) here; forced to disk when the export finishes.
-        self.file
+        let file = self
+            .file
             .into_inner()
             .map_err(|e| archive_error(&self.path, e.error()))?;
+        file.sync_all().map_err(|e| archive_error(&self.path, e))?;
         Ok(ArchiveFile {
             name: self.name,
             entities: self.entities,
@@ -165,7 +167,7 @@ impl Admin {
                 ));
             }
             let m = ArchiveManifest::new(&self.table, options.partition.clone());
-            m.write(dir, true)?;
+            m.write(dir)?;
             m
         };
         let range = Range {
@@ -240,13 +242,7 @@ impl Admin {
             manifest.blobs = blobs.len() as u64;
             manifest.blob_bytes = blobs.iter().map(|(_, len)| len).sum();
             manifest.complete = true;
-            // Checkpoints survive the process; the finished export survives the machine.
-            for file in &manifest.files {
-                let path = dir.join(&file.name);
-                let f = std::fs::File::open(&path).map_err(|e| archive_error(&path, e))?;
-                f.sync_all().map_err(|e| archive_error(&path, e))?;
-            }
-            manifest.write(dir, true)?;
+            manifest.write(dir)?;
         }
         Ok(ExportReport {
             entities: manifest.entities,
@@ -264,7 +260,8 @@ impl Admin {
         manifest.data_bytes += file.bytes;
         manifest.rows = rows;
         manifest.files.push(file);
-        manifest.write(dir, false)
+        // The data file is on disk before the manifest that names it is.
+        manifest.write(dir)
     }
 }
 

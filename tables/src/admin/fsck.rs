@@ -29,9 +29,11 @@ pub struct FsckOptions {
     pub partition: Option<String>,
     /// Also repair what is safe to repair: leftover continuation rows are
     /// deleted (each on the ETag it was read with, once its main row is
-    /// checked again), orphan blobs older than the blob store's cleanup grace
-    /// are deleted (each on its ETag). A damaged entity's rows and blobs are
-    /// never touched.
+    /// checked again), orphan blobs that were already older than the blob
+    /// store's cleanup grace when the check started are deleted (each on its
+    /// ETag; a blob written while the check runs is never deleted, however
+    /// long the check takes). A damaged entity's rows and blobs are never
+    /// touched.
     pub repair: bool,
     /// Where progress and findings go as they happen.
     pub observer: Option<Observer>,
@@ -150,6 +152,13 @@ impl Admin {
             partition: options.partition.clone(),
             after: None,
         };
+        // The repair's cutoff is taken before the scan: a blob written while
+        // the scan runs (an entity it already passed given a new one) is
+        // younger than it however long the scan takes, so it is never deleted.
+        let cutoff = match (options.repair, &self.tables.blobs) {
+            (true, Some(blobs)) => Some(self.cutoff(blobs.options.cleanup_grace).await?),
+            _ => None,
+        };
         let mut scan = self.scan(&range).await?;
         let mut out = FsckReport::default();
         let mut referenced = BTreeSet::new();
@@ -217,7 +226,7 @@ impl Admin {
                     total: None,
                 },
             );
-            for (path, bytes, repaired) in self.orphans(&range, &referenced, options.repair).await? {
+            for (path, bytes, repaired) in self.orphans(&range, &referenced, cutoff).await? {
                 out.repaired += u64::from(repaired);
                 found(&mut out, Finding::OrphanBlob { path, bytes, repaired });
             }
@@ -259,21 +268,25 @@ impl Admin {
         }
     }
 
+    /// The blob service's clock less `age`, in nanoseconds: blobs last
+    /// modified before it are older than `age`. Taken before the scan whose
+    /// references it is compared with.
+    async fn cutoff(&self, age: Duration) -> Result<i128> {
+        let now = self.blob_store()?.backend.now().await?;
+        Ok(now.unix_nanos() - age.as_nanos() as i128)
+    }
+
     /// Blobs of the offload shape under the range's prefix that `referenced`
-    /// does not hold: (path, length, deleted). With `repair`, those older than
-    /// the cleanup grace are deleted on their ETag.
+    /// does not hold: (path, length, deleted). With a `cutoff` (a repair),
+    /// those last modified before it are deleted on their ETag.
     async fn orphans(
         &self,
         range: &Range,
         referenced: &BTreeSet<String>,
-        repair: bool,
+        cutoff: Option<i128>,
     ) -> Result<Vec<(String, u64, bool)>> {
         let blobs = self.blob_store()?;
         let container = &blobs.options.container;
-        let cutoff = match repair {
-            true => blobs.backend.now().await?.unix_nanos() - blobs.options.cleanup_grace.as_nanos() as i128,
-            false => i128::MIN,
-        };
         let prefix = self.blob_prefix(range);
         let mut out = Vec::new();
         let mut marker: Option<String> = None;
@@ -291,7 +304,7 @@ impl Admin {
                     continue;
                 }
                 let mut deleted = false;
-                if repair && item.properties.last_modified.unix_nanos() < cutoff {
+                if cutoff.is_some_and(|c| item.properties.last_modified.unix_nanos() < c) {
                     let condition = BlobCondition::IfMatch(item.properties.etag.clone());
                     deleted = match blobs.backend.delete(container, &item.name, condition).await {
                         Ok(d) => d,
@@ -316,6 +329,8 @@ impl Admin {
             partition: partition.map(str::to_owned),
             after: None,
         };
+        // Taken before the scan, as the repair's (see `fsck`).
+        let cutoff = self.cutoff(older_than).await?;
         let mut scan = self.scan(&range).await?;
         let mut referenced = BTreeSet::new();
         while let Some(item) = scan.next().await? {
@@ -324,9 +339,8 @@ impl Admin {
             }
         }
         let blobs = self.blob_store()?;
-        let cutoff = blobs.backend.now().await?.unix_nanos() - older_than.as_nanos() as i128;
         let mut out = Vec::new();
-        for (path, bytes, _) in self.orphans(&range, &referenced, false).await? {
+        for (path, bytes, _) in self.orphans(&range, &referenced, None).await? {
             let modified = blobs.backend.properties(&blobs.options.container, &path).await?;
             if modified.is_some_and(|p| p.last_modified.unix_nanos() < cutoff) {
                 out.push((path, bytes));

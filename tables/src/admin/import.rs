@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use super::archive::{archive_error, blob_file, verify, write_atomically, write_renamed, ArchiveManifest};
+use super::archive::{archive_error, blob_file, verify, write_atomically, ArchiveManifest};
 use super::entity::LargeValue;
 use super::lines::entity_from_line;
 use super::{report, Admin, Event, ExportOptions, Observer, Stop};
@@ -18,9 +18,10 @@ use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::entity::{LargeEncoding, LargeForm};
 use crate::error::{Error, ErrorKind, Result};
 use crate::large::plan::{checked_blob_name, plan, LargeColumn, Limits};
-use crate::layout::{blob_cell, split_parts, BlobRef, BLOB_SUFFIX};
+use crate::layout::{blob_cell, split_parts, BlobRef, BLOB_SUFFIX, WRITE_TOKEN};
 use crate::service::MAX_TRANSACTION_OPS;
 use crate::store::continuation_index;
+use crate::store::settle::reserve_token;
 use crate::value::{Row, Value};
 
 /// What an import does with an entity the table already holds.
@@ -143,8 +144,12 @@ impl Admin {
     /// planned by this table's own planner (split cells, continuation rows,
     /// blobs of its own, named for this table); blob files are uploaded under
     /// this table's names. Entities of one partition go 100 operations per
-    /// transaction; after each transaction the position is saved, so a
-    /// resumed import finishes the job without writing anything twice.
+    /// transaction, each sent as the store sends its own writes: retried
+    /// after a throttled answer (503 `ServerBusy`, 429) and settled by its
+    /// write token after a lost one, as the handle's
+    /// [`RetryPolicy`](crate::RetryPolicy) allows. The position is saved as
+    /// the transactions commit, so a resumed import finishes the job without
+    /// writing anything twice.
     pub async fn import(&self, dir: &Path, options: ImportOptions) -> Result<ImportReport> {
         let manifest = ArchiveManifest::read(dir)?;
         let position_path = options
@@ -204,7 +209,7 @@ impl Admin {
         );
         let mut out = ImportReport::default();
         // The transactions after a resumed position may have been committed
-        // already (the position is saved after each, but not forced to disk):
+        // already (the position is saved a few times a second, not after each):
         // until one commits without finding its entities, those found are skipped.
         let mut tolerate_present = options.resume;
         let mut done = manifest.files[..position.file.min(manifest.files.len())]
@@ -252,11 +257,7 @@ impl Admin {
                     // Saved a few times a second: a resumed import skips what a lagging position replays.
                     if saved.elapsed() >= SAVE_EVERY || options.stop.is_raised() {
                         saved = std::time::Instant::now();
-                        write_renamed(
-                            &position_path,
-                            &serde_json::to_vec(&position).unwrap_or_default(),
-                            false,
-                        )?;
+                        write_atomically(&position_path, &serde_json::to_vec(&position).unwrap_or_default())?;
                     }
                     report(
                         &options.observer,
@@ -282,11 +283,7 @@ impl Admin {
                 file: index + 1,
                 line: 0,
             };
-            write_renamed(
-                &position_path,
-                &serde_json::to_vec(&position).unwrap_or_default(),
-                false,
-            )?;
+            write_atomically(&position_path, &serde_json::to_vec(&position).unwrap_or_default())?;
             report(
                 &options.observer,
                 Event::Progress {
@@ -310,6 +307,12 @@ impl Admin {
         let (mut row, large) = entity_from_line(line)?;
         row.etag = None;
         row.timestamp = None;
+        // A token of this write's own (one in the line is another write's),
+        // before the planner checks the row's limits so they count it.
+        row.properties.remove(WRITE_TOKEN);
+        if self.tables.write_tokens {
+            reserve_token(&mut row);
+        }
         let (pk, rk) = (row.partition_key.clone(), row.row_key.clone());
         let mut uploads = Vec::new();
         let references: Vec<(String, Value)> = row
@@ -409,7 +412,16 @@ impl Admin {
         while !batch.is_empty() {
             let ops: Vec<WriteOp> = batch.iter().flat_map(|u| u.ops.iter().cloned()).collect();
             let rows = ops.iter().filter(|op| op.row().is_some()).count() as u64;
-            match self.tables.backend.transaction(&self.table, ops).await {
+            let count = ops.len();
+            // Through the store's write pipeline: a throttled answer is sent
+            // again after the retry policy's backoff, a lost one settled by
+            // the main rows' write tokens, so a long import rides out both.
+            match self
+                .store
+                .send_tracked(ops, count)
+                .await
+                .map_err(|e| as_transaction(e, count))
+            {
                 Ok(_) => {
                     out.written += batch.len() as u64;
                     out.rows += rows;
@@ -437,6 +449,24 @@ impl Admin {
             }
         }
         Ok(skipped)
+    }
+}
+
+/// A refusal of a lone operation (sent alone, not as a transaction) in
+/// the shape a transaction's has, so an import reports and handles every
+/// refusal alike.
+fn as_transaction(error: Error, ops: usize) -> Error {
+    let about_the_row = matches!(
+        error.kind(),
+        ErrorKind::AlreadyExists | ErrorKind::NotFound | ErrorKind::PreconditionFailed
+    );
+    match error {
+        Error::Transaction { .. } => error,
+        other if ops == 1 && about_the_row => Error::Transaction {
+            index: 0,
+            source: Box::new(other),
+        },
+        other => other,
     }
 }
 

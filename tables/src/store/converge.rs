@@ -88,7 +88,9 @@ impl<T: TableEntity> Store<T> {
     /// today: alias columns, legacy cell forms (`__Json` for `__GZip` and
     /// back), a missing soft-delete stamp, a large value in a tier it no
     /// longer needs. Each rewrite is an ordinary replace through the write
-    /// pipeline (it stamps `updated_at`), conditional on the ETag read; an
+    /// pipeline (it stamps `updated_at`, and a throttled or lost answer is
+    /// retried and settled as the store's [`RetryPolicy`](crate::RetryPolicy)
+    /// allows, so a long run rides them out), conditional on the ETag read; an
     /// entity another writer changed meanwhile is read again and judged
     /// again, never overwritten. Rows holding columns `T` does not declare
     /// are left alone (a rewrite would drop them) and reported as skipped.

@@ -1,13 +1,15 @@
 //! The operator's toolbox (`unified_tables::admin`): export then import
 //! round-trips every field form and tier, compared through typed stores;
-//! the copy owns its blobs; re-running an import does not write twice.
+//! the copy owns its blobs; re-running an import does not write twice; a
+//! throttled or lost answer does not stop an import.
 
 use futures::TryStreamExt;
 use unified_tables::admin::{Admin, ExportOptions, ImportMode, ImportOptions, Read, Tier};
-use unified_tables::{BlobContent, Error, Value};
+use unified_tables::backend::faulty::{FaultTarget, FaultTiming, FaultyBackend};
+use unified_tables::{BlobContent, Error, QueryOptions, Tables, Value};
 
 use crate::model::{Document, Everything};
-use crate::{mixed_text, noise, unique_table, Env};
+use crate::{blob_options, mixed_text, noise, unique_table, Env};
 
 /// A fresh directory for one export (removed by the caller).
 pub fn scratch_dir(hint: &str) -> std::path::PathBuf {
@@ -173,5 +175,51 @@ pub async fn a_damaged_export_is_refused_before_anything_is_written(env: &Env) {
     );
     let stats = target.stats(None, None).await.unwrap();
     assert_eq!(stats.rows, 0, "nothing was written");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An import's transactions are sent as the store sends its writes: one
+/// refused as not processed (503 `ServerBusy`) is sent again after the
+/// backoff, one whose answer was lost is settled by its write token, and
+/// the import finishes with every entity written once.
+pub async fn an_import_rides_out_a_throttled_and_a_lost_answer(env: &Env) {
+    let docs = env.tables.store_in::<Document>(&env.table);
+    let many: Vec<Document> = (0..250)
+        .map(|i| {
+            let mut d = Document::new("p", &format!("{i:04}"));
+            d.body = mixed_text(200, i);
+            d
+        })
+        .collect();
+    docs.create_batch(&many).await.unwrap();
+    let dir = scratch_dir("throttled");
+    let source = Admin::new(&env.tables, &env.table).unwrap();
+    source.export(&dir, ExportOptions::default()).await.unwrap();
+
+    // The import's second transaction is refused as not processed; its next
+    // attempt is applied and its answer lost.
+    let faulty = FaultyBackend::new(env.backend().clone());
+    let blobs = env.blobs.clone().expect("a blob backend");
+    let tables = Tables::with_backend(faulty.clone())
+        .without_cache()
+        .with_blobs(blobs, blob_options());
+    faulty.fail_after(FaultTarget::Transaction, 1, FaultTiming::Before, || {
+        Error::service(503, "ServerBusy", "The server is busy.")
+    });
+    faulty.fail_next(FaultTarget::Transaction, FaultTiming::After, || {
+        Error::transport("the answer was lost")
+    });
+    let target_table = env.another_table();
+    let target = Admin::new(&tables, &target_table).unwrap();
+    let imported = target.import(&dir, ImportOptions::default()).await.unwrap();
+    assert_eq!(faulty.pending(), 0, "both faults fired");
+    assert_eq!((imported.written, imported.skipped), (250, 0));
+    let copies = env.tables.store_in::<Document>(&target_table);
+    let back = copies.query(QueryOptions::partition("p")).await.unwrap();
+    assert_eq!(back.len(), 250, "every entity once");
+    assert!(
+        back.iter().zip(&many).all(|(b, d)| b.same(d)),
+        "the values are the same"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

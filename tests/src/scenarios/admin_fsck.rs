@@ -1,14 +1,17 @@
 //! `Admin::fsck` finds each kind of planted damage, and its repair does
 //! only what it promises: leftover continuation rows and orphan blobs
-//! older than the grace go; a damaged entity's rows and blobs stay.
+//! older than the grace go; a damaged entity's rows and blobs stay; a blob
+//! written while the check runs is never taken for an old orphan.
 
 use std::time::Duration;
 
+use futures::TryStreamExt;
 use unified_tables::admin::{Admin, Damage, Finding, FsckOptions};
 use unified_tables::backend::blob::{BlobBackend, BlobCondition, PutOptions};
 use unified_tables::backend::{Backend, IfMatch, UpdateMode, WriteOp};
-use unified_tables::{Row, Value};
+use unified_tables::{BlobContent, Row, Tables, Value};
 
+use crate::gate::{GateBackend, Point};
 use crate::model::Document;
 use crate::{blob_options, eager_tables, noise, Env};
 
@@ -228,4 +231,60 @@ pub async fn fsck_of_one_partition_reads_only_it(env: &Env) {
     assert_eq!(report.entities, 1);
     let all = admin.fsck(FsckOptions::default()).await.unwrap();
     assert_eq!(all.findings.len(), 1, "{:#?}", all.findings);
+}
+
+/// The orphan cutoff of a repair is taken before the scan starts: a blob
+/// written while the scan runs (here: the entity's new file, given after
+/// the scan read the entity's old version) is younger than the cutoff
+/// however long the scan takes, so the repair never deletes it.
+pub async fn fsck_repair_keeps_a_blob_written_during_the_scan(env: &Env) {
+    let grace = Duration::from_secs(1);
+    let blobs = env.blobs.clone().expect("a blob backend");
+    let container = blob_options().container().to_owned();
+    let docs = env.tables.store_in::<Document>(&env.table);
+    let mut doc = Document::new("p", "doc");
+    doc.attachment = Some(BlobContent::from_bytes(b"the first file".to_vec(), "text/plain"));
+    docs.create(&mut doc).await.unwrap();
+    let old = blob_path(&raw(env, "doc").await, "Attachment__blob");
+
+    // The fsck's table requests go through a gate; its first page is held once read.
+    let gate = GateBackend::new(env.backend().clone());
+    let gated = Tables::with_backend(gate.clone())
+        .without_cache()
+        .with_blobs(blobs.clone(), blob_options().with_cleanup_grace(grace));
+    let admin = Admin::new(&gated, &env.table).unwrap();
+    let hold = gate.arm(Point::AfterQuery);
+    let repair = FsckOptions {
+        partition: Some("p".into()),
+        repair: true,
+        ..FsckOptions::default()
+    };
+    let fsck = tokio::spawn(async move { admin.fsck(repair).await });
+    hold.reached.await.expect("the scan's first page is read");
+
+    // Meanwhile the entity gets a new file, and more than the grace passes.
+    let mut doc = docs.get(("p", "doc")).await.unwrap().expect("the document");
+    doc.attachment = Some(BlobContent::from_bytes(b"the second file".to_vec(), "text/plain"));
+    docs.update(&mut doc).await.unwrap();
+    let new = blob_path(&raw(env, "doc").await, "Attachment__blob");
+    assert_ne!(old, new, "a new file is a new blob");
+    env.pass_blob_service_time(grace * 3).await;
+    drop(hold.release);
+
+    let report = fsck.await.unwrap().unwrap();
+    assert!(
+        !report
+            .findings
+            .iter()
+            .any(|f| matches!(f, Finding::OrphanBlob { path, repaired: true, .. } if *path == new)),
+        "the live blob was deleted: {:#?}",
+        report.findings
+    );
+    assert!(
+        blobs.properties(&container, &new).await.unwrap().is_some(),
+        "the live blob is kept"
+    );
+    let back = docs.get(("p", "doc")).await.unwrap().expect("the document");
+    let file: Vec<Vec<u8>> = back.attachment.expect("a file").open().try_collect().await.unwrap();
+    assert_eq!(file.concat(), b"the second file");
 }

@@ -1,13 +1,14 @@
 //! `Store::converge`: old rows rewritten in the form the type writes today,
-//! a dry run that changes nothing, a resumable position, a rate limit, and
-//! concurrent writers that lose no update.
+//! a dry run that changes nothing, a resumable position, a rate limit,
+//! concurrent writers that lose no update, and a throttled rewrite sent again.
 
 use std::time::Instant;
 
 use futures::TryStreamExt;
+use unified_tables::backend::faulty::{FaultTarget, FaultTiming, FaultyBackend};
 use unified_tables::backend::Backend;
 use unified_tables::store::{ConvergeOptions, ConvergeStep, Converged};
-use unified_tables::{ETag, Key, Row, TableEntity, Tables, Value};
+use unified_tables::{ETag, Error, Key, Row, TableEntity, Tables, Value};
 
 use crate::gate::{GateBackend, Point};
 use crate::Env;
@@ -127,4 +128,40 @@ pub async fn converge_loses_no_concurrent_update(env: &Env) {
     assert_eq!(now.count, 11, "the concurrent update survived the rewrite");
     let row = env.backend().get(&env.table, "p", "c").await.unwrap().unwrap();
     assert!(row.get("Hits").is_none(), "converged: {row:?}");
+}
+
+/// Convergence rewrites through the store's write pipeline: a rewrite
+/// refused as not processed (503 `ServerBusy`) is sent again after the
+/// retry policy's backoff, one whose answer was lost is settled by its
+/// write token, and the run finishes with every row converged once.
+pub async fn converge_rides_out_a_throttled_rewrite(env: &Env) {
+    for i in 0..3 {
+        put_raw(env, Row::new("p", format!("old{i}")).with("Hits", Value::Int64(i))).await;
+    }
+    let faulty = FaultyBackend::new(env.backend().clone());
+    let store = Tables::with_backend(faulty.clone())
+        .without_cache()
+        .store_in::<Counter>(&env.table);
+    faulty.fail_after(FaultTarget::Write, 1, FaultTiming::Before, || {
+        Error::service(503, "ServerBusy", "The server is busy.")
+    });
+    faulty.fail_after(FaultTarget::Write, 1, FaultTiming::After, || {
+        Error::transport("the answer was lost")
+    });
+    let steps: Vec<ConvergeStep> = store.converge(ConvergeOptions::default()).try_collect().await.unwrap();
+    assert_eq!(faulty.pending(), 0, "both faults fired");
+    assert_eq!(
+        steps.last().map(|s| (s.checked, s.rewritten)),
+        Some((3, 3)),
+        "{steps:?}"
+    );
+    for i in 0..3 {
+        let row = env
+            .backend()
+            .get(&env.table, "p", &format!("old{i}"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((row.get("Count"), row.get("Hits")), (Some(&Value::Int64(i)), None));
+    }
 }

@@ -54,10 +54,13 @@ macro_rules! for_each_scenario {
         $m! {
             admin::export_then_import_round_trips_every_field_form_and_tier,
             admin::a_damaged_export_is_refused_before_anything_is_written,
+            admin::an_import_rides_out_a_throttled_and_a_lost_answer,
             admin_fsck::fsck_finds_each_kind_of_planted_damage_and_repairs_only_what_is_safe,
             admin_fsck::fsck_of_one_partition_reads_only_it,
+            admin_fsck::fsck_repair_keeps_a_blob_written_during_the_scan,
             converge::converge_rewrites_old_rows_and_a_dry_run_changes_nothing,
             converge::converge_loses_no_concurrent_update,
+            converge::converge_rides_out_a_throttled_rewrite,
             crud::create_then_get_returns_the_entity_with_its_etag,
             crud::create_of_an_existing_key_is_already_exists,
             crud::update_is_conditional_on_the_etag_read,
