@@ -21,7 +21,6 @@ use crate::large::plan::{checked_blob_name, plan, LargeColumn, Limits};
 use crate::layout::{blob_cell, split_parts, BlobRef, BLOB_SUFFIX, WRITE_TOKEN};
 use crate::service::MAX_TRANSACTION_OPS;
 use crate::store::continuation_index;
-use crate::store::settle::reserve_token;
 use crate::value::{Row, Value};
 
 /// What an import does with an entity the table already holds.
@@ -310,9 +309,7 @@ impl Admin {
         // A token of this write's own (one in the line is another write's),
         // before the planner checks the row's limits so they count it.
         row.properties.remove(WRITE_TOKEN);
-        if self.tables.write_tokens {
-            reserve_token(&mut row);
-        }
+        self.store.reserve_token(&mut row);
         let (pk, rk) = (row.partition_key.clone(), row.row_key.clone());
         let mut uploads = Vec::new();
         let references: Vec<(String, Value)> = row
