@@ -520,3 +520,6 @@ impl fmt::Display for Printed<'_> {
 fn header_value(text: &str) -> Result<HeaderValue> {
     HeaderValue::from_str(text).map_err(|e| Error::encode("a header value that HTTP cannot carry").with_source(e))
 }
+
+#[cfg(test)]
+mod tests;
