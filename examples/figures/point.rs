@@ -28,9 +28,9 @@ use crate::http_floor::Floor;
 use crate::report::{median, thousands, Figure, Target};
 
 /// The partition every row goes to.
-const PARTITION: &str = "point";
+pub(crate) const PARTITION: &str = "point";
 /// Interleaved rounds (the median of 7 moves little when the emulator stalls once).
-const ROUNDS: usize = 7;
+pub(crate) const ROUNDS: usize = 7;
 /// Requests in flight.
 const IN_FLIGHT: [usize; 2] = [1, 16];
 /// The most slices a round's operations are cut into on Azure.
@@ -38,7 +38,7 @@ const MAX_SLICES: usize = 10;
 
 /// A point operation.
 #[derive(Debug, Clone, Copy)]
-enum Op {
+pub(crate) enum Op {
     Get,
     Upsert,
     Create,
@@ -47,9 +47,9 @@ enum Op {
 }
 
 impl Op {
-    const ALL: [Op; 4] = [Op::Get, Op::Upsert, Op::Create, Op::Mutate];
+    pub(crate) const ALL: [Op; 4] = [Op::Get, Op::Upsert, Op::Create, Op::Mutate];
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Op::Get => "get",
             Op::Upsert => "upsert",
@@ -61,9 +61,9 @@ impl Op {
 
 /// The wall time of a run and the CPU time the client spent in it.
 #[derive(Debug, Clone, Copy)]
-struct Timing {
-    wall: Duration,
-    cpu: Option<Duration>,
+pub(crate) struct Timing {
+    pub(crate) wall: Duration,
+    pub(crate) cpu: Option<Duration>,
 }
 
 /// The sum of two timings (the CPU time where both have one).
@@ -117,17 +117,17 @@ where
 
 /// One measured run of operations.
 #[derive(Debug, Clone)]
-struct Slice {
-    op: Op,
+pub(crate) struct Slice {
+    pub(crate) op: Op,
     /// The indexes of the rows operated on.
-    ops: Range<usize>,
-    in_flight: usize,
+    pub(crate) ops: Range<usize>,
+    pub(crate) in_flight: usize,
     /// Keeps the keys created in different rounds apart.
-    round: usize,
+    pub(crate) round: usize,
 }
 
 /// The slice's operations through the typed store.
-async fn library(store: &Store<Reading>, slice: Slice) -> Result<Timing, Failure> {
+pub(crate) async fn library(store: &Store<Reading>, slice: Slice) -> Result<Timing, Failure> {
     run_slice(slice, |op, i, round, in_flight| async move {
         match op {
             Op::Get => {
@@ -160,7 +160,7 @@ async fn library(store: &Store<Reading>, slice: Slice) -> Result<Timing, Failure
 }
 
 /// The slice's operations with the raw crate.
-async fn raw(table: &TableClient, slice: Slice) -> Result<Timing, Failure> {
+pub(crate) async fn raw(table: &TableClient, slice: Slice) -> Result<Timing, Failure> {
     run_slice(slice, |op, i, round, in_flight| async move {
         match op {
             Op::Get => {
