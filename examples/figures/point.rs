@@ -126,6 +126,15 @@ pub(crate) struct Slice {
     pub(crate) round: usize,
 }
 
+/// The client's CPU per operation over rounds of `n` operations (their
+/// median), where the platform reports it: with the emulator on the same
+/// cores, what the client spends is taken from the emulator's share.
+pub(crate) fn cpu_per_op(rounds: &[Timing], n: usize) -> Option<(String, f64)> {
+    let cpu: Option<Vec<Duration>> = rounds.iter().map(|t| t.cpu).collect();
+    let micros = median(cpu?).as_secs_f64() * 1e6 / n as f64;
+    Some((format!("{micros:.0} µs"), micros))
+}
+
 /// The slice's operations through the typed store.
 pub(crate) async fn library(store: &Store<Reading>, slice: Slice) -> Result<Timing, Failure> {
     run_slice(slice, |op, i, round, in_flight| async move {
@@ -323,13 +332,7 @@ pub async fn figures(
         let per_second = n as f64 / median(rounds.iter().map(|t| t.wall).collect()).as_secs_f64();
         (format!("{} ops/s", thousands(per_second as usize)), per_second)
     };
-    // The client's CPU per operation: with the emulator on the same cores,
-    // what the client spends is taken from the emulator's share.
-    let cpu_per_op = |rounds: &Vec<Timing>| -> Option<(String, f64)> {
-        let cpu: Option<Vec<Duration>> = rounds.iter().map(|t| t.cpu).collect();
-        let micros = median(cpu?).as_secs_f64() * 1e6 / n as f64;
-        Some((format!("{micros:.0} µs"), micros))
-    };
+    let cpu_per_op = |rounds: &Vec<Timing>| cpu_per_op(rounds, n);
     let mut figures = Vec::new();
     for (o, op) in Op::ALL.iter().enumerate() {
         for (f, in_flight) in IN_FLIGHT.iter().enumerate() {

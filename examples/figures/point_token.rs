@@ -9,7 +9,6 @@
 //! cached token is one header; a key's is an HMAC per request).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use azure_core::{ClientOptions, TransportOptions};
 use azure_data_tables::clients::TableServiceClientBuilder;
@@ -19,8 +18,8 @@ use unified_tables::{Store, Tables};
 use unified_tables_tests::connect::{TestTokenCredential, CA_VAR, OAUTH_BLOB_VAR, OAUTH_TABLE_VAR};
 
 use crate::common::{fresh_table, Failure, Reading};
-use crate::point::{library, raw, Op, Slice, Timing, PARTITION, ROUNDS};
-use crate::report::{median, Figure, Target};
+use crate::point::{cpu_per_op, library, raw, Op, Slice, Timing, PARTITION, ROUNDS};
+use crate::report::{Figure, Target};
 
 /// Requests in flight.
 const IN_FLIGHT: usize = 16;
@@ -120,11 +119,7 @@ pub async fn figures(n: usize) -> Result<Vec<Figure>, Failure> {
     }
     by_key.backend().delete_table(&table).await?;
 
-    let per_op = |rounds: &Vec<Timing>| -> Option<(String, f64)> {
-        let cpu: Option<Vec<Duration>> = rounds.iter().map(|t| t.cpu).collect();
-        let micros = median(cpu?).as_secs_f64() * 1e6 / n as f64;
-        Some((format!("{micros:.0} µs"), micros))
-    };
+    let per_op = |rounds: &Vec<Timing>| cpu_per_op(rounds, n);
     let mut figures = Vec::new();
     for (o, op) in Op::ALL.iter().enumerate() {
         let (t, k, r) = &cpu[o];
