@@ -37,8 +37,8 @@
 //!   and the in-memory backend answer 412 `ConditionNotMet`).
 //! - It stores names longer than 1024 characters (both backends refuse them
 //!   before sending).
-//! - Its listing XML drops control characters from names (a tab vanishes),
-//!   and a name holding U+0001 makes the listing fail with 500.
+//! - A name holding U+0001 makes its listing fail with 500 (a tab is
+//!   listed as written).
 //! - Its markers are the last name returned, and it accepts any marker; the
 //!   service's markers are opaque.
 //!
