@@ -3,8 +3,8 @@
 //! on the version read, with a dry run first and a progress bar.
 //!
 //! ```text
-//! cargo run --example converge                                   # in memory
-//! cargo run --example converge -- "UseDevelopmentStorage=true"   # Azurite
+//! cargo run -p unified-tables-examples --example converge                                 # in memory
+//! cargo run -p unified-tables-examples --example converge -- "UseDevelopmentStorage=true" # Azurite
 //! ```
 
 use futures::TryStreamExt;

@@ -3,11 +3,11 @@
 //! from the table, and a relay publishes pending events and flips the flag.
 //!
 //! ```text
-//! cargo run --example event_store                                   # in memory
-//! cargo run --example event_store -- "UseDevelopmentStorage=true"   # Azurite
+//! cargo run -p unified-tables-examples --example event_store                                 # in memory
+//! cargo run -p unified-tables-examples --example event_store -- "UseDevelopmentStorage=true" # Azurite
 //! ```
 //!
-//! `cargo test` runs it too (in memory, and on Azurite when
+//! `cargo test -p unified-tables-examples` runs it too (in memory, and on Azurite when
 //! `UNIFIED_TABLES_TEST_CONNECTION` is set).
 
 use unified_tables::{

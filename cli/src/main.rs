@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{ArgGroup, Parser, Subcommand, ValueEnum};
+use tracing_subscriber::Layer as _;
 
 /// The connection used when neither an option nor the environment gives one.
 const DEVELOPMENT: &str = "UseDevelopmentStorage=true";
@@ -63,6 +64,10 @@ pub struct Cli {
     /// No progress output.
     #[arg(long, short, global = true, display_order = 103)]
     quiet: bool,
+    /// Prints each request the command makes to stderr as it ends: method, URL (without a SAS's
+    /// parameters), status, retries and time. Never a key, signature or token.
+    #[arg(long, global = true, display_order = 104)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -278,8 +283,29 @@ Examples:
     },
 }
 
+/// With `--verbose`: the transport's request spans (target `unified_tables::http`, DEBUG),
+/// each printed to stderr when it closes, with its fields and time.
+fn show_requests() {
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::fmt::format::FmtSpan;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let requests = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_span_events(FmtSpan::CLOSE)
+        .with_target(false);
+    let only_requests =
+        Targets::new().with_target(unified_tables::backend::azure::transport::TARGET, tracing::Level::DEBUG);
+    let _ = tracing_subscriber::registry()
+        .with(requests.with_filter(only_requests))
+        .try_init();
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.verbose {
+        show_requests();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {

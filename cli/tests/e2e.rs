@@ -173,6 +173,44 @@ async fn fsck_exit_codes_json_output_and_no_secrets() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verbose_shows_each_request_and_no_secret() {
+    let Some(conn) = connection() else { return };
+    let table = unique("verbose");
+    seed(&conn, &table, 3).await;
+    let quiet = run(&conn, &["get", &table, "a", "000000", "--json"]);
+    assert!(!text(&quiet.stderr).contains("http.request"), "{}", text(&quiet.stderr));
+
+    let shown = run(&conn, &["get", &table, "a", "000000", "--json", "--verbose"]);
+    assert_eq!(shown.status.code(), Some(0), "{}", text(&shown.stderr));
+    assert_eq!(
+        json_of(&shown)["RowKey"],
+        "000000",
+        "stdout is the entity, as without --verbose"
+    );
+    let stderr = text(&shown.stderr);
+    let requests: Vec<&str> = stderr.lines().filter(|l| l.contains("http.request{")).collect();
+    // The main row, then its continuation rows.
+    assert!(requests.len() >= 2, "{stderr}");
+    assert!(
+        requests[0].contains("http.request.method=GET")
+            && requests[0].contains(&format!("/{table}(PartitionKey='a',RowKey='000000')"))
+            && requests[0].contains("http.response.status_code=200")
+            && requests[0].contains("time.busy="),
+        "{}",
+        requests[0]
+    );
+    assert!(requests.iter().any(|r| r.contains("resource=\"query\"")), "{stderr}");
+    let key = conn
+        .split(';')
+        .find_map(|part| part.strip_prefix("AccountKey="))
+        .expect("a key in the test connection");
+    assert!(
+        !stderr.contains(key) && !stderr.to_lowercase().contains("sharedkey"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_and_query_print_logical_entities() {
     let Some(conn) = connection() else { return };
     let table = unique("get");

@@ -3,9 +3,9 @@
 //! service wants it) and its answer decoded with serde, and nothing else:
 //! no pipeline, no retries, no error capture: what no client built on
 //! `reqwest` goes below. The raw crate sends through `reqwest`; the library
-//! sends its entity requests through `hyper` itself (with an account key or
-//! a SAS), which spares each request the three URL parses `reqwest` makes of
-//! it, so it can go below this floor.
+//! sends every request through `hyper` itself, whatever the credential,
+//! which spares each request the three URL parses `reqwest` makes of it, so
+//! it can go below this floor.
 
 use azure_core::auth::Secret;
 use azure_core::date;

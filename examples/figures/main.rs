@@ -65,6 +65,7 @@ mod common;
 mod http_floor;
 mod large;
 mod point;
+mod point_token;
 mod query;
 mod report;
 mod scaling;
@@ -173,6 +174,9 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
     }
     if runs("point") {
         figures.extend(point::figures(&db, pooled.as_ref(), parsed.as_ref(), point_ops).await?);
+        if connection.is_some() {
+            figures.extend(point_token::figures(POINT_OPS.1).await?);
+        }
     }
     if runs("query") {
         figures.extend(query::figures(&db, pooled.as_ref()).await?);

@@ -28,9 +28,9 @@ use crate::http_floor::Floor;
 use crate::report::{median, thousands, Figure, Target};
 
 /// The partition every row goes to.
-const PARTITION: &str = "point";
+pub(crate) const PARTITION: &str = "point";
 /// Interleaved rounds (the median of 7 moves little when the emulator stalls once).
-const ROUNDS: usize = 7;
+pub(crate) const ROUNDS: usize = 7;
 /// Requests in flight.
 const IN_FLIGHT: [usize; 2] = [1, 16];
 /// The most slices a round's operations are cut into on Azure.
@@ -38,7 +38,7 @@ const MAX_SLICES: usize = 10;
 
 /// A point operation.
 #[derive(Debug, Clone, Copy)]
-enum Op {
+pub(crate) enum Op {
     Get,
     Upsert,
     Create,
@@ -47,9 +47,9 @@ enum Op {
 }
 
 impl Op {
-    const ALL: [Op; 4] = [Op::Get, Op::Upsert, Op::Create, Op::Mutate];
+    pub(crate) const ALL: [Op; 4] = [Op::Get, Op::Upsert, Op::Create, Op::Mutate];
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Op::Get => "get",
             Op::Upsert => "upsert",
@@ -61,9 +61,9 @@ impl Op {
 
 /// The wall time of a run and the CPU time the client spent in it.
 #[derive(Debug, Clone, Copy)]
-struct Timing {
-    wall: Duration,
-    cpu: Option<Duration>,
+pub(crate) struct Timing {
+    pub(crate) wall: Duration,
+    pub(crate) cpu: Option<Duration>,
 }
 
 /// The sum of two timings (the CPU time where both have one).
@@ -117,17 +117,26 @@ where
 
 /// One measured run of operations.
 #[derive(Debug, Clone)]
-struct Slice {
-    op: Op,
+pub(crate) struct Slice {
+    pub(crate) op: Op,
     /// The indexes of the rows operated on.
-    ops: Range<usize>,
-    in_flight: usize,
+    pub(crate) ops: Range<usize>,
+    pub(crate) in_flight: usize,
     /// Keeps the keys created in different rounds apart.
-    round: usize,
+    pub(crate) round: usize,
+}
+
+/// The client's CPU per operation over rounds of `n` operations (their
+/// median), where the platform reports it: with the emulator on the same
+/// cores, what the client spends is taken from the emulator's share.
+pub(crate) fn cpu_per_op(rounds: &[Timing], n: usize) -> Option<(String, f64)> {
+    let cpu: Option<Vec<Duration>> = rounds.iter().map(|t| t.cpu).collect();
+    let micros = median(cpu?).as_secs_f64() * 1e6 / n as f64;
+    Some((format!("{micros:.0} µs"), micros))
 }
 
 /// The slice's operations through the typed store.
-async fn library(store: &Store<Reading>, slice: Slice) -> Result<Timing, Failure> {
+pub(crate) async fn library(store: &Store<Reading>, slice: Slice) -> Result<Timing, Failure> {
     run_slice(slice, |op, i, round, in_flight| async move {
         match op {
             Op::Get => {
@@ -160,7 +169,7 @@ async fn library(store: &Store<Reading>, slice: Slice) -> Result<Timing, Failure
 }
 
 /// The slice's operations with the raw crate.
-async fn raw(table: &TableClient, slice: Slice) -> Result<Timing, Failure> {
+pub(crate) async fn raw(table: &TableClient, slice: Slice) -> Result<Timing, Failure> {
     run_slice(slice, |op, i, round, in_flight| async move {
         match op {
             Op::Get => {
@@ -323,13 +332,7 @@ pub async fn figures(
         let per_second = n as f64 / median(rounds.iter().map(|t| t.wall).collect()).as_secs_f64();
         (format!("{} ops/s", thousands(per_second as usize)), per_second)
     };
-    // The client's CPU per operation: with the emulator on the same cores,
-    // what the client spends is taken from the emulator's share.
-    let cpu_per_op = |rounds: &Vec<Timing>| -> Option<(String, f64)> {
-        let cpu: Option<Vec<Duration>> = rounds.iter().map(|t| t.cpu).collect();
-        let micros = median(cpu?).as_secs_f64() * 1e6 / n as f64;
-        Some((format!("{micros:.0} µs"), micros))
-    };
+    let cpu_per_op = |rounds: &Vec<Timing>| cpu_per_op(rounds, n);
     let mut figures = Vec::new();
     for (o, op) in Op::ALL.iter().enumerate() {
         for (f, in_flight) in IN_FLIGHT.iter().enumerate() {

@@ -818,14 +818,8 @@ pub async fn names_keep_characters_that_mean_something_in_a_url(backend: &dyn Bl
             "{name}"
         );
     }
+    // A tab comes back in the listing as it was written, on both backends.
     let mut expected: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    if is_emulator(backend) {
-        // Azurite drops control characters from the names in its listing XML
-        // (the blob itself is still addressed by its real name, as above).
-        for name in &mut expected {
-            name.retain(|c| !c.is_control());
-        }
-    }
     expected.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
     assert_eq!(all_names(backend, container, "", 100).await, expected);
     assert_eq!(all_names(backend, container, "q?", 100).await, ["q?x#y"]);

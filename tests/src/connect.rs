@@ -109,7 +109,9 @@ impl TokenCredential for TestTokenCredential {
     }
 }
 
-fn skip<T>(what: &str, reason: &str) -> Option<T> {
+/// `None` with one line saying why the `what` scenarios are skipped, or a
+/// panic when Azure is required (`CI=true` or `UNIFIED_TABLES_REQUIRE_AZURE=1`).
+pub fn skip<T>(what: &str, reason: &str) -> Option<T> {
     if required() {
         panic!("the {what} scenarios are required here (CI=true or UNIFIED_TABLES_REQUIRE_AZURE=1) but {reason}; run scripts/test.sh, which starts both Azurites");
     }

@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use unified_tables::backend::Backend as _;
 use unified_tables::{Error, ErrorKind};
 use unified_tables_tests::fault_proxy::{proxied_env, Fault, Kinds, RequestKind};
 use unified_tables_tests::model::{Customer, Document};
@@ -151,4 +152,28 @@ async fn a_rate_faults_about_that_share_of_requests() {
         (5..60).contains(&counts.resets),
         "about 10 % of about 220 gets: {counts:?}"
     );
+}
+
+/// A table whose name starts with `Tables` holds entities like any other:
+/// a write there whose answer is lost goes back to the store, which settles
+/// it, and is not sent again blindly as the creation of a table would be
+/// (a blind resend of `mutate`'s conditional write fails on its own change,
+/// and the intent would then run twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_mutate_on_a_table_named_tables_prefix_counts_once_when_answers_are_lost() {
+    let Some((env, proxy)) = proxied_env("tablesprefix", 5).await else {
+        return;
+    };
+    let table = format!("TablesAudit{}", &env.table[1..]);
+    let store = env.tables.store_in::<Customer>(&table);
+    store.ensure_created().await.unwrap();
+    store.create(&mut Customer::new("p", "n", "counter")).await.unwrap();
+    for i in 0..4u32 {
+        proxy.fault_next(Kinds::of(RequestKind::TableWrite), Fault::DropAnswer, 1);
+        let c = store.mutate(("p", "n"), |c| c.visits += 1).await.unwrap();
+        assert_eq!(c.visits, i + 1, "counted once");
+    }
+    assert_eq!(proxy.counts().dropped_write_answers, 4, "every answer was lost");
+    assert_eq!(store.get(("p", "n")).await.unwrap().unwrap().visits, 4);
+    env.tables.backend().delete_table(&table).await.unwrap();
 }

@@ -1,6 +1,6 @@
-//! A proxy named by the environment: with `HTTP_PROXY` set, an account
-//! key's entity requests go through the proxy (the pipeline's client is the
-//! one that uses it); without it they go straight to the endpoint.
+//! A proxy named by the environment: with `HTTP_PROXY` set, every request
+//! of an account key's connection (entities and table management alike)
+//! goes through the proxy, signed; without it they go straight to the endpoint.
 //!
 //! The environment is the process's own, so this binary holds one test.
 
@@ -90,8 +90,17 @@ async fn entity_requests_follow_a_proxy_named_by_the_environment() {
         heads_seen[0]
     );
 
+    // Table management takes the same client, so the same proxy.
+    let err = proxied.delete_table("Orders").await.unwrap_err();
+    assert_eq!(err.service_code(), Some((404, "ResourceNotFound")), "{err:?}");
+    let heads_seen = heads.lock().unwrap().clone();
+    assert_eq!(
+        heads_seen[1].lines().next().unwrap_or_default(),
+        format!("DELETE {endpoint}/Tables('Orders') HTTP/1.1")
+    );
+
     // Without the variable the same request goes straight to the endpoint.
     let err = backend().get("Orders", "p", "r").await.unwrap_err();
     assert!(matches!(err, Error::Transport { .. }), "{err:?}");
-    assert_eq!(heads.lock().unwrap().len(), 1, "the proxy saw nothing more");
+    assert_eq!(heads.lock().unwrap().len(), 2, "the proxy saw nothing more");
 }

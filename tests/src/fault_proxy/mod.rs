@@ -94,7 +94,7 @@ impl RequestKind {
             Service::Blob if read => RequestKind::BlobRead,
             Service::Blob => RequestKind::BlobWrite,
             Service::Table if path.ends_with("/$batch") => RequestKind::TableBatch,
-            Service::Table if path.contains("/Tables") => RequestKind::TableAdmin,
+            Service::Table if is_tables_resource(path) => RequestKind::TableAdmin,
             Service::Table if read && path.contains("PartitionKey=") && path.contains("RowKey=") => {
                 RequestKind::TableGet
             }
@@ -106,6 +106,13 @@ impl RequestKind {
     fn bit(self) -> u16 {
         1 << (self as u16)
     }
+}
+
+/// Whether `path` addresses the `Tables` resource itself (`/acct/Tables`,
+/// `/acct/Tables('t')`), not a table whose name starts with `Tables`.
+fn is_tables_resource(path: &str) -> bool {
+    let last = path.rsplit('/').next().unwrap_or("");
+    last == "Tables" || last.starts_with("Tables(")
 }
 
 /// A set of request kinds a fault applies to.
@@ -438,6 +445,12 @@ mod tests {
         );
         assert_eq!(t("POST", "/acct/$batch"), RequestKind::TableBatch);
         assert_eq!(t("POST", "/acct/Tables"), RequestKind::TableAdmin);
+        assert_eq!(t("DELETE", "/acct/Tables('t1')"), RequestKind::TableAdmin);
+        assert_eq!(t("POST", "/acct/TablesAudit"), RequestKind::TableWrite);
+        assert_eq!(
+            t("PUT", "/acct/TablesAudit(PartitionKey='p',RowKey='r')"),
+            RequestKind::TableWrite
+        );
         let b = |m, p| RequestKind::classify(Service::Blob, m, p);
         assert_eq!(b("HEAD", "/acct/c/x"), RequestKind::BlobRead);
         assert_eq!(b("PUT", "/acct/c/x?comp=lease"), RequestKind::BlobWrite);

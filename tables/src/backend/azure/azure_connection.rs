@@ -2,8 +2,7 @@
 //! the retry policy and the certificates to trust; it builds both backends.
 
 use std::fmt;
-#[cfg(feature = "identity")]
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 #[cfg(feature = "identity")]
 use azure_core::auth::TokenCredential;
@@ -12,7 +11,7 @@ use azure_core::auth::TokenCredential;
 use super::connection_string;
 use super::connection_string::ConnectionString;
 use super::credential::Auth;
-use super::http::http_client;
+use super::transport::{http_client, HttpClient};
 use super::{AzureBackend, AzureBlobBackend};
 use crate::backend::retry::RetryPolicy;
 use crate::error::{Error, Result};
@@ -47,6 +46,8 @@ pub struct AzureConnection {
     retry: RetryPolicy,
     /// Extra trusted roots, DER.
     roots: Vec<CertificateDer<'static>>,
+    /// The one HTTP client of the connection's backends, made by the first.
+    client: Arc<OnceLock<HttpClient>>,
 }
 
 impl fmt::Debug for AzureConnection {
@@ -82,6 +83,7 @@ impl AzureConnection {
             auth: Auth::Parsed(connection.credentials),
             retry: RetryPolicy::default(),
             roots: Vec::new(),
+            client: Arc::default(),
         }
     }
 
@@ -128,9 +130,10 @@ impl AzureConnection {
             account_name: endpoints.account_name,
             table_endpoint: endpoints.table_endpoint,
             blob_endpoint: endpoints.blob_endpoint,
-            auth: Auth::Token(credential),
+            auth: Auth::Token(Arc::new(super::transport::token::TokenCache::new(credential))),
             retry: RetryPolicy::default(),
             roots: Vec::new(),
+            client: Arc::default(),
         })
     }
 
@@ -163,6 +166,7 @@ impl AzureConnection {
     /// Retries and timeouts of every request (default: [`RetryPolicy::default`]).
     pub fn with_retry(mut self, policy: RetryPolicy) -> AzureConnection {
         self.retry = policy;
+        self.client = Arc::default();
         self
     }
 
@@ -180,6 +184,7 @@ impl AzureConnection {
             ));
         }
         self.roots.extend(certificates);
+        self.client = Arc::default();
         Ok(self)
     }
 
@@ -205,24 +210,24 @@ impl AzureConnection {
 
     /// The table backend. Nothing is sent until its first operation.
     pub fn table_backend(&self) -> Result<AzureBackend> {
-        AzureBackend::build(self, self.client()?)
+        AzureBackend::build(self)
     }
 
     /// The blob backend, or [`Error::Config`] when no blob endpoint is known.
     pub fn blob_backend(&self) -> Result<AzureBlobBackend> {
-        AzureBlobBackend::build(self, self.client()?)
-    }
-
-    /// The certificate authorities trusted beside the public ones, DER.
-    pub(crate) fn roots(&self) -> &[CertificateDer<'static>] {
-        &self.roots
+        AzureBlobBackend::build(self)
     }
 
     pub(crate) fn auth(&self) -> &Auth {
         &self.auth
     }
 
-    fn client(&self) -> Result<reqwest::Client> {
-        http_client(&self.retry, &self.roots)
+    /// The connection's HTTP client: one pool, one TLS set-up, for tables and blobs.
+    pub(crate) fn client(&self) -> Result<HttpClient> {
+        if let Some(client) = self.client.get() {
+            return Ok(client.clone());
+        }
+        let client = http_client(&self.retry, &self.roots)?;
+        Ok(self.client.get_or_init(|| client).clone())
     }
 }

@@ -12,7 +12,7 @@ use super::tests::{scripted_server, SCRIPTED_REQUEST_ID};
 use super::*;
 use crate::backend::blob::BlobBackend as _;
 use crate::backend::retry::RetryPolicy;
-use crate::backend::{IfMatch, UpdateMode};
+use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::ErrorKind;
 
 const BUSY: (u16, &str, &str) = (
@@ -182,6 +182,35 @@ async fn the_request_timeout_bounds_each_attempt() {
     assert_eq!(count.load(Ordering::SeqCst), 2, "a timed-out attempt is retried");
     assert!(took >= Duration::from_millis(600), "two attempts of 300 ms: {took:?}");
     assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[tokio::test]
+async fn the_connect_timeout_covers_the_tls_handshake_and_a_write_stuck_there_is_retried() {
+    // A server that accepts TCP and never answers the TLS handshake.
+    let (endpoint, count) = silent_server();
+    let endpoint = endpoint.replace("http://", "https://");
+    let policy = RetryPolicy::builder()
+        .attempts(2)
+        .backoff(Duration::from_millis(10), Duration::from_millis(10))
+        .connect_timeout(Duration::from_millis(300))
+        .request_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let insert = WriteOp::Insert(crate::value::Row::new("p", "r"));
+    let err = backend_with(&endpoint, policy).execute("T", insert).await.unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err:?}");
+    assert!(chain(&err).contains("TLS handshake"), "{}", chain(&err));
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        2,
+        "a write whose handshake never finished never left: it is sent again"
+    );
+    assert!(
+        took < Duration::from_secs(3),
+        "the handshake waits the connect timeout, not the request's: {took:?}"
+    );
 }
 
 #[tokio::test]

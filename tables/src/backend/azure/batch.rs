@@ -144,7 +144,7 @@ pub(crate) fn parse_parts(body: &str) -> Vec<PartResponse> {
 /// failing operation as [`Error::Transaction`].
 pub(crate) fn interpret(ops: &[WriteOp], parts: &[PartResponse]) -> Result<Vec<WriteOutcome>, Error> {
     if let Some((position, failed)) = parts.iter().enumerate().find(|(_, p)| !(200..300).contains(&p.status)) {
-        let mut failure = ServiceFailure::from_parts(failed.status, None, failed.body.as_bytes());
+        let mut failure = ServiceFailure::from_status(failed.status, failed.body.as_bytes());
         if let Some(code) = failed.error_code.clone().filter(|c| !c.is_empty()) {
             if failure.code.is_empty() {
                 failure.code = code;

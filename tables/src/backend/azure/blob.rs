@@ -1,39 +1,34 @@
-//! Azure Blob Storage (and Azurite) over `azure_storage_blobs`.
+//! Azure Blob Storage (and Azurite): every request written and read here
+//! and sent through the connection's transport ([`super::transport`]).
 //!
-//! What this backend adds to the crate:
-//!
-//! - **The same HTTP policy as the table backend**: the reqwest client with
-//!   the [`RetryPolicy`](crate::RetryPolicy)'s timeouts and no transparent gzip
-//!   (Content-Encoding is stored and echoed, never applied), retries of
-//!   transient failures as the policy says, and every error answer as
-//!   [`Error::Service`] with the `x-ms-error-code` and the `x-ms-request-id`.
-//! - **Empty blobs.** The crate's `get` always sends a `Range` header, and
-//!   the service answers 416 `InvalidRange` to any range on an empty blob, so
-//!   the crate cannot download one. Whole-blob reads here are a plain `GET`
-//!   without a range (one request, so the bytes and the properties are of the
-//!   same version); a ranged read that the service answers with 416 (a range
+//! - **The same transport as the table backend**: one client, the
+//!   [`RetryPolicy`](crate::RetryPolicy)'s timeouts and retries, no
+//!   transparent gzip (Content-Encoding is stored and echoed, never
+//!   applied), the blob service's Shared Key form, the SAS or the bearer
+//!   token, and every error answer as [`Error::Service`] with the
+//!   `x-ms-error-code` and the `x-ms-request-id`.
+//! - **Empty blobs.** The service answers 416 `InvalidRange` to any range on
+//!   an empty blob. Whole-blob reads here are a plain `GET` without a range
+//!   (one request, so the bytes and the properties are of the same
+//!   version); a ranged read that the service answers with 416 (a range
 //!   starting at or past the end, or any range on an empty blob) reads the
 //!   properties and returns no bytes, as the contract's clipping asks.
 //! - **Names.** Names are folded with [`BlobName::parse`](crate::service::BlobName::parse)
-//!   before they reach the crate: `url`'s path-segment setter drops `.` and
-//!   `..` segments instead of resolving them (`a/../b` would address `a/b`,
-//!   where the service stores `b`), and the crate trims leading and trailing
-//!   `/`. Both backends refuse the names they could not agree on.
+//!   (`a/../b` is `b`, as the service stores it), then each segment is
+//!   percent-encoded. Both backends refuse the names they could not agree on.
 //! - **Conditions**: `If-None-Match: *`, `If-Match` and `If-Unmodified-Since`
-//!   on writes through the crate's `IfMatchCondition` / `IfModifiedSinceCondition`;
-//!   `If-Match` / `If-None-Match` on reads as headers of the plain `GET`
-//!   (a 304 answer is returned as [`Error::Service`] with status 304).
-//! - **Leases**: Lease Blob is sent as a plain request (`comp=lease` with
-//!   `x-ms-lease-action`), and the lease id of a put or delete through the
-//!   crates' `LeaseId`.
+//!   on writes; `If-Match` / `If-None-Match` on reads (a 304 answer is
+//!   returned as [`Error::Service`] with status 304).
+//! - **Leases**: Lease Blob (`comp=lease` with `x-ms-lease-action`), and the
+//!   `x-ms-lease-id` of a put or delete.
 //! - **`touch`** reads the properties and user metadata, then re-sets the
 //!   same metadata (Set Blob Metadata) under `If-Match`, so the bytes,
 //!   content headers and metadata stay and only ETag and Last-Modified move;
 //!   a concurrent write makes it read and try again.
 //! - **`now`** is the `Date` header of Get Account Information (needs
 //!   account-level access: the account key, or an account SAS).
-//! - **Listing ETags** come back quoted, as in the `ETag` header (the listing
-//!   XML carries them bare).
+//! - **Listings** are read from the service's XML ([`super::blob_list`]);
+//!   their ETags come back quoted, as in the `ETag` header.
 //!
 //! Azurite 3.37 differs from the service here (the conformance scenarios in
 //! `tests/src/blob_scenarios.rs` assert each side):
@@ -42,45 +37,31 @@
 //!   and the in-memory backend answer 412 `ConditionNotMet`).
 //! - It stores names longer than 1024 characters (both backends refuse them
 //!   before sending).
-//! - Its listing XML drops control characters from names (a tab vanishes),
-//!   and a name holding U+0001 makes the listing fail with 500.
+//! - A name holding U+0001 makes its listing fail with 500 (a tab is
+//!   listed as written).
 //! - Its markers are the last name returned, and it accepts any marker; the
 //!   service's markers are opaque.
 //!
-//! Get Blob, Get Blob Properties, the metadata write of `touch` and Get
-//! Account Information are sent as plain requests through the crate family's
-//! pipeline (the connection's authorisation, our retries and error capture): the crate's Get Blob
-//! always sends a range, its `Blob::from_headers` requires
-//! `x-ms-creation-time` and `x-ms-server-encrypted` and puts
-//! `application/octet-stream` where no Content-Type came, and its Set Blob
-//! Metadata answer drops Last-Modified. Container creation, Put Blob, Delete
-//! Blob and List Blobs go through the crate's builders.
 
 use std::fmt;
-use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use azure_core::headers::{self as h, HeaderName, Headers};
-use azure_core::prelude::{Delimiter, MaxResults, NextMarker, Prefix};
-use azure_core::{Context, Method, Pipeline, Url};
-use azure_storage::clients::ServiceType;
-use azure_storage::CloudLocation;
-use azure_storage_blobs::container::operations::BlobItem as CrateBlobItem;
-use azure_storage_blobs::prelude::{BlobClient, BlobServiceClient, ClientBuilder};
 use bytes::Bytes;
-use futures::StreamExt as _;
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, DATE, ETAG, IF_MATCH, LAST_MODIFIED};
+use hyper::Method;
 
 use super::azure_connection::AzureConnection;
 use super::blob_headers::{
-    if_match, is_blob_missing, lease_answer, lease_headers, lease_id, parse_http_date, properties_from_headers, quoted,
-    read_condition_headers, request_id_of, unreadable,
+    is_blob_missing, lease_answer, lease_header, lease_headers, parse_http_date, properties_from_headers, quoted,
+    read_condition_headers, request_id_of, unreadable, write_condition_headers,
 };
+use super::blob_list::parse_listing;
 use super::connection_string::{self, ConnectionString};
-use super::http::{client_options, local_error, map_error};
+use super::transport::wire::blob_path;
+use super::transport::{header, Answer, Outgoing, Resource, Transport};
 use crate::backend::blob::{
-    BlobBackend, BlobItem, BlobListing, BlobProperties, BlobSink, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer,
-    PutOptions,
+    BlobBackend, BlobListing, BlobProperties, BlobSink, DeleteOptions, GetOptions, LeaseAction, LeaseAnswer, PutOptions,
 };
 use crate::error::{Error, Result};
 use crate::service::{check_container_name, BlobName, MAX_LIST_RESULTS};
@@ -103,8 +84,8 @@ const TOUCH_ATTEMPTS: usize = 5;
 /// ```
 #[derive(Clone)]
 pub struct AzureBlobBackend {
-    service: BlobServiceClient,
-    pipeline: Pipeline,
+    /// Every request of this backend goes through it.
+    transport: Transport,
     account_name: String,
     blob_endpoint: String,
 }
@@ -143,25 +124,20 @@ impl AzureBlobBackend {
         AzureConnection::from_parsed(connection).blob_backend()
     }
 
-    pub(crate) fn build(connection: &AzureConnection, client: reqwest::Client) -> Result<AzureBlobBackend> {
+    pub(crate) fn build(connection: &AzureConnection) -> Result<AzureBlobBackend> {
         if connection.blob_endpoint().is_empty() {
             return Err(Error::config(
                 "connection string: no blob endpoint (give BlobEndpoint=, or AccountName= to derive it)",
             ));
         }
-        let credentials = connection.auth().storage_credentials(connection.account_name())?;
-        let options = client_options(client, *connection.retry());
-        let location = CloudLocation::Custom {
-            account: connection.account_name().to_owned(),
-            uri: connection.blob_endpoint().to_owned(),
-        };
-        let service = ClientBuilder::with_location(location, credentials.clone())
-            .client_options(options.clone())
-            .blob_service_client();
-        let pipeline = azure_storage::clients::new_pipeline_from_options(options, credentials);
+        let transport = Transport::new(
+            connection.client()?,
+            connection.auth().signer(connection.account_name())?,
+            *connection.retry(),
+            connection.blob_endpoint(),
+        )?;
         Ok(AzureBlobBackend {
-            service,
-            pipeline,
+            transport,
             account_name: connection.account_name().to_owned(),
             blob_endpoint: connection.blob_endpoint().to_owned(),
         })
@@ -177,32 +153,21 @@ impl AzureBlobBackend {
         &self.blob_endpoint
     }
 
-    /// The crate's client of a blob whose name is already canonical.
-    fn blob_client(&self, container: &str, canonical: &str) -> Result<BlobClient> {
+    /// A request about the blob `canonical` (a name already folded) of `container`.
+    fn blob_request(&self, method: Method, resource: Resource, container: &str, canonical: &str) -> Result<Outgoing> {
         check_container_name(container)?;
-        Ok(self.service.container_client(container).blob_client(canonical))
+        Ok(Outgoing::new(method, resource, blob_path(container, canonical)))
     }
 
-    fn blob_url(&self, container: &str, canonical: &str) -> Result<Url> {
-        self.blob_client(container, canonical)?.url().map_err(local_error)
-    }
-
-    /// Sends a request built here through the crate family's pipeline
-    /// (the connection's authorisation, our retries and error capture).
-    async fn send(&self, method: Method, url: Url, headers: Headers) -> Result<(Headers, Vec<u8>)> {
-        let mut request = azure_storage::clients::finalize_request(url, method, headers, None).map_err(local_error)?;
-        let mut ctx = Context::new();
-        ctx.insert(ServiceType::Blob);
-        let response = self.pipeline.send(&ctx, &mut request).await.map_err(map_error)?;
-        let (_, headers, body) = response.deconstruct();
-        let bytes = body.collect().await.map_err(map_error)?;
-        Ok((headers, Vec::from(bytes)))
+    /// Sends a request through the connection's transport.
+    async fn send(&self, request: Outgoing) -> Result<Answer> {
+        self.transport.send(request).await
     }
 
     /// Get Blob Properties: the properties and the response headers, or
     /// `None` when the blob does not exist.
-    async fn head(&self, container: &str, canonical: &str) -> Result<Option<(BlobProperties, Headers)>> {
-        self.head_with(container, canonical, Headers::new()).await
+    async fn head(&self, container: &str, canonical: &str) -> Result<Option<(BlobProperties, HeaderMap)>> {
+        self.head_with(container, canonical, Vec::new()).await
     }
 
     /// [`Self::head`] with request headers (read conditions).
@@ -210,11 +175,12 @@ impl AzureBlobBackend {
         &self,
         container: &str,
         canonical: &str,
-        headers: Headers,
-    ) -> Result<Option<(BlobProperties, Headers)>> {
-        let url = self.blob_url(container, canonical)?;
-        match self.send(Method::Head, url, headers).await {
-            Ok((headers, _)) => Ok(Some((properties_from_headers(&headers)?, headers))),
+        headers: Vec<(HeaderName, HeaderValue)>,
+    ) -> Result<Option<(BlobProperties, HeaderMap)>> {
+        let mut request = self.blob_request(Method::HEAD, Resource::Blob, container, canonical)?;
+        request.headers.extend(headers);
+        match self.send(request).await {
+            Ok(answer) => Ok(Some((properties_from_headers(&answer.headers)?, answer.headers))),
             Err(e) if is_blob_missing(&e) => Ok(None),
             Err(e) => Err(e),
         }
@@ -225,12 +191,16 @@ impl AzureBlobBackend {
 impl BlobBackend for AzureBlobBackend {
     async fn create_container(&self, container: &str) -> Result<()> {
         check_container_name(container)?;
-        match self.service.container_client(container).create().await {
+        let request = Outgoing::new(
+            Method::PUT,
+            Resource::Container,
+            format!("/{}", super::transport::wire::segment(container)),
+        )
+        .query("restype", "container");
+        match self.send(request).await {
             Ok(_) => Ok(()),
-            Err(e) => match map_error(e) {
-                Error::Service { status: 409, code, .. } if code == "ContainerAlreadyExists" => Ok(()),
-                other => Err(other),
-            },
+            Err(Error::Service { status: 409, code, .. }) if code == "ContainerAlreadyExists" => Ok(()),
+            Err(other) => Err(other),
         }
     }
 
@@ -257,9 +227,9 @@ impl BlobBackend for AzureBlobBackend {
         options: GetOptions,
     ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
         let name = BlobName::parse(name)?.into_string();
-        let url = self.blob_url(container, &name)?;
-        let conditions = read_condition_headers(&options.condition);
-        let mut headers = conditions.clone();
+        let conditions = read_condition_headers(&options.condition)?;
+        let mut request = self.blob_request(Method::GET, Resource::Blob, container, &name)?;
+        request.headers.extend(conditions.clone());
         let range = options.range;
         if let Some(range) = &range {
             if range.start >= range.end {
@@ -272,10 +242,13 @@ impl BlobBackend for AzureBlobBackend {
             } else {
                 format!("bytes={}-{}", range.start, range.end - 1)
             };
-            headers.insert(HeaderName::from_static("x-ms-range"), value);
+            request = request.header(
+                HeaderName::from_static("x-ms-range"),
+                HeaderValue::try_from(value).expect("a range is a header value"),
+            );
         }
-        match self.send(Method::Get, url, headers).await {
-            Ok((headers, bytes)) => Ok(Some((properties_from_headers(&headers)?, bytes))),
+        match self.send(request).await {
+            Ok(answer) => Ok(Some((properties_from_headers(&answer.headers)?, answer.body))),
             Err(e) if is_blob_missing(&e) => Ok(None),
             Err(Error::Service { status: 416, .. }) if range.is_some() => {
                 // The range starts at or past the end (any range does, on an empty blob).
@@ -288,33 +261,32 @@ impl BlobBackend for AzureBlobBackend {
 
     async fn get_into(&self, container: &str, name: &str, sink: &mut dyn BlobSink) -> Result<Option<BlobProperties>> {
         let name = BlobName::parse(name)?.into_string();
-        let url = self.blob_url(container, &name)?;
-        let mut request =
-            azure_storage::clients::finalize_request(url, Method::Get, Headers::new(), None).map_err(local_error)?;
-        let mut ctx = Context::new();
-        ctx.insert(ServiceType::Blob);
-        let response = match self.pipeline.send(&ctx, &mut request).await.map_err(map_error) {
-            Ok(r) => r,
+        let request = self.blob_request(Method::GET, Resource::Blob, container, &name)?;
+        let mut answer = match self.transport.send_streamed(request).await {
+            Ok(answer) => answer,
             Err(e) if is_blob_missing(&e) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let (_, headers, mut body) = response.deconstruct();
-        let props = properties_from_headers(&headers)?;
+        let props = properties_from_headers(&answer.headers)?;
         sink.start(&props);
         // The body is read by a task of its own, which keeps taking bytes off the connection while
         // this one hands them to the sink: the sink's work (hashing, unpacking) overlaps the
         // transfer instead of pausing it. The task stops when this read is dropped.
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         tokio::spawn(async move {
-            while let Some(chunk) = body.next().await {
-                let failed = chunk.is_err();
-                if tx.send(chunk).is_err() || failed {
+            loop {
+                let chunk = answer.chunk().await;
+                let last = !matches!(chunk, Ok(Some(_)));
+                if tx.send(chunk).is_err() || last {
                     break;
                 }
             }
         });
         while let Some(chunk) = rx.recv().await {
-            sink.write(&chunk.map_err(map_error)?);
+            match chunk? {
+                Some(bytes) => sink.write(&bytes),
+                None => break,
+            }
         }
         Ok(Some(props))
     }
@@ -326,11 +298,6 @@ impl BlobBackend for AzureBlobBackend {
 
     async fn touch(&self, container: &str, name: &str) -> Result<BlobProperties> {
         let name = BlobName::parse(name)?.into_string();
-        let url = {
-            let mut url = self.blob_url(container, &name)?;
-            url.query_pairs_mut().append_pair("comp", "metadata");
-            url
-        };
         let mut last_error = None;
         for _ in 0..TOUCH_ATTEMPTS {
             let Some((props, current)) = self.head(container, &name).await? else {
@@ -340,20 +307,25 @@ impl BlobBackend for AzureBlobBackend {
                     format!("The specified blob does not exist: `{container}/{name}`."),
                 ));
             };
-            let mut headers = Headers::new();
-            headers.insert(h::IF_MATCH, props.etag.clone());
+            let mut request = self
+                .blob_request(Method::PUT, Resource::Blob, container, &name)?
+                .query("comp", "metadata")
+                .header(
+                    IF_MATCH,
+                    HeaderValue::try_from(props.etag.as_str())
+                        .map_err(|e| Error::encode("the blob's ETag cannot be sent").with_source(e))?,
+                );
             for (header, value) in current.iter() {
                 if header.as_str().starts_with("x-ms-meta-") {
-                    headers.insert(header.clone(), value.clone());
+                    request.headers.append(header.clone(), value.clone());
                 }
             }
-            match self.send(Method::Put, url.clone(), headers).await {
-                Ok((answer, _)) => {
+            match self.send(request).await {
+                Ok(answer) => {
+                    let answer = answer.headers;
                     let with_id = |e: Error| e.with_request_id(request_id_of(&answer));
-                    let etag = answer
-                        .get_optional_str(&h::ETAG)
-                        .ok_or_else(|| with_id(unreadable("ETag", "missing")))?;
-                    let last_modified = match answer.get_optional_str(&h::LAST_MODIFIED) {
+                    let etag = header(&answer, ETAG.as_str()).ok_or_else(|| with_id(unreadable("ETag", "missing")))?;
+                    let last_modified = match header(&answer, LAST_MODIFIED.as_str()) {
                         Some(text) => parse_http_date(text).map_err(with_id)?,
                         None => props.last_modified,
                     };
@@ -376,32 +348,27 @@ impl BlobBackend for AzureBlobBackend {
 
     async fn delete_with(&self, container: &str, name: &str, options: DeleteOptions) -> Result<bool> {
         let name = BlobName::parse(name)?.into_string();
-        let mut builder = self.blob_client(container, &name)?.delete();
-        let (etag_condition, date_condition) = if_match(&options.condition)?;
-        if let Some(condition) = etag_condition {
-            builder = builder.if_match(condition);
-        }
-        if let Some(condition) = date_condition {
-            builder = builder.if_modified_since(condition);
-        }
+        let mut request = self.blob_request(Method::DELETE, Resource::Blob, container, &name)?;
+        request.headers.extend(write_condition_headers(&options.condition)?);
         if let Some(lease) = options.lease {
-            builder = builder.lease_id(lease_id(lease)?);
+            let (name, value) = lease_header(lease)?;
+            request.headers.insert(name, value);
         }
-        match builder.await {
+        match self.send(request).await {
             Ok(_) => Ok(true),
-            Err(e) => match map_error(e) {
-                e if is_blob_missing(&e) => Ok(false),
-                other => Err(other),
-            },
+            Err(e) if is_blob_missing(&e) => Ok(false),
+            Err(other) => Err(other),
         }
     }
 
     async fn lease(&self, container: &str, name: &str, action: LeaseAction) -> Result<LeaseAnswer> {
         let name = BlobName::parse(name)?.into_string();
-        let mut url = self.blob_url(container, &name)?;
-        url.query_pairs_mut().append_pair("comp", "lease");
-        let (headers, _) = self.send(Method::Put, url, lease_headers(action)).await?;
-        lease_answer(&headers)
+        let mut request = self
+            .blob_request(Method::PUT, Resource::Lease, container, &name)?
+            .query("comp", "lease");
+        request.headers.extend(lease_headers(action));
+        let answer = self.send(request).await?;
+        lease_answer(&answer.headers)
     }
 
     async fn list(
@@ -413,72 +380,43 @@ impl BlobBackend for AzureBlobBackend {
         max_results: u32,
     ) -> Result<BlobListing> {
         check_container_name(container)?;
-        let Some(max_results) = NonZeroU32::new(max_results.min(MAX_LIST_RESULTS)) else {
-            // The crate cannot send 0; the service answers it with this error.
+        let max_results = max_results.min(MAX_LIST_RESULTS);
+        if max_results == 0 {
+            // The service answers 0 with this error.
             return Err(Error::service(
                 400,
                 "InvalidQueryParameterValue",
                 "Value for one of the query parameters specified in the request URI is invalid: maxresults=`0`.",
             ));
-        };
-        let mut builder = self
-            .service
-            .container_client(container)
-            .list_blobs()
-            .max_results(MaxResults::new(max_results));
+        }
+        let mut request = Outgoing::new(
+            Method::GET,
+            Resource::Container,
+            format!("/{}", super::transport::wire::segment(container)),
+        )
+        .query("restype", "container")
+        .query("comp", "list")
+        .query("maxresults", max_results.to_string());
         if !prefix.is_empty() {
-            builder = builder.prefix(Prefix::new(prefix.to_owned()));
+            request = request.query("prefix", prefix);
         }
         if let Some(delimiter) = delimiter.filter(|d| !d.is_empty()) {
-            builder = builder.delimiter(Delimiter::new(delimiter.to_owned()));
+            request = request.query("delimiter", delimiter);
         }
         if let Some(marker) = marker.filter(|m| !m.is_empty()) {
-            builder = builder.marker(NextMarker::new(marker.to_owned()));
+            request = request.query("marker", marker);
         }
-        let page = builder
-            .into_stream()
-            .next()
-            .await
-            .ok_or_else(|| Error::transport("the listing returned no page"))?
-            .map_err(map_error)?;
-        let mut listing = BlobListing {
-            next_marker: page
-                .next_marker
-                .map(|m| m.as_str().to_owned())
-                .filter(|m| !m.is_empty()),
-            ..BlobListing::default()
-        };
-        for item in page.blobs.items {
-            match item {
-                CrateBlobItem::Blob(blob) => {
-                    let p = blob.properties;
-                    listing.items.push(BlobItem {
-                        name: blob.name,
-                        properties: BlobProperties {
-                            etag: quoted(p.etag.as_ref()),
-                            last_modified: DateTime::from_unix_nanos(p.last_modified.unix_timestamp_nanos()),
-                            length: p.content_length,
-                            content_type: Some(p.content_type).filter(|t| !t.is_empty()),
-                            content_encoding: p.content_encoding.filter(|e| !e.is_empty()),
-                        },
-                    });
-                }
-                CrateBlobItem::BlobPrefix(prefix) => listing.prefixes.push(prefix.name),
-            }
-        }
-        Ok(listing)
+        let answer = self.send(request).await?;
+        parse_listing(&answer.body).map_err(|e| e.with_request_id(answer.request_id()))
     }
 
     async fn now(&self) -> Result<DateTime> {
-        let mut url = self.service.url().map_err(local_error)?;
-        url.query_pairs_mut()
-            .append_pair("restype", "account")
-            .append_pair("comp", "properties");
-        let (headers, _) = self.send(Method::Head, url, Headers::new()).await?;
+        let request = Outgoing::new(Method::HEAD, Resource::Account, "")
+            .query("restype", "account")
+            .query("comp", "properties");
+        let headers = self.send(request).await?.headers;
         let with_id = |e: Error| e.with_request_id(request_id_of(&headers));
-        let date = headers
-            .get_optional_str(&h::DATE)
-            .ok_or_else(|| with_id(unreadable("Date", "missing")))?;
+        let date = header(&headers, DATE.as_str()).ok_or_else(|| with_id(unreadable("Date", "missing")))?;
         parse_http_date(date).map_err(with_id)
     }
 }

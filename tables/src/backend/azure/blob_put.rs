@@ -3,15 +3,20 @@
 
 use std::sync::Arc;
 
-use azure_storage_blobs::prelude::{BlobContentEncoding, BlobContentType};
 use bytes::Bytes;
+use hyper::header::{HeaderName, HeaderValue, ETAG, LAST_MODIFIED};
 
-use super::{if_match, lease_id, quoted, AzureBlobBackend};
-use crate::backend::azure::http::map_error;
+use super::{
+    header, lease_header, parse_http_date, quoted, request_id_of, unreadable, write_condition_headers,
+    AzureBlobBackend, Resource,
+};
 use crate::backend::blob::{BlobProperties, PutOptions};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::service::BlobName;
-use crate::value::DateTime;
+
+const BLOB_TYPE: HeaderName = HeaderName::from_static("x-ms-blob-type");
+const BLOB_CONTENT_TYPE: HeaderName = HeaderName::from_static("x-ms-blob-content-type");
+const BLOB_CONTENT_ENCODING: HeaderName = HeaderName::from_static("x-ms-blob-content-encoding");
 
 /// Bytes shared with the caller, sent as the body of a request.
 pub(super) struct Shared(pub(super) Arc<Vec<u8>>);
@@ -20,6 +25,10 @@ impl AsRef<[u8]> for Shared {
     fn as_ref(&self) -> &[u8] {
         self.0.as_slice()
     }
+}
+
+fn text_header(text: &str, what: &str) -> Result<HeaderValue> {
+    HeaderValue::from_str(text).map_err(|e| Error::encode(format!("the {what} `{text}` cannot be sent")).with_source(e))
 }
 
 impl AzureBlobBackend {
@@ -32,29 +41,35 @@ impl AzureBlobBackend {
         options: PutOptions,
     ) -> Result<BlobProperties> {
         let name = BlobName::parse(name)?.into_string();
-        let client = self.blob_client(container, &name)?;
         let length = bytes.len() as u64;
-        let mut builder = client.put_block_blob(bytes);
+        let mut request = self
+            .blob_request(hyper::Method::PUT, Resource::Blob, container, &name)?
+            .header(BLOB_TYPE, HeaderValue::from_static("BlockBlob"))
+            .body(bytes);
         if let Some(content_type) = &options.content_type {
-            builder = builder.content_type(BlobContentType::from(content_type.clone()));
+            request = request.header(BLOB_CONTENT_TYPE, text_header(content_type, "content type")?);
         }
         if let Some(content_encoding) = &options.content_encoding {
-            builder = builder.content_encoding(BlobContentEncoding::from(content_encoding.clone()));
+            request = request.header(
+                BLOB_CONTENT_ENCODING,
+                text_header(content_encoding, "content encoding")?,
+            );
         }
-        let (etag_condition, date_condition) = if_match(&options.condition)?;
-        if let Some(condition) = etag_condition {
-            builder = builder.if_match(condition);
-        }
-        if let Some(condition) = date_condition {
-            builder = builder.if_modified_since(condition);
-        }
+        request.headers.extend(write_condition_headers(&options.condition)?);
         if let Some(lease) = options.lease {
-            builder = builder.lease_id(lease_id(lease)?);
+            let (name, value) = lease_header(lease)?;
+            request.headers.insert(name, value);
         }
-        let response = builder.await.map_err(map_error)?;
+        let answer = self.send(request).await?.headers;
+        let with_id = |e: Error| e.with_request_id(request_id_of(&answer));
+        let etag = header(&answer, ETAG.as_str()).ok_or_else(|| with_id(unreadable("ETag", "missing")))?;
+        let last_modified = parse_http_date(
+            header(&answer, LAST_MODIFIED.as_str()).ok_or_else(|| with_id(unreadable("Last-Modified", "missing")))?,
+        )
+        .map_err(with_id)?;
         Ok(BlobProperties {
-            etag: quoted(&response.etag),
-            last_modified: DateTime::from_unix_nanos(response.last_modified.unix_timestamp_nanos()),
+            etag: quoted(etag),
+            last_modified,
             length,
             // The service stores its default when the put names no type.
             content_type: Some(

@@ -74,22 +74,34 @@ fn config(msg: impl Into<String>) -> Error {
 
 /// Checks an endpoint URL and removes a trailing `/`.
 pub(crate) fn normalize_endpoint(part: &str, value: &str) -> Result<String> {
-    let url = azure_core::Url::parse(value.trim())
-        .map_err(|e| config(format!("connection string: {part} `{value}` is not a URL")).with_source(e))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(config(format!(
-            "connection string: {part} `{value}` must be an http:// or https:// URL"
-        )));
-    }
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err(config(format!("connection string: {part} `{value}` has no host")));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
+    let text = value.trim();
+    if text.contains(['?', '#']) {
         return Err(config(format!(
             "connection string: {part} `{value}` must not carry a query or fragment"
         )));
     }
-    Ok(url.as_str().trim_end_matches('/').to_owned())
+    let url: hyper::Uri = text
+        .parse()
+        .map_err(|e| config(format!("connection string: {part} `{value}` is not a URL")).with_source(e))?;
+    let scheme = url.scheme_str().map(str::to_ascii_lowercase);
+    if !matches!(scheme.as_deref(), Some("http" | "https")) {
+        return Err(config(format!(
+            "connection string: {part} `{value}` must be an http:// or https:// URL"
+        )));
+    }
+    let Some(authority) = url.authority().filter(|a| !a.host().is_empty()) else {
+        return Err(config(format!("connection string: {part} `{value}` has no host")));
+    };
+    // Scheme and host in lower case, a port that is the scheme's own left out, as URLs are written.
+    let scheme = scheme.unwrap_or_default();
+    let default_port = if scheme == "https" { 443 } else { 80 };
+    let host = authority.host().to_ascii_lowercase();
+    let port = url
+        .port_u16()
+        .filter(|p| *p != default_port)
+        .map(|p| format!(":{p}"))
+        .unwrap_or_default();
+    Ok(format!("{scheme}://{host}{port}{}", url.path().trim_end_matches('/')))
 }
 
 /// Checks that an account key is base64.
@@ -300,11 +312,11 @@ fn parse_parts(text: &str) -> Result<(Option<Credentials>, Endpoints)> {
 /// The account named by an endpoint: the first path segment of a path-style
 /// (emulator) URL, else the first label of the host.
 fn account_from_endpoint(endpoint: &str) -> Option<String> {
-    let url = azure_core::Url::parse(endpoint).ok()?;
-    if let Some(first) = url.path_segments().and_then(|mut s| s.next()).filter(|s| !s.is_empty()) {
+    let url: hyper::Uri = endpoint.parse().ok()?;
+    if let Some(first) = url.path().split('/').nth(1).filter(|s| !s.is_empty()) {
         return Some(first.to_owned());
     }
-    let host = url.host_str()?;
+    let host = url.host()?;
     if host.parse::<std::net::IpAddr>().is_ok() || host == "localhost" {
         return None;
     }

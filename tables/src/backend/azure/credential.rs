@@ -5,12 +5,8 @@ use std::fmt;
 #[cfg(feature = "identity")]
 use std::sync::Arc;
 
-use azure_core::auth::Secret;
-#[cfg(feature = "identity")]
-use azure_core::auth::TokenCredential;
-use azure_storage::StorageCredentials;
-
 use super::connection_string::Credentials;
+use super::transport::Signer;
 use crate::error::{Error, Result};
 
 /// The authorisation of one connection.
@@ -19,9 +15,9 @@ pub(crate) enum Auth {
     /// From a connection string: the account key or a SAS.
     Parsed(Credentials),
     /// Bearer tokens from a token credential, for the scope
-    /// `https://storage.azure.com/.default`.
+    /// `https://storage.azure.com/.default`, cached for the connection.
     #[cfg(feature = "identity")]
-    Token(Arc<dyn TokenCredential>),
+    Token(Arc<super::transport::token::TokenCache>),
 }
 
 impl fmt::Debug for Auth {
@@ -35,21 +31,12 @@ impl fmt::Debug for Auth {
 }
 
 impl Auth {
-    /// The crate family's credentials for `account`.
-    pub(crate) fn storage_credentials(&self, account: &str) -> Result<StorageCredentials> {
+    /// The signer of this authorisation for `account`.
+    pub(crate) fn signer(&self, account: &str) -> Result<Signer> {
         match self {
-            Auth::Parsed(Credentials::AccountKey(key)) => Ok(StorageCredentials::access_key(
-                account.to_owned(),
-                Secret::new(key.clone()),
-            )),
-            Auth::Parsed(Credentials::SharedAccessSignature(sas)) => {
-                check_sas(sas)?;
-                StorageCredentials::sas_token(sas.as_str()).map_err(|e| {
-                    Error::config("connection string: SharedAccessSignature cannot be read").with_source(e)
-                })
-            }
+            Auth::Parsed(credentials) => Signer::of(account, credentials),
             #[cfg(feature = "identity")]
-            Auth::Token(credential) => Ok(StorageCredentials::token_credential(credential.clone())),
+            Auth::Token(cache) => Ok(Signer::Token(cache.clone())),
         }
     }
 }
@@ -58,6 +45,7 @@ impl Auth {
 /// copied in part is refused here rather than answered 403 later.
 pub(crate) fn check_sas(sas: &str) -> Result<()> {
     let names: Vec<&str> = sas
+        .trim_start_matches('?')
         .split('&')
         .filter_map(|pair| pair.split_once('=').map(|(name, _)| name))
         .collect();

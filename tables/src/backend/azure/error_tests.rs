@@ -192,8 +192,8 @@ async fn no_error_path_with_a_sas_prints_the_signature() {
     assert!(matches!(err, Error::Transport { .. }), "{err:?}");
     let text = printed(err);
     assert!(
-        text.contains("sig=REDACTED") && text.contains("/devstoreaccount1/"),
-        "the URL is kept, its signature redacted:\n{text}"
+        text.contains("/devstoreaccount1/T(") && !text.contains("sig="),
+        "the URL is kept, without the signature's parameters:\n{text}"
     );
     errors.push(("refused (table)", text));
     let err = c.blob_backend().unwrap().get("docs", "b", None).await.unwrap_err();
@@ -233,7 +233,10 @@ async fn no_error_path_with_a_sas_prints_the_signature() {
     errors.push(("tls (blob)", printed(err)));
 
     // Answers that cannot be read: an entity, a listing.
-    let (endpoint, _) = scripted(vec![(200, "", "{not json".into())]);
+    let listing = "<EnumerationResults><Blobs><Blob><Name>a</Name><Properties><Etag>x</Etag>\
+        <Last-Modified>Tue, 05 Mar 2024 10:11:12 GMT</Last-Modified><Content-Length>many</Content-Length>\
+        </Properties></Blob></Blobs></EnumerationResults>";
+    let (endpoint, _) = scripted(vec![(200, "", listing.into())]);
     let c = sas_connection(&endpoint);
     let err = c.table_backend().unwrap().get("T", "p", "r").await.unwrap_err();
     assert!(matches!(err, Error::MalformedResponse { .. }), "{err:?}");
@@ -340,7 +343,10 @@ async fn a_report_prints_each_cause_once() {
     });
     let config = ConnectionString::parse("AccountName=a;AccountKey=bXlrZXk=;TableEndpoint=not a url").unwrap_err();
     assert_each_cause_once(config);
-    let (endpoint, _) = scripted(vec![(200, "", "{not json".into())]);
+    let listing = "<EnumerationResults><Blobs><Blob><Name>a</Name><Properties><Etag>x</Etag>\
+        <Last-Modified>Tue, 05 Mar 2024 10:11:12 GMT</Last-Modified><Content-Length>many</Content-Length>\
+        </Properties></Blob></Blobs></EnumerationResults>";
+    let (endpoint, _) = scripted(vec![(200, "", listing.into())]);
     let err = sas_connection(&endpoint)
         .blob_backend()
         .unwrap()
@@ -407,7 +413,10 @@ async fn errors_built_from_an_answer_keep_its_request_id() {
         assert_eq!(err.request_id(), Some("answer-0"), "{err:?}");
         assert!(err.to_string().contains("(request id answer-0)"), "{err}");
     }
-    let (endpoint, _) = scripted(vec![(200, "", "{not json".into())]);
+    let listing = "<EnumerationResults><Blobs><Blob><Name>a</Name><Properties><Etag>x</Etag>\
+        <Last-Modified>Tue, 05 Mar 2024 10:11:12 GMT</Last-Modified><Content-Length>many</Content-Length>\
+        </Properties></Blob></Blobs></EnumerationResults>";
+    let (endpoint, _) = scripted(vec![(200, "", listing.into())]);
     let err = sas_connection(&endpoint)
         .table_backend()
         .unwrap()

@@ -1,17 +1,32 @@
-//! Azure Table Storage (and Azurite) over `azure_data_tables` /
-//! `azure_storage` / `azure_core`.
+//! Azure Table Storage and Blob Storage (and Azurite), spoken by this
+//! crate itself over one transport ([`transport`]): no `azure_*` crate and
+//! no `reqwest` build or send a request (the `identity` feature adds
+//! `azure_identity` for its token credentials only).
 //!
-//! What this backend adds to the crates:
-//!
-//! - **Retries under the user's control.** The crates' default policy
-//!   retries for over a minute. Here every request follows the
+//! - **One transport.** Every request of an [`AzureConnection`] (entities,
+//!   transactions, queries, table management, blobs, leases) goes through
+//!   one pooled `hyper` client with one TLS set-up (rustls, the public
+//!   roots and the connection's own), one proxy rule (`HTTPS_PROXY`,
+//!   `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`), one retry loop and one signer
+//!   for its credential: Shared Key (the table and the blob service's
+//!   canonical forms), a shared access signature, or (feature `identity`)
+//!   bearer tokens from a token credential, cached and refreshed five
+//!   minutes ahead of their expiry. The signer applies the credential to
+//!   each request right before `hyper` takes it: no dependency sees an
+//!   `Authorization` header or a SAS URL, so none can log one.
+//! - **Retries under the user's control.** Every request follows the
 //!   [`RetryPolicy`](crate::RetryPolicy) of its [`AzureConnection`]: by default
-//!   a 2.5 s connect timeout, 35 s per attempt, and transient failures (408,
+//!   a 2.5 s connect timeout (the TCP connection, a proxy tunnel and the TLS
+//!   handshake together), 35 s per attempt, and transient failures (408,
 //!   500, 502, 503, 504, transport errors and time-outs) retried at most 3
 //!   times with exponential backoff and jitter, no retry started after 4 s;
-//!   an optional deadline bounds a request and its retries. Transparent gzip is off.
-//! - **Credentials.** Shared Key, a shared access signature, or (feature
-//!   `identity`) bearer tokens from a token credential, for tables and blobs alike.
+//!   an optional deadline bounds a request and its retries. A table write
+//!   (an entity or a transaction) is sent again only when its attempt never
+//!   left (the connection, tunnel or handshake failed); any other failure
+//!   goes back to the store, which settles it (see
+//!   [`Tables::with_retry`](crate::Tables::with_retry)). Creating or
+//!   deleting a table, reads and blob requests are retried as the policy
+//!   allows. Transparent gzip is off.
 //! - **Service errors with their codes.** Every non-success answer becomes
 //!   [`Error::Service`] with the status, the `x-ms-error-code` (or the
 //!   `odata.error` code), the message and the `x-ms-request-id`; every
@@ -19,37 +34,35 @@
 //!   its retries).
 //! - **Errors with their causes and no secrets.** A transport failure, an
 //!   answer that cannot be read, a credential's failure keep the underlying
-//!   error as their `source()`, with the SAS parameters of the URL it names
-//!   redacted ([`redact`](crate::redact)); so do the log lines of retries.
-//! - **Keys with `'`.** The crate writes `(PartitionKey='..',RowKey='..')`
-//!   without doubling quotes, so a key holding `'` would address another row;
-//!   keys are escaped here.
-//! - **Transactions.** The crate reports a failed entity-group transaction as
-//!   `Ok`; here it is [`Error::Transaction`] with the failing operation's
-//!   0-based index, status, code, message and the request's id. Transactions
-//!   are written and read by this module and sent as entity requests are.
-//! - **Typed cells, no detour.** Entity requests are written and read here.
-//!   With an account key or a SAS they are signed here (the key's HMAC
-//!   schedule prepared once) and sent straight through `hyper` over the same
-//!   TLS, with the retries, deadline and error capture above, and no header
-//!   maps, policy chain or `reqwest` layers between the row and the socket;
-//!   with a token credential, or when the environment names a proxy
-//!   (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`), they go through the crate
-//!   family's pipeline and its `reqwest` client, which uses the proxy. A
-//!   row is written straight into its request body by [`wire::write_row`](crate::wire::write_row) (Int64, Double, DateTime, Guid and
-//!   Binary annotated), and answers, read with full metadata, are parsed
-//!   straight into rows by [`wire::row_from_slice`](crate::wire::row_from_slice) and
-//!   [`wire::page_from_slice`](crate::wire::page_from_slice), so Int64 stays Int64 and Double stays Double.
+//!   error as their `source()`; the URL an error names carries no SAS
+//!   parameter, and messages pass through [`redact`](crate::redact).
+//! - **Telemetry.** One DEBUG span per request attempt and events for
+//!   retries and answers, on the target [`transport::TARGET`]
+//!   (`unified_tables::http`); see [`transport`] for the fields. No span or
+//!   event carries a header, a key, a signature or a token.
+//! - **Keys with `'`.** Keys are escaped in entity addresses
+//!   (`(PartitionKey='..',RowKey='..')`, `'` doubled, percent-encoded).
+//! - **Transactions.** A failed entity-group transaction is
+//!   [`Error::Transaction`] with the failing operation's 0-based index,
+//!   status, code, message and the request's id.
+//! - **Typed cells, no detour.** A row is written straight into its request
+//!   body by [`wire::write_row`](crate::wire::write_row) (Int64, Double,
+//!   DateTime, Guid and Binary annotated), and answers, read with full
+//!   metadata, are parsed straight into rows by
+//!   [`wire::row_from_slice`](crate::wire::row_from_slice) and
+//!   [`wire::page_from_slice`](crate::wire::page_from_slice), so Int64 stays
+//!   Int64 and Double stays Double.
 
 mod azure_connection;
 mod batch;
 mod blob;
 mod blob_headers;
+mod blob_list;
 mod connection_string;
 mod credential;
-mod direct;
 mod entities;
 mod http;
+pub mod transport;
 
 #[cfg(test)]
 mod azure_connection_tests;
@@ -70,19 +83,14 @@ pub use connection_string::{ConnectionString, Credentials, EMULATOR_ACCOUNT, EMU
 use std::fmt;
 
 use async_trait::async_trait;
-use azure_core::{Pipeline, Url};
-use azure_data_tables::clients::TableServiceClientBuilder;
-use azure_data_tables::prelude::TableServiceClient;
-use azure_storage::CloudLocation;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
+use hyper::Method;
 
 use crate::backend::{Backend, Page, PageAnswer, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
 use crate::value::{DateTime, ETag, Row};
 
-use self::credential::Auth;
-use self::direct::Direct;
-use self::http::{client_options, map_error};
+use self::transport::{Outgoing, Resource, Transport};
 
 /// Row-level access to Azure Table Storage or Azurite.
 ///
@@ -95,16 +103,10 @@ use self::http::{client_options, map_error};
 /// ```
 #[derive(Clone)]
 pub struct AzureBackend {
-    service: TableServiceClient,
-    pipeline: Pipeline,
-    /// Entity requests sent straight through `hyper` (an account key or a
-    /// SAS); `None` sends them through `pipeline` (a token credential, or a
-    /// proxy named by the environment).
-    direct: Option<Direct>,
+    /// Every request of this backend goes through it.
+    transport: Transport,
     account_name: String,
     table_endpoint: String,
-    /// `table_endpoint` parsed once: every entity request's URL starts from it.
-    table_url: Url,
     blob_endpoint: String,
 }
 
@@ -144,38 +146,17 @@ impl AzureBackend {
         AzureConnection::from_parsed(connection).table_backend()
     }
 
-    pub(crate) fn build(connection: &AzureConnection, client: reqwest::Client) -> Result<AzureBackend> {
-        let credentials = connection.auth().storage_credentials(connection.account_name())?;
-        let options = client_options(client, *connection.retry());
-        let location = CloudLocation::Custom {
-            account: connection.account_name().to_owned(),
-            uri: connection.table_endpoint().to_owned(),
-        };
-        let service = TableServiceClientBuilder::with_location(location, credentials.clone())
-            .client_options(options.clone())
-            .build();
-        let pipeline = azure_storage::clients::new_pipeline_from_options(options, credentials);
-        let table_url = Url::parse(connection.table_endpoint())
-            .map_err(|e| Error::config(format!("table endpoint `{}`", connection.table_endpoint())).with_source(e))?;
-        let direct = match connection.auth() {
-            // The pipeline's client is the one that sends through a proxy.
-            Auth::Parsed(_) if direct::proxy_named(|name| std::env::var(name).ok()) => None,
-            Auth::Parsed(credentials) => Some(Direct::new(
-                connection.account_name(),
-                credentials,
-                *connection.retry(),
-                connection.roots(),
-            )?),
-            #[cfg(feature = "identity")]
-            Auth::Token(_) => None,
-        };
+    pub(crate) fn build(connection: &AzureConnection) -> Result<AzureBackend> {
+        let transport = Transport::new(
+            connection.client()?,
+            connection.auth().signer(connection.account_name())?,
+            *connection.retry(),
+            connection.table_endpoint(),
+        )?;
         Ok(AzureBackend {
-            service,
-            pipeline,
-            direct,
+            transport,
             account_name: connection.account_name().to_owned(),
             table_endpoint: connection.table_endpoint().to_owned(),
-            table_url,
             blob_endpoint: connection.blob_endpoint().to_owned(),
         })
     }
@@ -231,22 +212,24 @@ pub(crate) fn timestamp_from_etag(etag: &ETag) -> Option<DateTime> {
 #[async_trait]
 impl Backend for AzureBackend {
     async fn create_table(&self, table: &str) -> Result<()> {
-        match self.service.table_client(table).create().await {
+        let body = serde_json::json!({ "TableName": table }).to_string();
+        let request = Outgoing::new(Method::POST, Resource::Table, "/Tables")
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .header(ACCEPT, HeaderValue::from_static("application/json;odata=nometadata"))
+            .header(entities::PREFER, HeaderValue::from_static("return-no-content"))
+            .body(body);
+        match self.transport.send(request).await {
             Ok(_) => Ok(()),
-            Err(e) => match map_error(e) {
-                Error::Service { status: 409, code, .. } if code == "TableAlreadyExists" => Ok(()),
-                other => Err(other),
-            },
+            Err(Error::Service { status: 409, code, .. }) if code == "TableAlreadyExists" => Ok(()),
+            Err(other) => Err(other),
         }
     }
 
     async fn delete_table(&self, table: &str) -> Result<()> {
-        self.service
-            .table_client(table)
-            .delete()
-            .await
-            .map(|_| ())
-            .map_err(map_error)
+        let path = format!("/Tables('{}')", transport::wire::segment(table));
+        let request = Outgoing::new(Method::DELETE, Resource::Table, path)
+            .header(ACCEPT, HeaderValue::from_static("application/json;odata=nometadata"));
+        self.transport.send(request).await.map(|_| ())
     }
 
     async fn get(&self, table: &str, partition_key: &str, row_key: &str) -> Result<Option<Row>> {
@@ -264,28 +247,21 @@ impl Backend for AzureBackend {
         let batch_boundary = format!("batch_{:032x}", rand::random::<u128>());
         let changeset_boundary = format!("changeset_{:032x}", rand::random::<u128>());
         let body = batch::build_body(&self.table_endpoint, table, &ops, &batch_boundary, &changeset_boundary)?;
-        let url = self.url_of("$batch")?;
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            CONTENT_TYPE,
-            HeaderValue::from_str(&format!("multipart/mixed; boundary={batch_boundary}"))
-                .map_err(|e| Error::encode("a batch boundary HTTP cannot carry").with_source(e))?,
-        );
-        headers.insert(
-            ACCEPT,
-            HeaderValue::from_static("application/json;odata=minimalmetadata"),
-        );
-        headers.insert(
-            HeaderName::from_static("dataserviceversion"),
-            HeaderValue::from_static("3.0;"),
-        );
-        headers.insert(
-            HeaderName::from_static("maxdataserviceversion"),
-            HeaderValue::from_static("3.0;NetFx"),
-        );
-        let answer = self
-            .send(reqwest::Method::POST, url, headers, Some(body.into_bytes()))
-            .await?;
+        let content_type = HeaderValue::try_from(format!("multipart/mixed; boundary={batch_boundary}"))
+            .map_err(|e| Error::encode("a batch boundary HTTP cannot carry").with_source(e))?;
+        let request = Outgoing::new(Method::POST, Resource::Batch, "/$batch")
+            .header(CONTENT_TYPE, content_type)
+            .header(
+                ACCEPT,
+                HeaderValue::from_static("application/json;odata=minimalmetadata"),
+            )
+            .header(entities::DATA_SERVICE_VERSION, HeaderValue::from_static("3.0;"))
+            .header(
+                entities::MAX_DATA_SERVICE_VERSION,
+                HeaderValue::from_static("3.0;NetFx"),
+            )
+            .body(body.into_bytes());
+        let answer = self.transport.send(request).await?;
         let text = String::from_utf8_lossy(&answer.body);
         let parts = batch::parse_parts(&text);
         // A failing part's answer is inside the one answer: it carries that answer's request id.
