@@ -65,7 +65,7 @@ pub use entity::{
     normalize_id, restore_id, Column, ColumnKind, HasETag, IntoColumnValue, Key, KeyMode, LargeEncoding, Schema,
     TableEntity, TableRecord,
 };
-pub use error::{redact, BoxError, Error, ErrorKind, KeyKind, Result};
+pub use error::{redact, BoxError, Error, ErrorKind, KeyKind, Result, SweepFailure};
 pub use large::{BlobContent, BlobContentStream};
 pub use ordering::{OrderedEntity, OrderingToken, TokenField};
 pub use soft_delete::{DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete};

@@ -83,7 +83,8 @@ impl Part {
     fn create(dir: &Path, index: usize) -> Result<Part> {
         let name = format!("entities-{index:05}.jsonl");
         let path = dir.join(&name);
-        let file = std::fs::File::create(&path).map_err(|e| archive_error(&path, e))?;
+        let file =
+            std::fs::File::create(&path).map_err(|e| archive_error(&path, "cannot be created").with_source(e))?;
         Ok(Part {
             name,
             path,
@@ -98,7 +99,9 @@ impl Part {
         let mut write = |bytes: &[u8]| -> Result<()> {
             self.hasher.update(bytes);
             self.bytes += bytes.len() as u64;
-            self.file.write_all(bytes).map_err(|e| archive_error(&self.path, e))
+            self.file
+                .write_all(bytes)
+                .map_err(|e| archive_error(&self.path, "cannot be written").with_source(e))
         };
         write(line.as_bytes())?;
         write(b"\n")?;
@@ -110,7 +113,7 @@ impl Part {
         // Flushed (and closed) here; forced to disk when the export finishes.
         self.file
             .into_inner()
-            .map_err(|e| archive_error(&self.path, e.error()))?;
+            .map_err(|e| archive_error(&self.path, "cannot be written").with_source(e.into_error()))?;
         Ok(ArchiveFile {
             name: self.name,
             entities: self.entities,
@@ -243,8 +246,8 @@ impl Admin {
             // Checkpoints survive the process; the finished export survives the machine.
             for file in &manifest.files {
                 let path = dir.join(&file.name);
-                let f = std::fs::File::open(&path).map_err(|e| archive_error(&path, e))?;
-                f.sync_all().map_err(|e| archive_error(&path, e))?;
+                let synced = std::fs::File::open(&path).and_then(|f| f.sync_all());
+                synced.map_err(|e| archive_error(&path, "cannot be written to disk").with_source(e))?;
             }
             manifest.write(dir, true)?;
         }
