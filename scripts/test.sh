@@ -2,7 +2,24 @@
 # Runs the static checks, then the whole test suite against a private Azurite
 # on free loopback ports.
 #
-#   scripts/test.sh [extra args for the first `cargo test`]
+#   scripts/test.sh                  the gate: everything below (CI runs this)
+#   scripts/test.sh quick            the quick loop: `cargo fmt --all -- --check`,
+#                                    clippy of the workspace (all targets, -D warnings),
+#                                    the unit tests of every crate (`--lib --bins`) and
+#                                    the conformance scenarios on the in-memory backend
+#                                    (`memory::`; the pooled and Azure runs are the
+#                                    gate's); no Azurite, no doc tests
+#   scripts/test.sh TARGET.. [-- FILTER..]
+#                                    a targeted run: only the named targets, e.g.
+#                                    `--test differential`, `-p unified-tables --lib`,
+#                                    against a private Azurite as below, without the
+#                                    static checks and the doc tests
+#   scripts/test.sh [ARGS..]         other arguments (a `-- FILTER`, cargo options)
+#                                    are added to the gate's `cargo test` of every target
+#
+# A run is targeted when its arguments select targets or packages: `--lib`,
+# `--bin[s]`, `--test[s]`, `--example[s]`, `--bench[es]`, `--doc`,
+# `--all-targets`, `-p`/`--package`.
 #
 # 0. Static checks, each run to the end so one run shows every finding; when
 #    any fails, the script stops before Azurite with the first failing exit
@@ -35,13 +52,98 @@
 #    the second), UNIFIED_TABLES_TEST_CA (the authority's PEM file) and
 #    UNIFIED_TABLES_REQUIRE_AZURE=1, unsets the proxy variables, then runs
 #    `cargo test --workspace --all-targets --no-fail-fast "$@"` and
-#    `cargo test --workspace --doc --no-fail-fast`.
+#    `cargo test --workspace --doc --no-fail-fast` (a targeted run:
+#    `cargo test --no-fail-fast "$@"`, with `--workspace` unless it names
+#    a package).
 #    The exit code is the first failing one, or 0.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 log() { printf 'test.sh: %s\n' "$*" >&2; }
+
+# summarize LOG: one closing line over every test binary (cargo prints one
+# summary per binary).
+summarize() {
+    sed 's/\x1b\[[0-9;]*m//g' "$1" | awk '
+        /^test result:/ {
+            for (i = 1; i <= NF; i++) {
+                if ($(i) ~ /^passed;?$/) passed += $(i - 1)
+                if ($(i) ~ /^failed;?$/) failed += $(i - 1)
+                if ($(i) ~ /^ignored;?$/) ignored += $(i - 1)
+            }
+        }
+        END { printf "all tests: %d passed, %d failed, %d skipped\n", passed, failed, ignored }'
+}
+
+mode=gate
+if [[ "${1:-}" == quick ]]; then
+    mode=quick
+    shift
+    if (($# > 0)); then
+        log "quick takes no arguments; for a targeted run: scripts/test.sh --test NAME [-- FILTER]"
+        exit 2
+    fi
+fi
+# Whether the arguments select targets or packages (a targeted run), and
+# whether they name a package (then without `--workspace`).
+targeted=0
+packaged=0
+for arg in "$@"; do
+    case "$arg" in
+        --) break ;;
+        --lib | --bin | --bin=* | --bins | --test | --test=* | --tests | --example | --example=* | --examples | \
+            --bench | --bench=* | --benches | --doc | --all-targets) targeted=1 ;;
+        -p | -p* | --package | --package=*)
+            targeted=1
+            packaged=1
+            ;;
+    esac
+done
+
+# --- The quick loop ---------------------------------------------------------------
+if [[ $mode == quick ]]; then
+    # In memory only: no Azure test is asked for, whatever the shell has set.
+    unset UNIFIED_TABLES_TEST_CONNECTION UNIFIED_TABLES_TEST_POOL UNIFIED_TABLES_TEST_OAUTH_TABLE \
+        UNIFIED_TABLES_TEST_OAUTH_BLOB UNIFIED_TABLES_TEST_CA UNIFIED_TABLES_REQUIRE_AZURE
+    unset HTTP_PROXY http_proxy HTTPS_PROXY https_proxy ALL_PROXY all_proxy
+    started=$SECONDS
+    step() {
+        local name=$1 at=$SECONDS
+        shift
+        log "quick: $name"
+        if ! "$@"; then
+            log "quick: $name FAILED after $((SECONDS - started)) s"
+            exit 1
+        fi
+        log "quick: $name: ok in $((SECONDS - at)) s"
+    }
+    quick_log="$(mktemp "${TMPDIR:-/tmp}/unified-tables-quick.XXXXXX")"
+    trap 'rm -f "$quick_log"' EXIT
+    step "rustfmt" cargo fmt --all -- --check
+    step "clippy (workspace, all targets)" cargo clippy --quiet --workspace --all-targets -- -D warnings
+    # tests NAME CARGO-TEST-ARGS..: one `cargo test`, its output kept for the closing line.
+    tests() {
+        local name=$1 at=$SECONDS
+        shift
+        log "quick: $name"
+        cargo test --no-fail-fast "$@" 2>&1 | tee -a "$quick_log"
+        status=${PIPESTATUS[0]}
+        log "quick: $name: $( ((status == 0)) && echo ok || echo "FAILED ($status)") in $((SECONDS - at)) s"
+    }
+    set +e
+    tests "unit tests (every crate's --lib and --bins)" --workspace --lib --bins
+    if ((status == 0)); then
+        # Eight at a time: many scenarios wait on a lease, a grace period or
+        # a held request more than they compute.
+        tests "conformance scenarios on the in-memory backend (memory::)" -p unified-tables-tests \
+            --test conformance -- memory:: --skip pooled_memory:: --test-threads 8
+    fi
+    set -e
+    summarize "$quick_log"
+    log "quick loop: $( ((status == 0)) && echo ok || echo FAILED) in $((SECONDS - started)) s"
+    exit "$status"
+fi
 
 # A CI run builds once from a clean checkout: incremental caches would only
 # take disk space there.
@@ -56,7 +158,7 @@ disk_report() {
 }
 disk_report "at start"
 
-# --- 0. Static checks -------------------------------------------------------------
+# --- 0. Static checks (the gate only) ------------------------------------------------
 static_status=0
 failed_checks=()
 # check NAME COMMAND...: runs one check, logs its time, remembers a failure.
@@ -72,23 +174,27 @@ check() {
     fi
 }
 static_started=$SECONDS
-check "rustfmt" cargo fmt --all -- --check
-check "clippy (workspace, all targets)" cargo clippy --quiet --workspace --all-targets -- -D warnings
-check "clippy (unified-tables, no default features)" \
-    cargo clippy --quiet -p unified-tables --all-targets --no-default-features -- -D warnings
-# The features declared in tables/Cargo.toml, but `default`.
-features="$(awk '/^\[/ { in_features = ($0 == "[features]") }
-    in_features && /^[A-Za-z0-9_-]+ *=/ && $1 != "default" { print $1 }' tables/Cargo.toml)"
-for feature in $features; do
-    check "clippy (unified-tables, only $feature)" \
-        cargo clippy --quiet -p unified-tables --all-targets --no-default-features --features "$feature" -- -D warnings
-done
-check "rustdoc (-D warnings)" env RUSTDOCFLAGS="-D warnings" \
-    cargo doc --quiet --no-deps -p unified-tables -p unified-tables-derive --all-features
-check "public API (tables/public-api.txt)" env SKIP_DOC=1 scripts/public-api.sh --check
-check "cargo package" cargo package --quiet -p unified-tables-derive -p unified-tables --allow-dirty
-log "static checks took $((SECONDS - static_started)) s"
-disk_report "after the static checks"
+if ((targeted)); then
+    log "a targeted run: no static checks, no doc tests"
+else
+    check "rustfmt" cargo fmt --all -- --check
+    check "clippy (workspace, all targets)" cargo clippy --quiet --workspace --all-targets -- -D warnings
+    check "clippy (unified-tables, no default features)" \
+        cargo clippy --quiet -p unified-tables --all-targets --no-default-features -- -D warnings
+    # The features declared in tables/Cargo.toml, but `default`.
+    features="$(awk '/^\[/ { in_features = ($0 == "[features]") }
+        in_features && /^[A-Za-z0-9_-]+ *=/ && $1 != "default" { print $1 }' tables/Cargo.toml)"
+    for feature in $features; do
+        check "clippy (unified-tables, only $feature)" \
+            cargo clippy --quiet -p unified-tables --all-targets --no-default-features --features "$feature" -- -D warnings
+    done
+    check "rustdoc (-D warnings)" env RUSTDOCFLAGS="-D warnings" \
+        cargo doc --quiet --no-deps -p unified-tables -p unified-tables-derive --all-features
+    check "public API (tables/public-api.txt)" env SKIP_DOC=1 scripts/public-api.sh --check
+    check "cargo package" cargo package --quiet -p unified-tables-derive -p unified-tables --allow-dirty
+    log "static checks took $((SECONDS - static_started)) s"
+    disk_report "after the static checks"
+fi
 if ((static_status != 0)); then
     log "static checks failed: $(IFS=';'; echo "${failed_checks[*]}"); not starting Azurite or the tests"
     echo "all tests: 0 passed, 0 failed, 0 skipped"
@@ -249,25 +355,24 @@ export UNIFIED_TABLES_REQUIRE_AZURE=1
 unset HTTP_PROXY http_proxy HTTPS_PROXY https_proxy ALL_PROXY all_proxy
 
 set +e
-cargo test --workspace --all-targets --no-fail-fast "$@" 2>&1 | tee "$tmp/tests.log"
-status=${PIPESTATUS[0]}
-cargo test --workspace --doc --no-fail-fast 2>&1 | tee -a "$tmp/tests.log"
-doc_status=${PIPESTATUS[0]}
-set -e
-if ((status == 0)); then
-    status=$doc_status
+if ((targeted)); then
+    workspace=(--workspace)
+    if ((packaged)); then
+        workspace=()
+    fi
+    cargo test "${workspace[@]}" --no-fail-fast "$@" 2>&1 | tee "$tmp/tests.log"
+    status=${PIPESTATUS[0]}
+else
+    cargo test --workspace --all-targets --no-fail-fast "$@" 2>&1 | tee "$tmp/tests.log"
+    status=${PIPESTATUS[0]}
+    cargo test --workspace --doc --no-fail-fast 2>&1 | tee -a "$tmp/tests.log"
+    doc_status=${PIPESTATUS[0]}
+    if ((status == 0)); then
+        status=$doc_status
+    fi
 fi
+set -e
 
 disk_report "after the tests"
-
-# One closing line over every test binary (cargo prints one summary per binary).
-sed 's/\x1b\[[0-9;]*m//g' "$tmp/tests.log" | awk '
-    /^test result:/ {
-        for (i = 1; i <= NF; i++) {
-            if ($(i) ~ /^passed;?$/) passed += $(i - 1)
-            if ($(i) ~ /^failed;?$/) failed += $(i - 1)
-            if ($(i) ~ /^ignored;?$/) ignored += $(i - 1)
-        }
-    }
-    END { printf "all tests: %d passed, %d failed, %d skipped\n", passed, failed, ignored }'
+summarize "$tmp/tests.log"
 exit "$status"

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming, FaultyBackend};
-use unified_tables::backend::{Backend, Page, PageToken, QueryRequest, WriteOp, WriteOutcome};
+use unified_tables::backend::{Backend, Page, PageAnswer, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use unified_tables::wire::wire_size;
 use unified_tables::{DateTime, Error, RetryPolicy, Row, Store, TableEntity, Tables};
 
@@ -109,6 +109,7 @@ impl<B> BodyBytes<B> {
 }
 
 #[async_trait]
+#[deny(clippy::missing_trait_methods)]
 impl<B: Backend> Backend for BodyBytes<B> {
     async fn create_table(&self, table: &str) -> unified_tables::Result<()> {
         self.inner.create_table(table).await
@@ -134,6 +135,14 @@ impl<B: Backend> Backend for BodyBytes<B> {
         token: Option<&PageToken>,
     ) -> unified_tables::Result<Page> {
         self.inner.query(table, request, token).await
+    }
+    async fn query_body(
+        &self,
+        table: &str,
+        request: &QueryRequest,
+        token: Option<&PageToken>,
+    ) -> unified_tables::Result<PageAnswer> {
+        self.inner.query_body(table, request, token).await
     }
 }
 

@@ -149,6 +149,40 @@ mod tests {
     }
 
     #[test]
+    fn a_table_name_the_service_refuses_does_not_compile() {
+        let entity = |attr: proc_macro2::TokenStream, ident: proc_macro2::TokenStream| {
+            expand(
+                super::entity,
+                quote! {
+                    #attr
+                    struct #ident {
+                        #[table(partition_key)]
+                        pk: String,
+                        #[table(row_key)]
+                        rk: String,
+                    }
+                },
+            )
+        };
+        let long = "A".repeat(63);
+        let too_long = "A".repeat(64);
+        for accepted in ["Abc", "a1b", long.as_str()] {
+            let out = entity(quote!(#[table(name = #accepted)]), quote!(T));
+            assert!(!out.contains("compile_error"), "{accepted}: {out}");
+        }
+        assert!(!entity(quote!(), quote!(Tickets)).contains("compile_error"));
+        for refused in ["Ab", too_long.as_str(), "1abc", "my-table", "tables", "Tables", ""] {
+            let out = entity(quote!(#[table(name = #refused)]), quote!(Tickets));
+            assert!(out.contains("the service refuses"), "{refused}: {out}");
+        }
+        let out = entity(quote!(), quote!(T));
+        assert!(
+            out.contains("the table name `T`") && out.contains("name = \\\"TRows\\\""),
+            "{out}"
+        );
+    }
+
+    #[test]
     fn a_generic_entity_gets_the_supertrait_bounds() {
         let out = expand(
             super::entity,

@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::value::{DateTime, ETag, Row};
 
 /// A struct stored as one row of a table. Implement it with
-/// `#[derive(TableEntity)]`; see the crate documentation for the attributes.
+/// [`#[derive(TableEntity)]`](derive@crate::TableEntity), whose page documents every attribute.
 ///
 /// ```
 /// use unified_tables::{TableEntity, ETag};
@@ -430,7 +430,9 @@ fn expand(columns: &'static [Column], prefix: &str, out: &mut Vec<String>) {
     }
 }
 
+mod column_value;
 mod keys;
 mod probe;
+pub use column_value::IntoColumnValue;
 pub use keys::{normalize_id, restore_id, Key};
 pub use probe::{CloneProbe, ProbeClone, ProbeNoClone};

@@ -284,12 +284,14 @@ pub enum Error {
         source: Option<BoxError>,
     },
     /// An orphan sweep could not delete some blobs; every orphan was tried.
-    #[error("the orphan sweep deleted {deleted} blobs and failed on {}: {}", failures.len(), failures.join("; "))]
+    /// The message names each blob (or partition) and what happened to it;
+    /// each one's error, with its own sources, is in `failures`.
+    #[error("the orphan sweep deleted {deleted} blobs and failed on {}: {}", failures.len(), sweep_failures(failures))]
     SweepFailed {
         /// Blobs deleted.
         deleted: usize,
-        /// One line per blob (or partition) that failed.
-        failures: Vec<String>,
+        /// Each blob (or partition) that failed, and its error.
+        failures: Vec<SweepFailure>,
     },
     /// An export directory (see [`admin`](crate::admin)) or one of its files
     /// cannot be read or written, or does not match its manifest. An import
@@ -301,6 +303,10 @@ pub enum Error {
         path: String,
         /// What is wrong.
         reason: String,
+        /// The underlying error (the file system's, a parser's), when there
+        /// is one; not repeated in the message.
+        #[source]
+        source: Option<BoxError>,
     },
     /// A page cursor is damaged, or belongs to another query.
     #[error("invalid page cursor: {0}")]
@@ -397,6 +403,10 @@ pub enum Error {
         name: String,
         /// What happened.
         reason: String,
+        /// The service's refusal that showed it, when there is one; not
+        /// repeated in the message.
+        #[source]
+        source: Option<BoxError>,
     },
     /// The token credential could not give a token (nothing was sent to the
     /// storage service): a managed identity that is not assigned, an expired
@@ -412,6 +422,32 @@ pub enum Error {
         #[source]
         source: Option<BoxError>,
     },
+}
+
+/// One blob (or partition) an orphan sweep could not finish
+/// ([`Error::SweepFailed`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct SweepFailure {
+    /// The blob's name, or `partition "<key>"`.
+    pub what: String,
+    /// What happened to it.
+    pub error: Error,
+}
+
+impl SweepFailure {
+    pub(crate) fn new(what: impl Into<String>, error: Error) -> SweepFailure {
+        SweepFailure {
+            what: what.into(),
+            error,
+        }
+    }
+}
+
+/// `what: error; ..` for each failure of a sweep.
+fn sweep_failures(failures: &[SweepFailure]) -> String {
+    let lines: Vec<String> = failures.iter().map(|f| format!("{}: {}", f.what, f.error)).collect();
+    lines.join("; ")
 }
 
 /// ` (request id ..)` after a service error's message, or nothing.

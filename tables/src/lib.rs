@@ -62,11 +62,11 @@ pub use backend::retry::{RetryPolicy, RetryPolicyBuilder};
 pub use blob_container::{BlobContainer, Revalidated, StoredBlob};
 pub use codec::{EncodeOptions, JsonValue, OversizedCellPolicy, TableValue};
 pub use entity::{
-    normalize_id, restore_id, Column, ColumnKind, HasETag, Key, KeyMode, LargeEncoding, Schema, TableEntity,
-    TableRecord,
+    normalize_id, restore_id, Column, ColumnKind, HasETag, IntoColumnValue, Key, KeyMode, LargeEncoding, Schema,
+    TableEntity, TableRecord,
 };
-pub use error::{redact, BoxError, Error, ErrorKind, KeyKind, Result};
-pub use large::BlobContent;
+pub use error::{redact, BoxError, Error, ErrorKind, KeyKind, Result, SweepFailure};
+pub use large::{BlobContent, BlobContentStream};
 pub use ordering::{OrderedEntity, OrderingToken, TokenField};
 pub use soft_delete::{DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete};
 
@@ -74,7 +74,7 @@ pub use lock::{Lock, LockGuard};
 pub use options::BlobOptions;
 pub use options::{MutateAttempts, SweepSchedule};
 pub use stamp::{KeyPart, Stamp};
-pub use store::union::{UnionColumns, UnionEntry, UnionPage, UnionQuery, UnionStore, UnionWrite};
+pub use store::union::{UnionColumns, UnionEntry, UnionPage, UnionQuery, UnionStore, UnionStream, UnionWrite};
 pub use store::{
     CachePolicy, Concurrency, Count, Cursor, EntityPage, EntityStream, Lookup, Outcome, QueryOptions, ReadCache,
     ReadCacheBuilder, Store, StoreOptions,
@@ -109,8 +109,8 @@ pub mod __private {
         take_scalar_value, EncodeOptions, JoinedName, JsonValue, Prefix, TableValue, ValueKind,
     };
     pub use crate::entity::{
-        normalize_id, protected_in, restore_id, CloneProbe, Column, ColumnKind, HasETag, Key, KeyMode, LargeEncoding,
-        LargeForm, ProbeClone, ProbeNoClone, Schema, TableEntity, TableRecord,
+        normalize_id, protected_in, restore_id, CloneProbe, Column, ColumnKind, HasETag, IntoColumnValue, Key, KeyMode,
+        LargeEncoding, LargeForm, ProbeClone, ProbeNoClone, Schema, TableEntity, TableRecord,
     };
     pub use crate::error::{Error, Result};
     pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};
@@ -126,7 +126,10 @@ pub mod __private {
     pub use crate::store::settle::without_write_tokens;
     pub use crate::store::Authorizer;
     pub use crate::union::{TableUnion, UnionVariant};
-    pub use crate::update::refusal::{LargeFieldsCannotBePatched, MergeCannotClearAField};
+    pub use crate::update::refusal::{
+        ETagIsNotAColumn, KeysCannotBeUpdated, LargeFieldsCannotBePatched, MergeCannotClearAField,
+        SkippedFieldsAreNotStored, TimestampIsSetByTheService,
+    };
     pub use crate::update::{Authorized, MaySetProtected, RecordUpdater, Unauthorized, Update, UpdateBuilder};
     pub use crate::value::wire::{page_into, WireRow};
     pub use crate::value::{names_are_distinct, DateTime, ETag, EdmType, Properties, Row, Value};

@@ -19,12 +19,13 @@ use crate::error::Result;
 use crate::value::{ETag, Row};
 
 /// Decides whether the current caller holds a role. Supplied by the
-/// application (typically per request) through [`Store::with_authorizer`](crate::Store::with_authorizer).
+/// application (typically per request) through [`Store::with_authorizer`](crate::Store::with_authorizer)
+/// for whole-entity writes, and [`Update::authorize`] for partial updates.
 ///
 /// Closures implement it:
 ///
 /// ```
-/// use unified_tables::store::Authorizer;
+/// use unified_tables::update::Authorizer;
 /// let admin_only = |role: &str| role == "admin";
 /// assert!(admin_only.has_role("admin"));
 /// ```
@@ -163,8 +164,58 @@ impl<E, A> Update<E, A> {
 }
 
 impl<E> Update<E, Unauthorized> {
-    /// Allows the builder to set protected fields. Each protected field set
-    /// is checked against `authorizer`'s roles when the update is sent.
+    /// Allows the builder to set `#[protected]` fields; the generated
+    /// builders' `authorize` (`Account::update().authorize(..)`) is this.
+    /// Without it a protected field's setter does not compile. Each protected
+    /// field set is checked against `authorizer`'s roles when the update is
+    /// sent: a field none of whose roles the authorizer grants fails the
+    /// patch with [`Error::Protected`](crate::Error::Protected), and nothing
+    /// is written.
+    ///
+    /// It is the partial update's counterpart of
+    /// [`Store::with_authorizer`](crate::Store::with_authorizer), and
+    /// independent of it: a store's authorizer checks the whole-entity writes
+    /// (`update`, `upsert`, `update_with`, `mutate`), which read the stored
+    /// row and refuse only a change of a protected value; a patch reads
+    /// nothing, so every protected field it sets is checked, against the
+    /// builder's authorizer only. As with the .NET library's
+    /// `AllowProtected()`, authorise a builder once the caller's identity is
+    /// verified, with an authorizer that answers from that caller's roles.
+    ///
+    /// ```
+    /// use unified_tables::{Error, TableEntity, Tables};
+    ///
+    /// #[derive(TableEntity)]
+    /// struct Account {
+    ///     #[table(partition_key)] region: String,
+    ///     #[table(row_key)] id: String,
+    ///     #[protected("admin,accountant")] credit_limit: i64,
+    ///     note: String,
+    /// }
+    ///
+    /// struct Caller { roles: Vec<&'static str> }   // your verified user
+    /// impl Caller {
+    ///     fn has(&self, role: &str) -> bool { self.roles.contains(&role) }
+    /// }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let accounts = Tables::memory().store::<Account>();
+    /// accounts.create(&mut Account { region: "eu".into(), id: "1".into(), credit_limit: 100, note: String::new() }).await?;
+    ///
+    /// // Unprotected fields need no authorizer.
+    /// accounts.patch(("eu", "1"), Account::update().note("called back")).await?;
+    ///
+    /// let admin = Caller { roles: vec!["admin"] };
+    /// let update = Account::update().authorize(move |role: &str| admin.has(role)).credit_limit(5_000);
+    /// accounts.patch(("eu", "1"), update).await?;
+    ///
+    /// let clerk = Caller { roles: vec!["clerk"] };
+    /// let update = Account::update().authorize(move |role: &str| clerk.has(role)).credit_limit(9_000);
+    /// assert!(matches!(accounts.patch(("eu", "1"), update).await, Err(Error::Protected { .. })));
+    /// assert_eq!(accounts.get(("eu", "1")).await?.unwrap().credit_limit, 5_000);
+    /// # Ok::<(), Error>(())
+    /// # }).unwrap();
+    /// ```
     pub fn authorize(self, authorizer: impl Authorizer + 'static) -> Update<E, Authorized> {
         Update {
             row: self.row,
@@ -212,8 +263,8 @@ impl<E, A> RecordUpdater<E, A> for Update<E, A> {
 
 /// Reasons a setter does not compile.
 pub mod refusal {
-    // Both are bounds on the builder's authorisation state, which never
-    // implements them, so the refusal shows only where the setter is called.
+    // Each is a bound on the builder's authorisation state, which never
+    // implements it, so the refusal shows only where the setter is called.
 
     /// Never implemented: large values and blobs cannot be patched.
     #[diagnostic::on_unimplemented(
@@ -230,4 +281,36 @@ pub mod refusal {
         note = "use `mutate` (or a replace with `update` or `replace`) to set the field to None"
     )]
     pub trait MergeCannotClearAField {}
+
+    /// Never implemented: a partial update cannot change a key.
+    #[diagnostic::on_unimplemented(
+        message = "a key field cannot be set by a partial update: the keys address the row it writes",
+        label = "setter of a key field",
+        note = "give the keys to `patch` instead: `store.patch((partition_key, row_key), T::update()..)`; to move an entity to other keys, create it under the new keys and delete the old one (`create` then `delete`, or one batch within a partition)"
+    )]
+    pub trait KeysCannotBeUpdated {}
+
+    /// Never implemented: the ETag is the row's version, not a column.
+    #[diagnostic::on_unimplemented(
+        message = "the ETag field is not a column and cannot be set by a partial update",
+        label = "setter of the #[table(etag)] field",
+        note = "to make the update conditional on a version, call `.with_etag(etag)` on the builder"
+    )]
+    pub trait ETagIsNotAColumn {}
+
+    /// Never implemented: the service sets the Timestamp.
+    #[diagnostic::on_unimplemented(
+        message = "the Timestamp field is set by the service on every write and cannot be set by a partial update",
+        label = "setter of the #[table(timestamp)] field",
+        note = "for a time of your own, add a field of its own (or a #[table(updated_at)] stamp, which every write sets)"
+    )]
+    pub trait TimestampIsSetByTheService {}
+
+    /// Never implemented: a skipped field has no column.
+    #[diagnostic::on_unimplemented(
+        message = "this field is #[table(skip)]: it has no column, so a partial update cannot set it",
+        label = "setter of a skipped field",
+        note = "remove #[table(skip)] from the field to store it, or set it on the value in memory"
+    )]
+    pub trait SkippedFieldsAreNotStored {}
 }

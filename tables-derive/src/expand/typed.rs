@@ -209,7 +209,7 @@ fn setter(cont: &Container, f: &Field) -> Option<TokenStream> {
         quote!({ let __col = #col; #rebuilt })
     };
     Some(match &f.storage {
-        Storage::Key(_) | Storage::System(_) | Storage::Skip => return None,
+        Storage::Key(_) | Storage::System(_) | Storage::Skip => return Some(refused_setter(cont, f)),
         Storage::Value if f.attrs.soft_delete.is_some() => {
             let doc = format!(
                 "Refused at compile time: `{}` is the deletion stamp; use `Store::soft_delete` or `Store::restore`.",
@@ -278,16 +278,47 @@ fn setter(cont: &Container, f: &Field) -> Option<TokenStream> {
         }
         Storage::Value => {
             let inner = optional.unwrap_or(ty);
-            let value = wrap_optional(optional.is_some(), quote!(::core::convert::Into::<#inner>::into(value)));
+            // The column's own type, so a bare literal takes it (`5` for a `u32`).
+            let value = wrap_optional(
+                optional.is_some(),
+                quote!(#p::IntoColumnValue::<#inner>::into_column_value(value)),
+            );
             let encode = quote_spanned!(ty.span()=> <#ty as #p::TableValue>::encode(&__v, __c, __r, __o));
             let set = body(quote!(.__set_cells(&__col, |__c, __r, __o| #encode)));
             quote! {
                 #[doc = #doc]
-                pub fn #fi(self, value: impl ::core::convert::Into<#inner>) -> Self where #protected_bound { let __v: #ty = #value; #set }
+                pub fn #fi(self, value: impl #p::IntoColumnValue<#inner>) -> Self where #protected_bound { let __v: #ty = #value; #set }
                 #clear
             }
         }
     })
+}
+
+/// The setter of a field that is not a column a Merge can write (a key, the
+/// ETag, the Timestamp, a skipped field): it exists so that calling it names
+/// the reason and the fix, instead of "no method named ..".
+fn refused_setter(cont: &Container, f: &Field) -> TokenStream {
+    let auth = params(cont).auth;
+    let p = private();
+    let fi = &f.ident;
+    let (refusal, what) = match &f.storage {
+        Storage::Key(_) => (
+            quote!(KeysCannotBeUpdated),
+            "a key: the keys address the row a partial update writes",
+        ),
+        Storage::System(SystemRole::ETag) => (quote!(ETagIsNotAColumn), "the ETag: use `.with_etag(..)`"),
+        Storage::System(SystemRole::Timestamp) => {
+            (quote!(TimestampIsSetByTheService), "the Timestamp, set by the service")
+        }
+        _ => (quote!(SkippedFieldsAreNotStored), "#[table(skip)], so it is not stored"),
+    };
+    let doc = format!("Refused at compile time: `{fi}` is {what}.");
+    quote! {
+        #[doc = #doc]
+        pub fn #fi<__V>(self, _value: __V) -> Self where #auth: #p::#refusal {
+            unreachable!("the refusal trait has no implementations")
+        }
+    }
 }
 
 /// `Some(value)` for an optional field, else `value`.
@@ -329,7 +360,11 @@ pub(crate) fn builder(cont: &Container, struct_ident: &Ident) -> TokenStream {
                 }
 
                 impl #struct_ident<#p::Unauthorized> {
-                    /// Allows setting protected fields; their roles are checked against `authorizer` when sent.
+                    /// Allows setting `#[protected]` fields; each one set is checked against
+                    /// `authorizer`'s roles when the update is sent, and the patch fails with
+                    /// `Error::Protected` if none of its roles is granted. The builder's
+                    /// counterpart of `Store::with_authorizer` (see
+                    /// `unified_tables::update::Update::authorize`).
                     pub fn authorize(self, authorizer: impl #p::Authorizer + 'static) -> #struct_ident<#p::Authorized> {
                         #struct_ident(self.0.authorize(authorizer))
                     }

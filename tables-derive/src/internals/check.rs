@@ -18,6 +18,7 @@ pub(crate) fn check(cx: &Ctxt, cont: &Container) {
         check_field_attrs(cx, cont.derive, field);
     }
     if cont.derive == Derive::Entity {
+        check_table_name(cx, cont);
         check_keys(cx, cont, attrs_parsed);
         check_single(cx, cont);
         check_lifecycle_fields(cx, cont);
@@ -489,4 +490,51 @@ fn check_columns(cx: &Ctxt, cont: &Container) {
             );
         }
     }
+}
+
+/// The table name the derive gives the entity (`#[table(name = ..)]`, or the
+/// type's name) must be one the service accepts: `^[A-Za-z][A-Za-z0-9]{2,62}$`,
+/// and not `tables`. This is the rule of `unified_tables::service::check_table_name`,
+/// which the runtime applies to names given at run time (`Tables::store_in`).
+fn check_table_name(cx: &Ctxt, cont: &Container) {
+    let name = cont.table_name();
+    let valid = (3..=63).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric())
+        && !name.eq_ignore_ascii_case("tables");
+    if valid {
+        return;
+    }
+    let (span, whose) = match &cont.attrs.name {
+        Some(n) => (n.span, ""),
+        None => (
+            cont.ident.span(),
+            " (the type's name, which names the table by default)",
+        ),
+    };
+    err(
+        cx,
+        span,
+        format!(
+            "the table name `{name}`{whose} is one the service refuses: a table name has 3 to 63 ASCII letters and digits, starts with a letter and is not `tables`; name the table with #[table(name = \"{}\")]",
+            suggested_table_name(&name)
+        ),
+    );
+}
+
+/// A name the service accepts, close to `name`: its letters and digits,
+/// after a letter, padded to 3 characters and cut to 63.
+fn suggested_table_name(name: &str) -> String {
+    let mut out: String = name.chars().filter(char::is_ascii_alphanumeric).collect();
+    if !out.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        out.insert(0, 'T');
+    }
+    if out.eq_ignore_ascii_case("tables") {
+        out.push_str("Rows");
+    }
+    while out.len() < 3 {
+        out.push_str("Rows");
+    }
+    out.truncate(63);
+    out
 }

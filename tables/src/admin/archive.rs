@@ -65,11 +65,13 @@ pub struct ArchiveManifest {
     pub last: Option<(String, String)>,
 }
 
-/// An error about `path`.
+/// An error about `path`; a cause is attached with [`Error::with_source`]
+/// (`archive_error(path, "cannot be read").with_source(e)`).
 pub(crate) fn archive_error(path: &Path, reason: impl std::fmt::Display) -> Error {
     Error::Archive {
         path: path.display().to_string(),
         reason: reason.to_string(),
+        source: None,
     }
 }
 
@@ -94,9 +96,9 @@ impl ArchiveManifest {
     /// Reads `dir/manifest.json`, checking its format and version.
     pub fn read(dir: &Path) -> Result<ArchiveManifest> {
         let path = dir.join(MANIFEST);
-        let text = std::fs::read_to_string(&path).map_err(|e| archive_error(&path, e))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| archive_error(&path, "cannot be read").with_source(e))?;
         let manifest: ArchiveManifest =
-            serde_json::from_str(&text).map_err(|e| archive_error(&path, format!("not a manifest: {e}")))?;
+            serde_json::from_str(&text).map_err(|e| archive_error(&path, "not a manifest").with_source(e))?;
         if manifest.format != ARCHIVE_FORMAT || manifest.version != ARCHIVE_VERSION {
             return Err(archive_error(
                 &path,
@@ -111,7 +113,8 @@ impl ArchiveManifest {
 
     /// Writes `dir/manifest.json` whole and on disk ([`write_atomically`]).
     pub(crate) fn write(&self, dir: &Path) -> Result<()> {
-        let json = serde_json::to_vec_pretty(self).map_err(|e| archive_error(dir, e))?;
+        let json = serde_json::to_vec_pretty(self)
+            .map_err(|e| archive_error(dir, "the manifest cannot be written as JSON").with_source(e))?;
         write_atomically(&dir.join(MANIFEST), &json)
     }
 }
@@ -142,7 +145,7 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     };
     write().map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        archive_error(path, e)
+        archive_error(path, "cannot be written").with_source(e)
     })
 }
 
@@ -162,12 +165,14 @@ pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
 
 /// The SHA-256 and length of a file, read in pieces.
 pub(crate) fn hash_file(path: &Path) -> Result<(String, u64)> {
-    let mut f = std::fs::File::open(path).map_err(|e| archive_error(path, e))?;
+    let mut f = std::fs::File::open(path).map_err(|e| archive_error(path, "cannot be opened").with_source(e))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut len = 0u64;
     loop {
-        let n = f.read(&mut buf).map_err(|e| archive_error(path, e))?;
+        let n = f
+            .read(&mut buf)
+            .map_err(|e| archive_error(path, "cannot be read").with_source(e))?;
         if n == 0 {
             break;
         }
@@ -193,14 +198,17 @@ pub(crate) fn blob_files(dir: &Path) -> Result<Vec<(String, u64)>> {
     let entries = match std::fs::read_dir(&blobs) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(archive_error(&blobs, e)),
+        Err(e) => return Err(archive_error(&blobs, "cannot be listed").with_source(e)),
     };
     let mut out = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| archive_error(&blobs, e))?;
+        let entry = entry.map_err(|e| archive_error(&blobs, "cannot be listed").with_source(e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if is_blob_file_name(&name) {
-            let len = entry.metadata().map_err(|e| archive_error(&entry.path(), e))?.len();
+            let len = entry
+                .metadata()
+                .map_err(|e| archive_error(&entry.path(), "its size cannot be read").with_source(e))?
+                .len();
             out.push((name, len));
         }
     }

@@ -83,7 +83,8 @@ impl Part {
     fn create(dir: &Path, index: usize) -> Result<Part> {
         let name = format!("entities-{index:05}.jsonl");
         let path = dir.join(&name);
-        let file = std::fs::File::create(&path).map_err(|e| archive_error(&path, e))?;
+        let file =
+            std::fs::File::create(&path).map_err(|e| archive_error(&path, "cannot be created").with_source(e))?;
         Ok(Part {
             name,
             path,
@@ -98,7 +99,9 @@ impl Part {
         let mut write = |bytes: &[u8]| -> Result<()> {
             self.hasher.update(bytes);
             self.bytes += bytes.len() as u64;
-            self.file.write_all(bytes).map_err(|e| archive_error(&self.path, e))
+            self.file
+                .write_all(bytes)
+                .map_err(|e| archive_error(&self.path, "cannot be written").with_source(e))
         };
         write(line.as_bytes())?;
         write(b"\n")?;
@@ -111,8 +114,9 @@ impl Part {
         let file = self
             .file
             .into_inner()
-            .map_err(|e| archive_error(&self.path, e.error()))?;
-        file.sync_all().map_err(|e| archive_error(&self.path, e))?;
+            .map_err(|e| archive_error(&self.path, "cannot be written").with_source(e.into_error()))?;
+        file.sync_all()
+            .map_err(|e| archive_error(&self.path, "cannot be written to disk").with_source(e))?;
         Ok(ArchiveFile {
             name: self.name,
             entities: self.entities,
@@ -135,7 +139,7 @@ impl Admin {
     /// [`Error::Integrity`] naming it (run [`Admin::fsck`]). Memory stays flat:
     /// rows are read a page at a time and written as they come.
     pub async fn export(&self, dir: &Path, options: ExportOptions) -> Result<ExportReport> {
-        std::fs::create_dir_all(dir.join(BLOBS)).map_err(|e| archive_error(dir, e))?;
+        std::fs::create_dir_all(dir.join(BLOBS)).map_err(|e| archive_error(dir, "cannot be made").with_source(e))?;
         let mut manifest = if options.resume {
             let m = ArchiveManifest::read(dir)?;
             if m.table != self.table || m.partition != options.partition {

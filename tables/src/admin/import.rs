@@ -157,7 +157,8 @@ impl Admin {
             .unwrap_or_else(|| dir.join(format!("import-{}.position.json", self.table)));
         let mut position = match (options.resume, std::fs::read(&position_path)) {
             (true, Ok(bytes)) => {
-                let p: Position = serde_json::from_slice(&bytes).map_err(|e| archive_error(&position_path, e))?;
+                let p: Position = serde_json::from_slice(&bytes)
+                    .map_err(|e| archive_error(&position_path, "not an import's position").with_source(e))?;
                 if p.table != self.table {
                     return Err(archive_error(
                         &position_path,
@@ -220,19 +221,25 @@ impl Admin {
         let mut saved = std::time::Instant::now();
         for (index, file) in manifest.files.iter().enumerate().skip(position.file) {
             let path = dir.join(&file.name);
-            let reader = std::io::BufReader::new(std::fs::File::open(&path).map_err(|e| archive_error(&path, e))?);
+            let file =
+                std::fs::File::open(&path).map_err(|e| archive_error(&path, "cannot be opened").with_source(e))?;
+            let reader = std::io::BufReader::new(file);
             let mut batch: Vec<Unit> = Vec::new();
             let mut line_no = 0u64;
             let skip = if index == position.file { position.line } else { 0 };
             for line in reader.lines() {
-                let line = line.map_err(|e| archive_error(&path, e))?;
+                let line = line.map_err(|e| archive_error(&path, "cannot be read").with_source(e))?;
                 line_no += 1;
                 if line_no <= skip || line.is_empty() {
                     continue;
                 }
                 bytes += line.len() as u64 + 1;
                 let unit = self.unit(dir, &line, options.mode).await.map_err(|e| match e {
-                    Error::Archive { reason, .. } => archive_error(&path, format!("line {line_no}: {reason}")),
+                    Error::Archive { reason, source, .. } => Error::Archive {
+                        path: path.display().to_string(),
+                        reason: format!("line {line_no}: {reason}"),
+                        source,
+                    },
                     other => other,
                 })?;
                 let same_partition = batch.first().is_none_or(|u| u.key.0 == unit.key.0);
@@ -321,12 +328,11 @@ impl Admin {
         for (cell, value) in references {
             let column = &cell[..cell.len() - BLOB_SUFFIX.len()];
             let json = value.as_str().unwrap_or_default();
-            let reference = BlobRef::parse(&cell, json).map_err(|e| Error::Archive {
-                path: String::new(),
-                reason: format!("`{cell}`: {e}"),
+            let reference = BlobRef::parse(&cell, json).map_err(|e| {
+                archive_error(Path::new(""), format!("`{cell}` is not a blob reference")).with_source(e)
             })?;
             let file = blob_file(dir, &reference.sha256);
-            let bytes = std::fs::read(&file).map_err(|e| archive_error(&file, e))?;
+            let bytes = std::fs::read(&file).map_err(|e| archive_error(&file, "cannot be read").with_source(e))?;
             let own = BlobRef {
                 path: checked_blob_name(&self.table, &pk, &rk, column, &reference.sha256)?,
                 ..reference

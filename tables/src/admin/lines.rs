@@ -53,8 +53,10 @@ pub fn entity_from_line(line: &str) -> Result<(Row, Vec<LargeValue>)> {
     let bad = |reason: String| Error::Archive {
         path: "line".into(),
         reason,
+        source: None,
     };
-    let mut obj: Map<String, Json> = serde_json::from_str(line).map_err(|e| bad(format!("not a JSON object: {e}")))?;
+    let mut obj: Map<String, Json> =
+        serde_json::from_str(line).map_err(|e| bad("not a JSON object".into()).with_source(e))?;
     let mut large = Vec::new();
     let annotated: Vec<String> = obj.keys().filter(|k| k.ends_with(LARGE_ANNOTATION)).cloned().collect();
     for key in annotated {
@@ -85,6 +87,29 @@ pub fn entity_from_line(line: &str) -> Result<(Row, Vec<LargeValue>)> {
 mod tests {
     use super::*;
     use crate::value::{DateTime, Guid, Value};
+
+    /// Each cause is kept as the error's source and printed once: the
+    /// message says what is wrong with which file, the chain says why.
+    #[test]
+    fn an_export_error_keeps_its_cause_as_the_source() {
+        use std::error::Error as _;
+
+        let err = entity_from_line("{not json").unwrap_err();
+        assert!(matches!(err, Error::Archive { .. }), "{err}");
+        let cause = err.source().expect("the parser's error");
+        assert!(cause.downcast_ref::<serde_json::Error>().is_some(), "{cause:?}");
+        assert!(!err.to_string().contains(&cause.to_string()), "{err}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let err = super::super::ArchiveManifest::read(&missing).unwrap_err();
+        let file = missing.join(super::super::archive::MANIFEST);
+        assert_eq!(err.to_string(), format!("export `{}`: cannot be read", file.display()));
+        let cause = err.source().expect("the file system's error");
+        let io = cause.downcast_ref::<std::io::Error>().expect("an io::Error");
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+        assert!(cause.source().is_none());
+    }
 
     #[test]
     fn lines_round_trip_every_cell_type_with_the_service_annotations() {

@@ -101,8 +101,9 @@ impl Error {
     }
 
     /// Attaches `source` as the underlying error of an [`Error::Transport`],
-    /// [`Error::MalformedResponse`], [`Error::Config`], [`Error::Credential`]
-    /// or [`Error::Encode`]; any other error is returned unchanged. A
+    /// [`Error::MalformedResponse`], [`Error::Config`], [`Error::Credential`],
+    /// [`Error::Encode`], [`Error::Archive`] or [`Error::LockLost`]; any
+    /// other error is returned unchanged. A
     /// source whose text (or its sources' text) holds a secret is replaced by
     /// a copy of that text with the secrets redacted.
     ///
@@ -120,7 +121,9 @@ impl Error {
             | Error::MalformedResponse { source: slot, .. }
             | Error::Config { source: slot, .. }
             | Error::Credential { source: slot, .. }
-            | Error::Encode { source: slot, .. } => *slot = Some(scrub(source.into())),
+            | Error::Encode { source: slot, .. }
+            | Error::Archive { source: slot, .. }
+            | Error::LockLost { source: slot, .. } => *slot = Some(scrub(source.into())),
             _ => {}
         }
         self

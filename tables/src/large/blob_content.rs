@@ -1,14 +1,28 @@
 use std::fmt;
 use std::sync::Arc;
 
-use futures::stream::{self, Stream};
+use futures::stream;
 use sha2::{Digest, Sha256};
 
 use crate::backend::blob::BlobBackend;
 use crate::error::{Error, Result};
+use crate::large::named_stream::named_stream;
 use crate::layout::blob_cell;
 use crate::layout::BlobRef;
 use crate::value::{Row, Value};
+
+named_stream!(
+    /// The content of a [`BlobContent`], in chunks, its SHA-256 checked
+    /// before the last chunk. Returned by [`BlobContent::open`].
+    ///
+    /// It is `Unpin`: poll it in place with its own [`next`](Self::next) or
+    /// [`try_next`](Self::try_next) (no stream trait to import), or use it as
+    /// a [`futures::Stream`] with any stream combinator. After an error the
+    /// stream ends.
+    BlobContentStream,
+    Vec<u8>,
+    "chunk"
+);
 
 /// Bytes fetched per request when a file is streamed.
 const READ_CHUNK: u64 = 4 * 1024 * 1024;
@@ -203,7 +217,21 @@ impl BlobContent {
     /// [`Error::Integrity`] instead of being returned, and a blob deleted
     /// since the entity was read is an [`Error::Integrity`] saying the row may
     /// have changed.
-    pub fn open(&self) -> impl Stream<Item = Result<Vec<u8>>> + Send + 'static {
+    ///
+    /// ```
+    /// use unified_tables::{BlobContent, Error};
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let scan = BlobContent::from_bytes(b"%PDF-1.7".to_vec(), "application/pdf");
+    /// let mut chunks = scan.open();
+    /// let mut bytes = Vec::new();
+    /// while let Some(chunk) = chunks.try_next().await? {
+    ///     bytes.extend_from_slice(&chunk);
+    /// }
+    /// assert_eq!(bytes, b"%PDF-1.7");
+    /// # Ok::<(), Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn open(&self) -> BlobContentStream {
         let state = match (&self.pending, &self.stored, &self.source) {
             (Some((bytes, _)), _, _) => match bytes.read() {
                 Ok(b) => State::Pending(b, false),
@@ -224,7 +252,7 @@ impl BlobContent {
                 reason: "the content holds no bytes and no reference".into(),
             })),
         };
-        stream::try_unfold(state, |state| async move {
+        BlobContentStream::new(stream::try_unfold(state, |state| async move {
             match state {
                 State::Failed(e) => match e {
                     Some(e) => Err(e),
@@ -244,7 +272,7 @@ impl BlobContent {
                     watch.checked(read_chunk(source, reference, offset, hasher).await)
                 }
             }
-        })
+        }))
     }
 
     /// Reads the whole content in one request, checking its length and

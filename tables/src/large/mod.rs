@@ -8,9 +8,10 @@ pub(crate) mod cells;
 pub(crate) mod continuation_hints;
 pub(crate) mod gather;
 pub(crate) mod gzip;
+pub(crate) mod named_stream;
 pub(crate) mod plan;
 pub(crate) mod sink;
 pub(crate) mod stream;
 
-pub use blob_content::{decode_blob_ref, encode_blob_ref, BlobContent};
+pub use blob_content::{decode_blob_ref, encode_blob_ref, BlobContent, BlobContentStream};
 pub use cells::{encode_large_bytes, encode_large_json, encode_large_json_value, encode_large_text};

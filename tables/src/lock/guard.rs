@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -30,7 +31,7 @@ pub struct LockGuard {
     blob: LockBlob,
     lease: Guid,
     token: u64,
-    lost: watch::Receiver<Option<String>>,
+    lost: watch::Receiver<Option<Loss>>,
     renewal: Option<JoinHandle<()>>,
 }
 
@@ -40,7 +41,7 @@ impl fmt::Debug for LockGuard {
             .field("lock", &self.blob.lock)
             .field("container", &self.blob.container)
             .field("fencing_token", &self.token)
-            .field("lost", &*self.lost.borrow())
+            .field("lost", &self.lost.borrow().as_ref().map(|l| &l.reason))
             .finish()
     }
 }
@@ -97,11 +98,11 @@ impl LockGuard {
         let mut lost = self.lost.clone();
         let name = self.blob.lock.clone();
         async move {
-            let reason = match lost.wait_for(Option::is_some).await {
-                Ok(reason) => reason.clone().unwrap_or_default(),
-                Err(_) => "the guard was released".to_owned(),
+            let loss = match lost.wait_for(Option::is_some).await {
+                Ok(loss) => loss.clone().unwrap_or_default(),
+                Err(_) => Loss::new("the guard was released", None),
             };
-            Error::LockLost { name, reason }
+            loss.error(name)
         }
     }
 
@@ -112,11 +113,8 @@ impl LockGuard {
         if let Some(renewal) = self.renewal.take() {
             renewal.abort();
         }
-        if let Some(reason) = self.lost.borrow().clone() {
-            return Err(Error::LockLost {
-                name: self.blob.lock.clone(),
-                reason,
-            });
+        if let Some(loss) = self.lost.borrow().clone() {
+            return Err(loss.error(self.blob.lock.clone()));
         }
         let action = LeaseAction::Release { lease: self.lease };
         match self
@@ -126,10 +124,10 @@ impl LockGuard {
             .await
         {
             Ok(_) => Ok(()),
-            Err(e) if matches!(e.kind(), ErrorKind::Busy | ErrorKind::NotFound) => Err(Error::LockLost {
-                name: self.blob.lock.clone(),
-                reason: format!("the lease was no longer held when it was released ({e})"),
-            }),
+            Err(e) if matches!(e.kind(), ErrorKind::Busy | ErrorKind::NotFound) => {
+                Err(Loss::new("the lease was no longer held when it was released", Some(e))
+                    .error(self.blob.lock.clone()))
+            }
             Err(e) => Err(e),
         }
     }
@@ -158,7 +156,32 @@ impl Drop for LockGuard {
 /// Renews the lease every third of its duration until the task is aborted,
 /// and reports a loss through `tell`: at once when the service refuses a
 /// renewal, or when renewals kept failing past the lease's deadline.
-async fn renew(blob: LockBlob, lease: Guid, seconds: u32, sent: Instant, tell: watch::Sender<Option<String>>) {
+/// Why a lease was lost: in words, and the service's refusal that showed it.
+#[derive(Clone, Default)]
+struct Loss {
+    reason: String,
+    source: Option<Arc<Error>>,
+}
+
+impl Loss {
+    fn new(reason: &str, source: Option<Error>) -> Loss {
+        Loss {
+            reason: reason.to_owned(),
+            source: source.map(Arc::new),
+        }
+    }
+
+    /// The [`Error::LockLost`] of lock `name`, the refusal as its source.
+    fn error(self, name: String) -> Error {
+        Error::LockLost {
+            name,
+            reason: self.reason,
+            source: self.source.map(|e| Box::new(e) as crate::error::BoxError),
+        }
+    }
+}
+
+async fn renew(blob: LockBlob, lease: Guid, seconds: u32, sent: Instant, tell: watch::Sender<Option<Loss>>) {
     let ttl = Duration::from_secs(u64::from(seconds));
     let every = ttl / 3;
     let mut deadline = sent + ttl;
@@ -166,8 +189,9 @@ async fn renew(blob: LockBlob, lease: Guid, seconds: u32, sent: Instant, tell: w
     loop {
         tokio::time::sleep_until(next.min(deadline)).await;
         if Instant::now() >= deadline {
-            let _ = tell.send(Some(format!(
-                "the lease could not be renewed within its {seconds} s and may have run out"
+            let _ = tell.send(Some(Loss::new(
+                &format!("the lease could not be renewed within its {seconds} s and may have run out"),
+                None,
             )));
             return;
         }
@@ -182,7 +206,7 @@ async fn renew(blob: LockBlob, lease: Guid, seconds: u32, sent: Instant, tell: w
                 next = sent + every;
             }
             Err(e) if matches!(e.kind(), ErrorKind::Busy | ErrorKind::NotFound) => {
-                let _ = tell.send(Some(format!("the service refused to renew the lease ({e})")));
+                let _ = tell.send(Some(Loss::new("the service refused to renew the lease", Some(e))));
                 return;
             }
             Err(e) => {

@@ -344,10 +344,9 @@ async fn write_next_token(blob: &LockBlob, lease: Guid) -> Result<u64> {
         .await
     {
         Ok(_) => Ok(token),
-        Err(e) if matches!(e.kind(), ErrorKind::Busy | ErrorKind::PreconditionFailed) => Err(lost(
-            blob,
-            &format!("the lease ended before the fencing token was written ({e})"),
-        )),
+        Err(e) if matches!(e.kind(), ErrorKind::Busy | ErrorKind::PreconditionFailed) => {
+            Err(lost(blob, "the lease ended before the fencing token was written").with_source(e))
+        }
         Err(e) => Err(e),
     }
 }
@@ -356,6 +355,7 @@ fn lost(blob: &LockBlob, reason: &str) -> Error {
     Error::LockLost {
         name: blob.lock.clone(),
         reason: reason.to_owned(),
+        source: None,
     }
 }
 

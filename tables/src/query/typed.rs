@@ -12,6 +12,7 @@ use std::ops::{BitAnd, BitOr, Not};
 
 use super::{CmpOp, Filter, Selected};
 use crate::codec::{EncodeOptions, TableValue};
+use crate::entity::IntoColumnValue;
 use crate::error::Error;
 use crate::value::{Row, Value};
 
@@ -257,51 +258,51 @@ impl<E, T> Col<E, T> {
     }
 
     /// `column eq value`.
-    pub fn eq(&self, value: impl Into<T>) -> Where<E>
+    pub fn eq(&self, value: impl IntoColumnValue<T>) -> Where<E>
     where
         T: Filterable,
     {
-        self.cmp(CmpOp::Eq, &value.into())
+        self.cmp(CmpOp::Eq, &value.into_column_value())
     }
 
     /// `column ne value`.
-    pub fn ne(&self, value: impl Into<T>) -> Where<E>
+    pub fn ne(&self, value: impl IntoColumnValue<T>) -> Where<E>
     where
         T: Filterable,
     {
-        self.cmp(CmpOp::Ne, &value.into())
+        self.cmp(CmpOp::Ne, &value.into_column_value())
     }
 
     /// `column lt value`.
-    pub fn lt(&self, value: impl Into<T>) -> Where<E>
+    pub fn lt(&self, value: impl IntoColumnValue<T>) -> Where<E>
     where
         T: Ordered,
     {
-        self.cmp(CmpOp::Lt, &value.into())
+        self.cmp(CmpOp::Lt, &value.into_column_value())
     }
 
     /// `column le value`.
-    pub fn le(&self, value: impl Into<T>) -> Where<E>
+    pub fn le(&self, value: impl IntoColumnValue<T>) -> Where<E>
     where
         T: Ordered,
     {
-        self.cmp(CmpOp::Le, &value.into())
+        self.cmp(CmpOp::Le, &value.into_column_value())
     }
 
     /// `column gt value`.
-    pub fn gt(&self, value: impl Into<T>) -> Where<E>
+    pub fn gt(&self, value: impl IntoColumnValue<T>) -> Where<E>
     where
         T: Ordered,
     {
-        self.cmp(CmpOp::Gt, &value.into())
+        self.cmp(CmpOp::Gt, &value.into_column_value())
     }
 
     /// `column ge value`.
-    pub fn ge(&self, value: impl Into<T>) -> Where<E>
+    pub fn ge(&self, value: impl IntoColumnValue<T>) -> Where<E>
     where
         T: Ordered,
     {
-        self.cmp(CmpOp::Ge, &value.into())
+        self.cmp(CmpOp::Ge, &value.into_column_value())
     }
 }
 
@@ -394,18 +395,19 @@ impl<E, T> OptCol<E, T> {
 
 impl<E, T> OptCol<E, T> {
     /// `column eq value`: rows whose column holds `value` (never rows where it is `None`).
-    pub fn eq(&self, value: impl Into<T>) -> WherePartial<E>
+    pub fn eq(&self, value: impl IntoColumnValue<T>) -> WherePartial<E>
     where
         T: Filterable,
     {
         WherePartial {
-            filter: literal(&self.name, &value.into()).map(|v| Filter::cmp(self.name.clone(), CmpOp::Eq, v)),
+            filter: literal(&self.name, &value.into_column_value())
+                .map(|v| Filter::cmp(self.name.clone(), CmpOp::Eq, v)),
             _entity: PhantomData,
         }
     }
 
     /// `ne` is refused on an optional column.
-    pub fn ne(&self, _value: impl Into<T>) -> WherePartial<E>
+    pub fn ne(&self, _value: impl IntoColumnValue<T>) -> WherePartial<E>
     where
         T: NotOnOptional,
     {
@@ -413,7 +415,7 @@ impl<E, T> OptCol<E, T> {
     }
 
     /// Orderings are refused on an optional column.
-    pub fn lt(&self, _value: impl Into<T>) -> WherePartial<E>
+    pub fn lt(&self, _value: impl IntoColumnValue<T>) -> WherePartial<E>
     where
         T: NotOnOptional,
     {
@@ -421,7 +423,7 @@ impl<E, T> OptCol<E, T> {
     }
 
     /// Orderings are refused on an optional column.
-    pub fn gt(&self, _value: impl Into<T>) -> WherePartial<E>
+    pub fn gt(&self, _value: impl IntoColumnValue<T>) -> WherePartial<E>
     where
         T: NotOnOptional,
     {
@@ -429,7 +431,7 @@ impl<E, T> OptCol<E, T> {
     }
 
     /// Orderings are refused on an optional column.
-    pub fn le(&self, _value: impl Into<T>) -> WherePartial<E>
+    pub fn le(&self, _value: impl IntoColumnValue<T>) -> WherePartial<E>
     where
         T: NotOnOptional,
     {
@@ -437,7 +439,7 @@ impl<E, T> OptCol<E, T> {
     }
 
     /// Orderings are refused on an optional column.
-    pub fn ge(&self, _value: impl Into<T>) -> WherePartial<E>
+    pub fn ge(&self, _value: impl IntoColumnValue<T>) -> WherePartial<E>
     where
         T: NotOnOptional,
     {

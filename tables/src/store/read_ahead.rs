@@ -107,7 +107,7 @@ impl PageFetcher {
                 match joined {
                     Ok(page) => page?,
                     Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                    Err(e) => return Err(Error::transport(format!("a page read ahead was lost: {e}"))),
+                    Err(e) => return Err(Error::transport("a page read ahead was lost").with_source(e)),
                 }
             }
             None if self.is_done() => return Ok(None),

@@ -1,57 +1,29 @@
 //! Streams of entities that hold one page at a time.
 
 use std::collections::VecDeque;
-use std::fmt;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
-use futures::stream::{self, Stream};
+use futures::stream;
 
 use super::read_ahead::PageFetcher;
 use super::{QueryOptions, Store};
 use crate::backend::QueryRequest;
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
+use crate::large::named_stream::named_stream;
 use crate::value::Row;
 
-/// The entities of a query, fetched page by page: the next page is fetched
-/// while the current one is decoded, so at most two pages are held in
-/// memory. Returned by [`Store::stream`].
-///
-/// It is `Unpin`: poll it in place with its own [`next`](Self::next) or
-/// [`try_next`](Self::try_next), or use it as a [`futures::Stream`] with any
-/// stream combinator. After an error the stream ends.
-#[must_use = "a stream reads nothing until it is polled"]
-pub struct EntityStream<T> {
-    inner: Pin<Box<dyn Stream<Item = Result<T>> + Send>>,
-}
-
-impl<T> fmt::Debug for EntityStream<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("EntityStream")
-    }
-}
-
-impl<T> Stream for EntityStream<T> {
-    type Item = Result<T>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<T>>> {
-        self.inner.as_mut().poll_next(cx)
-    }
-}
-
-impl<T> EntityStream<T> {
-    /// The next entity, an error (after which the stream ends), or `None` at the end.
-    #[allow(clippy::should_implement_trait)]
-    pub async fn next(&mut self) -> Option<Result<T>> {
-        futures::StreamExt::next(&mut self.inner).await
-    }
-
-    /// The next entity, `Ok(None)` at the end: `while let Some(e) = s.try_next().await? { .. }`.
-    pub async fn try_next(&mut self) -> Result<Option<T>> {
-        self.next().await.transpose()
-    }
-}
+named_stream!(
+    /// The entities of a query, fetched page by page: the next page is fetched
+    /// while the current one is decoded, so at most two pages are held in
+    /// memory. Returned by [`Store::stream`].
+    ///
+    /// It is `Unpin`: poll it in place with its own [`next`](Self::next) or
+    /// [`try_next`](Self::try_next), or use it as a [`futures::Stream`] with any
+    /// stream combinator. After an error the stream ends.
+    EntityStream<T>,
+    T,
+    "entity"
+);
 
 /// Where a stream is: its pages (the next one possibly on its way), the
 /// rows of the current page not yet decoded.
@@ -120,9 +92,7 @@ impl<T: TableEntity> Store<T> {
         let request = match self.request_for(&options) {
             Ok(request) => request,
             Err(e) => {
-                return EntityStream {
-                    inner: Box::pin(stream::once(async move { Err::<T, Error>(e) })),
-                }
+                return EntityStream::new(stream::once(async move { Err::<T, Error>(e) }));
             }
         };
         let state = State {
@@ -135,6 +105,6 @@ impl<T: TableEntity> Store<T> {
         let inner = stream::try_unfold(state, |mut state| async move {
             Ok(state.next().await?.map(|entity| (entity, state)))
         });
-        EntityStream { inner: Box::pin(inner) }
+        EntityStream::new(inner)
     }
 }

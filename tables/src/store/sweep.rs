@@ -9,7 +9,7 @@ use super::{Store, SweepSchedule};
 use crate::backend::blob::BlobCondition;
 use crate::backend::QueryRequest;
 use crate::entity::TableEntity;
-use crate::error::{Error, KeyKind, Result};
+use crate::error::{Error, KeyKind, Result, SweepFailure};
 use crate::layout::{blob_paths, escape_segment, is_offload_shape, partition_prefix, unescape_segment};
 use crate::query::Filter;
 use crate::service::{MAX_LIST_RESULTS, MAX_PAGE_SIZE};
@@ -73,7 +73,7 @@ impl<T: TableEntity> Store<T> {
                 match blobs.backend.delete(container, &item.name, condition).await {
                     Ok(true) => report.deleted += 1,
                     Ok(false) => {}
-                    Err(e) => failures.push(format!("{}: {e}", item.name)),
+                    Err(e) => failures.push(SweepFailure::new(item.name.clone(), e)),
                 }
             }
             match listing.next_marker {
@@ -127,7 +127,7 @@ impl<T: TableEntity> Store<T> {
                     total.deleted += deleted;
                     failures.extend(f);
                 }
-                Err(e) => failures.push(format!("partition {pk:?}: {e}")),
+                Err(e) => failures.push(SweepFailure::new(format!("partition {pk:?}"), e)),
             }
         }
         if failures.is_empty() {

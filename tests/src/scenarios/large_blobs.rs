@@ -395,9 +395,22 @@ pub async fn a_failed_blob_release_does_not_fail_the_write(env: &Env) {
     assert_eq!(row_blobs(env, "p", "doc").await.len(), 4, "v4's blob deleted");
     assert!(store.get(("p", "doc")).await.unwrap().unwrap().same(&v5_doc));
 
-    // The sweep reclaims what the failed releases left; the referenced blob stays.
+    // A sweep that cannot delete one orphan still tries the others, and
+    // names the one that failed with its error kept whole.
+    faulty.fail_next(FaultTarget::BlobDelete, FaultTiming::Before, busy);
+    match store.sweep_orphan_blobs("p", Duration::ZERO).await {
+        Err(Error::SweepFailed { deleted, failures }) => {
+            assert_eq!((deleted, failures.len()), (2, 1), "{failures:?}");
+            let prefix = format!("{}/p/doc/", env.table);
+            assert!(failures[0].what.starts_with(&prefix), "{}", failures[0].what);
+            assert_eq!(failures[0].error.kind(), ErrorKind::Throttled, "{}", failures[0].error);
+        }
+        other => panic!("expected SweepFailed, got {other:?}"),
+    }
+
+    // The next sweep reclaims what is left; the referenced blob stays.
     let report = store.sweep_orphan_blobs("p", Duration::ZERO).await.unwrap();
-    assert_eq!(report.deleted, 3, "{report:?}");
+    assert_eq!(report.deleted, 1, "{report:?}");
     assert_eq!(row_blobs(env, "p", "doc").await, vec![v5]);
     assert!(!row_blobs(env, "p", "doc").await.contains(&v3));
     assert!(store.get(("p", "doc")).await.unwrap().unwrap().same(&v5_doc));

@@ -200,6 +200,15 @@ pub async fn a_holder_that_stops_renewing_loses_the_lock_after_the_ttl(env: &Env
     next.release().await.unwrap();
 }
 
+/// A lost lock's error holds the service's refusal as its source, once:
+/// the message says what happened to the lock, the source why.
+fn assert_refusal_is_the_source(lost: &Error) {
+    let refusal = std::error::Error::source(lost).unwrap_or_else(|| panic!("no source: {lost}"));
+    let (said, cause) = (lost.to_string(), refusal.to_string());
+    assert!(!cause.is_empty() && !said.contains(&cause), "{said} / {cause}");
+    assert!(said.contains("refused to renew"), "{said}");
+}
+
 /// Breaking a held lock with no break period hands it over at once: the
 /// breaker acquires with the next token, the old holder's renewal is refused
 /// (its guard reports the loss), its release says it no longer held the
@@ -213,10 +222,14 @@ pub async fn a_break_hands_the_lock_over(env: &Env) {
     let new = breaker.try_acquire(TTL).await.unwrap().expect("broken: free at once");
     assert_eq!(new.fencing_token(), old.fencing_token() + 1);
 
-    // The old holder renews every 5 s and is refused then.
+    // The old holder renews every 5 s and is refused then; the refusal is
+    // the loss's source, not repeated in its message.
     let why = lost_within(&old, Duration::from_secs(10)).await;
     assert!(matches!(why, Error::LockLost { .. }), "{why}");
-    assert!(matches!(old.release().await, Err(Error::LockLost { .. })));
+    assert_refusal_is_the_source(&why);
+    let released = old.release().await.unwrap_err();
+    assert!(matches!(released, Error::LockLost { .. }), "{released}");
+    assert_refusal_is_the_source(&released);
     assert!(!new.is_lost());
     new.release().await.unwrap();
     // Breaking a lock nobody holds does nothing.

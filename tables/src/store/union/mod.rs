@@ -13,6 +13,7 @@ mod read;
 mod write;
 
 pub use query::{UnionColumns, UnionPage, UnionQuery};
+pub use read::UnionStream;
 
 use std::collections::BTreeMap;
 use std::fmt;

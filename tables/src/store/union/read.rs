@@ -3,12 +3,13 @@
 
 use std::collections::VecDeque;
 
-use futures::stream::{self, Stream};
+use futures::stream;
 
 use super::{UnionEntry, UnionPage, UnionQuery, UnionStore};
 use crate::backend::{Page, PageToken, QueryRequest};
 use crate::entity::Key;
 use crate::error::{Error, Result};
+use crate::large::named_stream::named_stream;
 use crate::layout::{is_system_column, TYPE_NAME, WRITE_TOKEN};
 use crate::store::read::is_continuation_row;
 use crate::union::TableUnion;
@@ -23,6 +24,19 @@ fn refuse_cursor<E>(query: &UnionQuery<E>) -> Result<()> {
         None => Ok(()),
     }
 }
+
+named_stream!(
+    /// The entries of a union query, fetched page by page, holding at most
+    /// one page in memory. Returned by [`UnionStore::stream`].
+    ///
+    /// It is `Unpin`: poll it in place with its own [`next`](Self::next) or
+    /// [`try_next`](Self::try_next) (no stream trait to import), or use it as
+    /// a [`futures::Stream`] with any stream combinator. After an error the
+    /// stream ends.
+    UnionStream<E>,
+    UnionEntry<E>,
+    "entry"
+);
 
 impl<E: TableUnion> UnionStore<E> {
     /// Reads the row at `key`: `None` when there is none. An item whose
@@ -100,10 +114,34 @@ impl<E: TableUnion> UnionStore<E> {
 
     /// Streams the rows the query selects, fetching page by page and holding
     /// at most one page in memory.
-    pub fn stream(
-        &self,
-        query: impl Into<UnionQuery<E>>,
-    ) -> impl Stream<Item = Result<UnionEntry<E>>> + Send + 'static {
+    ///
+    /// ```
+    /// # use unified_tables::{Error, TableRecord, TableUnion, Tables, UnionQuery};
+    /// #[derive(TableRecord, Debug, Clone)]
+    /// struct Placed { total: f64 }
+    ///
+    /// #[derive(TableUnion, Debug, Clone)]
+    /// enum Event {
+    ///     Placed(Placed),
+    ///     Cancelled,
+    /// }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let events = Tables::memory().union_store::<Event>("Events");
+    /// events.insert(("order-1", "0001"), &Event::Placed(Placed { total: 9.5 })).await?;
+    /// events.insert(("order-1", "0002"), &Event::Cancelled).await?;
+    /// let mut entries = events.stream(UnionQuery::partition("order-1"));
+    /// let mut seen = 0;
+    /// while let Some(entry) = entries.try_next().await? {
+    ///     if let Some(Event::Placed(p)) = entry.item {
+    ///         assert_eq!(p.total, 9.5);
+    ///     }
+    ///     seen += 1;
+    /// }
+    /// assert_eq!(seen, 2);
+    /// # Ok::<(), Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn stream(&self, query: impl Into<UnionQuery<E>>) -> UnionStream<E> {
         struct State<E> {
             store: UnionStore<E>,
             request: Option<QueryRequest>,
@@ -153,7 +191,7 @@ impl<E: TableUnion> UnionStore<E> {
                 st.buffer.extend(page.rows);
             }
         });
-        stream::StreamExt::chain(failed, rows)
+        UnionStream::new(stream::StreamExt::chain(failed, rows))
     }
 
     /// One page of a request.

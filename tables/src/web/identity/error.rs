@@ -81,9 +81,11 @@ pub enum IdentityError {
     /// Another writer changed the same rows at every attempt; nothing of this call is stored. Try again.
     #[error("the identity rows kept changing under this call: try again")]
     Contended,
-    /// Hashing or verifying a password failed (the blocking task did not finish).
-    #[error("password hashing failed: {0}")]
-    Hashing(String),
+    /// Hashing or verifying a password failed: its blocking task did not
+    /// finish (it panicked, or the runtime shut down); the task's error is
+    /// the source.
+    #[error("password hashing did not finish")]
+    Hashing(#[source] tokio::task::JoinError),
     /// The table service failed.
     #[error(transparent)]
     Storage(#[from] crate::Error),

@@ -1,6 +1,9 @@
 //! Users, roles, claims, external logins and tokens in tables, with
-//! axum-login's [`AuthnBackend`](axum_login::AuthnBackend) and
-//! [`AuthzBackend`](axum_login::AuthzBackend) over them (feature `axum-login`).
+//! axum-login's `AuthnBackend` and `AuthzBackend` over them (feature `axum-login`).
+//!
+//! [`Identity`] implements axum-login's
+//! [`AuthnBackend`](axum_login::AuthnBackend) and
+//! [`AuthzBackend`](axum_login::AuthzBackend).
 //!
 //! [`Identity`] is the whole store: sign-up ([`Identity::register`]),
 //! sign-in with lockout ([`Identity::sign_in`], or axum-login's

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use super::{IdentityError, IdentityResult};
 
 fn joined(e: tokio::task::JoinError) -> IdentityError {
-    IdentityError::Hashing(e.to_string())
+    IdentityError::Hashing(e)
 }
 
 /// A PHC hash string of `password`.
