@@ -415,7 +415,11 @@ impl Transport {
                     // The URL names the request; a SAS's parameters are not in it.
                     let what = format!("{what} ({} {printed})", out.method);
                     // A connection never made (TCP, proxy or TLS handshake): the request never left.
-                    let error = if connect { Error::unreachable(what) } else { Error::transport(what) };
+                    let error = if connect {
+                        Error::unreachable(what)
+                    } else {
+                        Error::transport(what)
+                    };
                     let error = match source {
                         Some(source) => error.with_source(source),
                         None => error,

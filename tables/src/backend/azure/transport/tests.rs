@@ -68,6 +68,8 @@ async fn each_attempt_is_a_span_and_each_retry_an_event_with_its_backoff() {
     ]);
     let lines = Lines::default();
     let _default = tracing::subscriber::set_default(tracing_subscriber::registry().with(lines.clone()));
+    // Callsites first seen by a parallel test without a subscriber cached "never"; ask again.
+    tracing::callsite::rebuild_interest_cache();
     let backend = AzureConnection::parse(&format!("SharedAccessSignature={SAS};TableEndpoint={endpoint}"))
         .unwrap()
         .table_backend()
@@ -136,6 +138,8 @@ async fn a_key_connection_logs_no_signature_and_a_refused_connection_is_named() 
         .port();
     let lines = Lines::default();
     let _default = tracing::subscriber::set_default(tracing_subscriber::registry().with(lines.clone()));
+    // Callsites first seen by a parallel test without a subscriber cached "never"; ask again.
+    tracing::callsite::rebuild_interest_cache();
     let connection = AzureConnection::parse(&format!(
         "AccountName=devstoreaccount1;AccountKey={EMULATOR_ACCOUNT_KEY};TableEndpoint=http://127.0.0.1:{port}/devstoreaccount1"
     ))
