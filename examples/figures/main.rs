@@ -173,6 +173,15 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
         }
     }
     if runs("point") {
+        // `--features metrics` against none: what compiled-in metrics cost with no recorder.
+        notes.push(format!(
+            "point: operation and request spans compiled in, no subscriber; metrics {}",
+            if cfg!(feature = "metrics") {
+                "compiled in (feature `metrics`), no recorder"
+            } else {
+                "not compiled (feature `metrics` off)"
+            }
+        ));
         figures.extend(point::figures(&db, pooled.as_ref(), parsed.as_ref(), point_ops).await?);
         if connection.is_some() {
             figures.extend(point_token::figures(POINT_OPS.1).await?);

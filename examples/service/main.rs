@@ -10,6 +10,14 @@
 //!
 //! `SERVICE_ADDR` chooses another address, `SERVICE_ADMIN_PASSWORD` creates
 //! the `admin` account. The routes are listed in `lib.rs` and the README.
+//!
+//! Traces go to stdout: every operation's span as it closes, with its
+//! OpenTelemetry attributes and time (`SERVICE_TRACE=debug` adds each
+//! request and attempt, and what the store decided; see the guide's
+//! Telemetry chapter). It prints them with `tracing-subscriber`'s `fmt`
+//! layer, already in the workspace; an OTLP export puts
+//! `tracing-opentelemetry`'s layer in the same subscriber instead, at the
+//! cost of the OpenTelemetry SDK's crates.
 
 use std::time::Duration;
 
@@ -22,6 +30,15 @@ mod service;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let level = match std::env::var("SERVICE_TRACE").as_deref() {
+        Ok("debug") => tracing_subscriber::filter::LevelFilter::DEBUG,
+        Ok("trace") => tracing_subscriber::filter::LevelFilter::TRACE,
+        _ => tracing_subscriber::filter::LevelFilter::INFO,
+    };
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .init();
     let (tables, backend) = tables_from_env()?;
     let address = std::env::var("SERVICE_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".to_owned());
     let mut config = service::Config::new(tables)

@@ -101,52 +101,72 @@ impl BlobContainer {
 
     /// Reads a blob with its ETag; `None` if it does not exist.
     pub async fn get(&self, name: &str) -> Result<Option<StoredBlob>> {
-        let backend = self.ready().await?;
-        let read = backend.get(&self.container, name, None).await;
-        Ok(self
-            .map(name, read)?
-            .map(|(properties, bytes)| StoredBlob { properties, bytes }))
+        crate::telemetry::Operation::blobs("get", &self.container)
+            .run(async move {
+                let backend = self.ready().await?;
+                let read = backend.get(&self.container, name, None).await;
+                Ok(self
+                    .map(name, read)?
+                    .map(|(properties, bytes)| StoredBlob { properties, bytes }))
+            })
+            .await
     }
 
     /// Reads a blob only if it no longer has `etag` (`If-None-Match`), so a
     /// cached copy is revalidated without downloading it again.
     pub async fn get_if_changed(&self, name: &str, etag: &str) -> Result<Revalidated> {
-        check_caller_etag(etag)?;
-        let backend = self.ready().await?;
-        let options = GetOptions {
-            range: None,
-            condition: ReadCondition::IfNoneMatch(etag.to_owned()),
-        };
-        match backend.get_with(&self.container, name, options).await {
-            Ok(Some((properties, bytes))) => Ok(Revalidated::Changed(StoredBlob { properties, bytes })),
-            Ok(None) => Ok(Revalidated::Missing),
-            Err(e) if e.service_code().is_some_and(|(status, _)| status == 304) => Ok(Revalidated::Unchanged),
-            Err(e) => Err(self.meaning(name, e)),
-        }
+        crate::telemetry::Operation::blobs("get_if_changed", &self.container)
+            .run(async move {
+                check_caller_etag(etag)?;
+                let backend = self.ready().await?;
+                let options = GetOptions {
+                    range: None,
+                    condition: ReadCondition::IfNoneMatch(etag.to_owned()),
+                };
+                match backend.get_with(&self.container, name, options).await {
+                    Ok(Some((properties, bytes))) => Ok(Revalidated::Changed(StoredBlob { properties, bytes })),
+                    Ok(None) => Ok(Revalidated::Missing),
+                    Err(e) if e.service_code().is_some_and(|(status, _)| status == 304) => Ok(Revalidated::Unchanged),
+                    Err(e) => Err(self.meaning(name, e)),
+                }
+            })
+            .await
     }
 
     /// The properties of a blob, or `None` if it does not exist.
     pub async fn properties(&self, name: &str) -> Result<Option<BlobProperties>> {
-        let backend = self.ready().await?;
-        let read = backend.properties(&self.container, name).await;
-        self.map(name, read)
+        crate::telemetry::Operation::blobs("properties", &self.container)
+            .run(async move {
+                let backend = self.ready().await?;
+                let read = backend.properties(&self.container, name).await;
+                self.map(name, read)
+            })
+            .await
     }
 
     /// Writes a blob, whatever is stored.
     pub async fn put(&self, name: &str, bytes: Vec<u8>) -> Result<BlobProperties> {
-        self.put_with(name, bytes, PutOptions::default()).await
+        crate::telemetry::Operation::blobs("put", &self.container)
+            .run(async move { self.put_with(name, bytes, PutOptions::default()).await })
+            .await
     }
 
     /// Writes a new blob (`If-None-Match: *`): [`Error::BlobAlreadyExists`]
     /// if one of that name exists.
     pub async fn create(&self, name: &str, bytes: Vec<u8>) -> Result<BlobProperties> {
-        self.put_with(name, bytes, with(BlobCondition::IfNoneMatchAny)).await
+        crate::telemetry::Operation::blobs("create", &self.container)
+            .run(async move { self.put_with(name, bytes, with(BlobCondition::IfNoneMatchAny)).await })
+            .await
     }
 
     /// Replaces the version with ETag `etag` (`If-Match`):
     /// [`Error::BlobConditionNotMet`] if the blob has another version or none.
     pub async fn replace(&self, name: &str, bytes: Vec<u8>, etag: &str) -> Result<BlobProperties> {
-        self.put_with(name, bytes, with(BlobCondition::IfMatch(etag.to_owned())))
+        crate::telemetry::Operation::blobs("replace", &self.container)
+            .run(async move {
+                self.put_with(name, bytes, with(BlobCondition::IfMatch(etag.to_owned())))
+                    .await
+            })
             .await
     }
 
@@ -154,7 +174,11 @@ impl BlobContainer {
     /// (`If-Unmodified-Since`, compared at whole seconds):
     /// [`Error::BlobConditionNotMet`] otherwise. A missing blob is created.
     pub async fn put_if_unmodified_since(&self, name: &str, bytes: Vec<u8>, since: DateTime) -> Result<BlobProperties> {
-        self.put_with(name, bytes, with(BlobCondition::IfUnmodifiedSince(since)))
+        crate::telemetry::Operation::blobs("put_if_unmodified_since", &self.container)
+            .run(async move {
+                self.put_with(name, bytes, with(BlobCondition::IfUnmodifiedSince(since)))
+                    .await
+            })
             .await
     }
 
@@ -164,29 +188,41 @@ impl BlobContainer {
     /// conditional verb here refuses it: the service would read it as any
     /// version.
     pub async fn put_with(&self, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
-        if let BlobCondition::IfMatch(etag) = &options.condition {
-            check_caller_etag(etag)?;
-        }
-        let backend = self.ready().await?;
-        let written = backend.put(&self.container, name, bytes, options).await;
-        self.map(name, written)
+        crate::telemetry::Operation::blobs("put_with", &self.container)
+            .run(async move {
+                if let BlobCondition::IfMatch(etag) = &options.condition {
+                    check_caller_etag(etag)?;
+                }
+                let backend = self.ready().await?;
+                let written = backend.put(&self.container, name, bytes, options).await;
+                self.map(name, written)
+            })
+            .await
     }
 
     /// Deletes a blob; `false` if it did not exist.
     pub async fn delete(&self, name: &str) -> Result<bool> {
-        let backend = self.ready().await?;
-        let deleted = backend.delete(&self.container, name, BlobCondition::None).await;
-        self.map(name, deleted)
+        crate::telemetry::Operation::blobs("delete", &self.container)
+            .run(async move {
+                let backend = self.ready().await?;
+                let deleted = backend.delete(&self.container, name, BlobCondition::None).await;
+                self.map(name, deleted)
+            })
+            .await
     }
 
     /// Deletes the version with ETag `etag` (`If-Match`):
     /// [`Error::BlobConditionNotMet`] if the blob has another version or none.
     pub async fn delete_if_match(&self, name: &str, etag: &str) -> Result<bool> {
-        check_caller_etag(etag)?;
-        let backend = self.ready().await?;
-        let condition = BlobCondition::IfMatch(etag.to_owned());
-        let deleted = backend.delete(&self.container, name, condition).await;
-        self.map(name, deleted)
+        crate::telemetry::Operation::blobs("delete_if_match", &self.container)
+            .run(async move {
+                check_caller_etag(etag)?;
+                let backend = self.ready().await?;
+                let condition = BlobCondition::IfMatch(etag.to_owned());
+                let deleted = backend.delete(&self.container, name, condition).await;
+                self.map(name, deleted)
+            })
+            .await
     }
 
     /// The backend, once the container exists.

@@ -25,6 +25,7 @@ mod soft_delete;
 mod stamp;
 pub mod store;
 mod tables;
+pub mod telemetry;
 mod union;
 
 pub mod update;

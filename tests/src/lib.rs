@@ -20,6 +20,7 @@ pub mod model;
 pub mod rows;
 pub mod scenarios;
 pub mod soak;
+pub mod telemetry;
 pub mod text;
 pub mod wide;
 pub use text::{cyrillic_text, emoji_text, mixed_text};

@@ -324,7 +324,7 @@ async fn no_secret_reaches_a_log_line_a_span_or_an_error() {
     assert!(
         lines
             .iter()
-            .any(|l| l.contains("url.full=") && l.contains("/devstoreaccount1/")),
+            .any(|l| l.contains("url.template=") && l.contains("/devstoreaccount1/")),
         "request URLs were captured"
     );
     assert!(errors.len() >= 20, "the errors were read: {}", errors.len());

@@ -139,120 +139,123 @@ impl Admin {
     /// [`Error::Integrity`] naming it (run [`Admin::fsck`]). Memory stays flat:
     /// rows are read a page at a time and written as they come.
     pub async fn export(&self, dir: &Path, options: ExportOptions) -> Result<ExportReport> {
-        std::fs::create_dir_all(dir.join(BLOBS)).map_err(|e| archive_error(dir, "cannot be made").with_source(e))?;
-        let mut manifest = if options.resume {
-            let m = ArchiveManifest::read(dir)?;
-            if m.table != self.table || m.partition != options.partition {
-                return Err(archive_error(
-                    dir,
-                    format!(
-                        "it holds an export of table `{}` (partition {:?}), not of `{}` (partition {:?})",
-                        m.table, m.partition, self.table, options.partition
-                    ),
-                ));
-            }
-            if m.complete {
-                return Ok(ExportReport {
-                    entities: m.entities,
-                    manifest: m,
-                    interrupted: false,
-                });
-            }
-            report(
-                &options.observer,
-                Event::Note(format!("resuming after {} entities", m.entities)),
-            );
-            m
-        } else {
-            if dir.join(MANIFEST).exists() {
-                return Err(archive_error(
-                    dir,
-                    "it already holds an export; choose an empty directory, or pass resume to continue it",
-                ));
-            }
-            let m = ArchiveManifest::new(&self.table, options.partition.clone());
-            m.write(dir)?;
-            m
-        };
-        let range = Range {
-            partition: options.partition.clone(),
-            after: manifest.last.clone(),
-        };
-        let mut scan = self.scan(&range).await?;
-        let per_file = options.entities_per_file.max(1);
-        let mut part: Option<Part> = None;
-        let (mut rows, mut bytes) = (manifest.rows, manifest.data_bytes);
-        let mut interrupted = false;
-        report(
-            &options.observer,
-            Event::Phase {
-                name: "scan",
-                total: None,
-            },
-        );
-        while let Some(item) = scan.next().await? {
-            let Scanned::Entity { main, continuations } = item else {
-                continue;
-            };
-            let entity_rows = 1 + continuations.len() as u64;
-            let entity = match self.settle(assemble_with(main, continuations, false), true).await? {
-                None => continue,
-                Some(Read::Whole(entity)) => entity,
-                Some(Read::Damaged(entity, damage)) => {
-                    return Err(Error::Integrity {
-                        column: damage_column(&damage),
-                        reason: format!(
-                            "the entity with PartitionKey `{}` and RowKey `{}` is damaged ({damage:?}); run fsck, restore it, then export again",
-                            entity.row.partition_key, entity.row.row_key
+        self.store.op("export").run(async move {
+            std::fs::create_dir_all(dir.join(BLOBS)).map_err(|e| archive_error(dir, "cannot be made").with_source(e))?;
+            let mut manifest = if options.resume {
+                let m = ArchiveManifest::read(dir)?;
+                if m.table != self.table || m.partition != options.partition {
+                    return Err(archive_error(
+                        dir,
+                        format!(
+                            "it holds an export of table `{}` (partition {:?}), not of `{}` (partition {:?})",
+                            m.table, m.partition, self.table, options.partition
                         ),
-                    })
+                    ));
                 }
+                if m.complete {
+                    return Ok(ExportReport {
+                        entities: m.entities,
+                        manifest: m,
+                        interrupted: false,
+                    });
+                }
+                report(
+                    &options.observer,
+                    Event::Note(format!("resuming after {} entities", m.entities)),
+                );
+                m
+            } else {
+                if dir.join(MANIFEST).exists() {
+                    return Err(archive_error(
+                        dir,
+                        "it already holds an export; choose an empty directory, or pass resume to continue it",
+                    ));
+                }
+                let m = ArchiveManifest::new(&self.table, options.partition.clone());
+                m.write(dir)?;
+                m
             };
-            for blob in &entity.blobs {
-                let path = blob_file(dir, &blob.reference.sha256);
-                if let (Some(data), false) = (&blob.bytes, path.exists()) {
-                    write_atomically(&path, data)?;
-                }
-            }
-            let line = entity_to_line(&entity);
-            if part.is_none() {
-                part = Some(Part::create(dir, manifest.files.len() + 1)?);
-            }
-            let p = part.as_mut().expect("a data file is open");
-            p.write_line(&line)?;
-            rows += entity_rows;
-            bytes += line.len() as u64 + 1;
-            manifest.last = Some((entity.row.partition_key, entity.row.row_key));
-            let stop = options.stop.is_raised();
-            if p.entities >= per_file || stop {
-                self.checkpoint(dir, &mut manifest, part.take(), rows)?;
-            }
+            let range = Range {
+                partition: options.partition.clone(),
+                after: manifest.last.clone(),
+            };
+            let mut scan = self.scan(&range).await?;
+            let per_file = options.entities_per_file.max(1);
+            let mut part: Option<Part> = None;
+            let (mut rows, mut bytes) = (manifest.rows, manifest.data_bytes);
+            let mut interrupted = false;
             report(
                 &options.observer,
-                Event::Progress {
-                    rows,
-                    entities: manifest.entities + part.as_ref().map_or(0, |p| p.entities),
-                    bytes,
+                Event::Phase {
+                    name: "scan",
+                    total: None,
                 },
             );
-            if stop {
-                interrupted = true;
-                break;
+            while let Some(item) = scan.next().await? {
+                let Scanned::Entity { main, continuations } = item else {
+                    continue;
+                };
+                let entity_rows = 1 + continuations.len() as u64;
+                let entity = match self.settle(assemble_with(main, continuations, false), true).await? {
+                    None => continue,
+                    Some(Read::Whole(entity)) => entity,
+                    Some(Read::Damaged(entity, damage)) => {
+                        return Err(Error::Integrity {
+                            column: damage_column(&damage),
+                            reason: format!(
+                                "the entity with PartitionKey `{}` and RowKey `{}` is damaged ({damage:?}); run fsck, restore it, then export again",
+                                entity.row.partition_key, entity.row.row_key
+                            ),
+                        })
+                    }
+                };
+                for blob in &entity.blobs {
+                    let path = blob_file(dir, &blob.reference.sha256);
+                    if let (Some(data), false) = (&blob.bytes, path.exists()) {
+                        write_atomically(&path, data)?;
+                    }
+                }
+                let line = entity_to_line(&entity);
+                if part.is_none() {
+                    part = Some(Part::create(dir, manifest.files.len() + 1)?);
+                }
+                let p = part.as_mut().expect("a data file is open");
+                p.write_line(&line)?;
+                rows += entity_rows;
+                bytes += line.len() as u64 + 1;
+                manifest.last = Some((entity.row.partition_key, entity.row.row_key));
+                let stop = options.stop.is_raised();
+                if p.entities >= per_file || stop {
+                    self.checkpoint(dir, &mut manifest, part.take(), rows)?;
+                }
+                report(
+                    &options.observer,
+                    Event::Progress {
+                        rows,
+                        entities: manifest.entities + part.as_ref().map_or(0, |p| p.entities),
+                        bytes,
+                    },
+                );
+                if stop {
+                    interrupted = true;
+                    break;
+                }
             }
-        }
-        self.checkpoint(dir, &mut manifest, part.take(), rows)?;
-        if !interrupted {
-            let blobs = blob_files(dir)?;
-            manifest.blobs = blobs.len() as u64;
-            manifest.blob_bytes = blobs.iter().map(|(_, len)| len).sum();
-            manifest.complete = true;
-            manifest.write(dir)?;
-        }
-        Ok(ExportReport {
-            entities: manifest.entities,
-            manifest,
-            interrupted,
+            self.checkpoint(dir, &mut manifest, part.take(), rows)?;
+            if !interrupted {
+                let blobs = blob_files(dir)?;
+                manifest.blobs = blobs.len() as u64;
+                manifest.blob_bytes = blobs.iter().map(|(_, len)| len).sum();
+                manifest.complete = true;
+                manifest.write(dir)?;
+            }
+            Ok(ExportReport {
+                entities: manifest.entities,
+                manifest,
+                interrupted,
+            })
         })
+        .await
     }
 
     /// Closes the data file `part` and records it (and the position after

@@ -148,90 +148,95 @@ impl Admin {
     /// read again as one version before it is reported, so a write racing the
     /// check is not damage. See [`FsckOptions::repair`] for what a repair does.
     pub async fn fsck(&self, options: FsckOptions) -> Result<FsckReport> {
-        let range = Range {
-            partition: options.partition.clone(),
-            after: None,
-        };
-        // The repair's cutoff is taken before the scan: a blob written while
-        // the scan runs (an entity it already passed given a new one) is
-        // younger than it however long the scan takes, so it is never deleted.
-        let cutoff = match (options.repair, &self.tables.blobs) {
-            (true, Some(blobs)) => Some(self.cutoff(blobs.options.cleanup_grace).await?),
-            _ => None,
-        };
-        let mut scan = self.scan(&range).await?;
-        let mut out = FsckReport::default();
-        let mut referenced = BTreeSet::new();
-        let found = |out: &mut FsckReport, finding: Finding| {
-            report(&options.observer, Event::Found(finding.clone()));
-            out.findings.push(finding);
-        };
-        report(
-            &options.observer,
-            Event::Phase {
-                name: "scan",
-                total: None,
-            },
-        );
-        while let Some(item) = scan.next().await? {
-            if options.stop.is_raised() {
-                out.interrupted = true;
-                break;
-            }
-            match item {
-                Scanned::Entity { main, continuations } => {
-                    out.entities += 1;
-                    referenced.extend(blob_paths(&main));
-                    let (pk, rk) = (main.partition_key.clone(), main.row_key.clone());
-                    if let Some(Read::Damaged(_, damage)) =
-                        self.settle(assemble_with(main, continuations, false), false).await?
-                    {
-                        let finding = Finding::Damaged {
-                            partition_key: pk,
-                            row_key: rk,
-                            damage,
-                        };
-                        found(&mut out, finding);
-                    }
-                }
-                Scanned::Leftover(row) => {
-                    let repaired = options.repair && self.delete_leftover(&row).await?;
-                    out.repaired += u64::from(repaired);
-                    let finding = Finding::Leftover {
-                        owner: row.get(SPLIT_OF).and_then(Value::as_str).unwrap_or_default().to_owned(),
-                        partition_key: row.partition_key,
-                        row_key: row.row_key,
-                        repaired,
-                    };
-                    found(&mut out, finding);
-                }
-            }
-            if out.entities % 100 == 0 {
+        self.store
+            .op("fsck")
+            .run(async move {
+                let range = Range {
+                    partition: options.partition.clone(),
+                    after: None,
+                };
+                // The repair's cutoff is taken before the scan: a blob written while
+                // the scan runs (an entity it already passed given a new one) is
+                // younger than it however long the scan takes, so it is never deleted.
+                let cutoff = match (options.repair, &self.tables.blobs) {
+                    (true, Some(blobs)) => Some(self.cutoff(blobs.options.cleanup_grace).await?),
+                    _ => None,
+                };
+                let mut scan = self.scan(&range).await?;
+                let mut out = FsckReport::default();
+                let mut referenced = BTreeSet::new();
+                let found = |out: &mut FsckReport, finding: Finding| {
+                    report(&options.observer, Event::Found(finding.clone()));
+                    out.findings.push(finding);
+                };
                 report(
                     &options.observer,
-                    Event::Progress {
-                        rows: scan.rows,
-                        entities: out.entities,
-                        bytes: scan.bytes,
+                    Event::Phase {
+                        name: "scan",
+                        total: None,
                     },
                 );
-            }
-        }
-        out.rows = scan.rows;
-        if self.tables.blobs.is_some() && !out.interrupted {
-            report(
-                &options.observer,
-                Event::Phase {
-                    name: "blobs",
-                    total: None,
-                },
-            );
-            for (path, bytes, repaired) in self.orphans(&range, &referenced, cutoff).await? {
-                out.repaired += u64::from(repaired);
-                found(&mut out, Finding::OrphanBlob { path, bytes, repaired });
-            }
-        }
-        Ok(out)
+                while let Some(item) = scan.next().await? {
+                    if options.stop.is_raised() {
+                        out.interrupted = true;
+                        break;
+                    }
+                    match item {
+                        Scanned::Entity { main, continuations } => {
+                            out.entities += 1;
+                            referenced.extend(blob_paths(&main));
+                            let (pk, rk) = (main.partition_key.clone(), main.row_key.clone());
+                            if let Some(Read::Damaged(_, damage)) =
+                                self.settle(assemble_with(main, continuations, false), false).await?
+                            {
+                                let finding = Finding::Damaged {
+                                    partition_key: pk,
+                                    row_key: rk,
+                                    damage,
+                                };
+                                found(&mut out, finding);
+                            }
+                        }
+                        Scanned::Leftover(row) => {
+                            let repaired = options.repair && self.delete_leftover(&row).await?;
+                            out.repaired += u64::from(repaired);
+                            let finding = Finding::Leftover {
+                                owner: row.get(SPLIT_OF).and_then(Value::as_str).unwrap_or_default().to_owned(),
+                                partition_key: row.partition_key,
+                                row_key: row.row_key,
+                                repaired,
+                            };
+                            found(&mut out, finding);
+                        }
+                    }
+                    if out.entities % 100 == 0 {
+                        report(
+                            &options.observer,
+                            Event::Progress {
+                                rows: scan.rows,
+                                entities: out.entities,
+                                bytes: scan.bytes,
+                            },
+                        );
+                    }
+                }
+                out.rows = scan.rows;
+                if self.tables.blobs.is_some() && !out.interrupted {
+                    report(
+                        &options.observer,
+                        Event::Phase {
+                            name: "blobs",
+                            total: None,
+                        },
+                    );
+                    for (path, bytes, repaired) in self.orphans(&range, &referenced, cutoff).await? {
+                        out.repaired += u64::from(repaired);
+                        found(&mut out, Finding::OrphanBlob { path, bytes, repaired });
+                    }
+                }
+                Ok(out)
+            })
+            .await
     }
 
     /// Deletes a leftover continuation row on its ETag, once its main row
@@ -325,105 +330,115 @@ impl Admin {
     /// than `older_than` ago on the blob service's clock, as (path, length):
     /// what [`Admin::sweep`] would delete, without deleting anything.
     pub async fn orphan_blobs(&self, partition: Option<&str>, older_than: Duration) -> Result<Vec<(String, u64)>> {
-        let range = Range {
-            partition: partition.map(str::to_owned),
-            after: None,
-        };
-        // Taken before the scan, as the repair's (see `fsck`).
-        let cutoff = self.cutoff(older_than).await?;
-        let mut scan = self.scan(&range).await?;
-        let mut referenced = BTreeSet::new();
-        while let Some(item) = scan.next().await? {
-            if let Scanned::Entity { main, .. } = item {
-                referenced.extend(blob_paths(&main));
-            }
-        }
-        let blobs = self.blob_store()?;
-        let mut out = Vec::new();
-        for (path, bytes, _) in self.orphans(&range, &referenced, None).await? {
-            let modified = blobs.backend.properties(&blobs.options.container, &path).await?;
-            if modified.is_some_and(|p| p.last_modified.unix_nanos() < cutoff) {
-                out.push((path, bytes));
-            }
-        }
-        Ok(out)
+        self.store
+            .op("orphan_blobs")
+            .run(async move {
+                let range = Range {
+                    partition: partition.map(str::to_owned),
+                    after: None,
+                };
+                // Taken before the scan, as the repair's (see `fsck`).
+                let cutoff = self.cutoff(older_than).await?;
+                let mut scan = self.scan(&range).await?;
+                let mut referenced = BTreeSet::new();
+                while let Some(item) = scan.next().await? {
+                    if let Scanned::Entity { main, .. } = item {
+                        referenced.extend(blob_paths(&main));
+                    }
+                }
+                let blobs = self.blob_store()?;
+                let mut out = Vec::new();
+                for (path, bytes, _) in self.orphans(&range, &referenced, None).await? {
+                    let modified = blobs.backend.properties(&blobs.options.container, &path).await?;
+                    if modified.is_some_and(|p| p.last_modified.unix_nanos() < cutoff) {
+                        out.push((path, bytes));
+                    }
+                }
+                Ok(out)
+            })
+            .await
     }
 
     /// Counts what the table (or one partition) holds: partitions, rows,
     /// entities, large values by tier and their stored bytes, and the blobs
     /// of the table in the container. Reads every row once; nothing is checked.
     pub async fn stats(&self, partition: Option<&str>, observer: Option<Observer>) -> Result<Stats> {
-        let range = Range {
-            partition: partition.map(str::to_owned),
-            after: None,
-        };
-        let mut scan = self.scan(&range).await?;
-        let mut stats = Stats::default();
-        let mut last_partition: Option<String> = None;
-        report(
-            &observer,
-            Event::Phase {
-                name: "scan",
-                total: None,
-            },
-        );
-        while let Some(item) = scan.next().await? {
-            let Scanned::Entity { main, continuations } = item else {
-                continue;
-            };
-            if last_partition.as_deref() != Some(main.partition_key.as_str()) {
-                stats.partitions += 1;
-                last_partition = Some(main.partition_key.clone());
-            }
-            stats.entities += 1;
-            stats.continuation_rows += continuations.len() as u64;
-            for (tier, bytes) in shape(&main) {
-                let t = stats.large.entry(tier).or_default();
-                t.values += 1;
-                t.bytes += bytes;
-            }
-            if stats.entities % 1000 == 0 {
+        self.store
+            .op("stats")
+            .run(async move {
+                let range = Range {
+                    partition: partition.map(str::to_owned),
+                    after: None,
+                };
+                let mut scan = self.scan(&range).await?;
+                let mut stats = Stats::default();
+                let mut last_partition: Option<String> = None;
                 report(
                     &observer,
-                    Event::Progress {
-                        rows: scan.rows,
-                        entities: stats.entities,
-                        bytes: scan.bytes,
+                    Event::Phase {
+                        name: "scan",
+                        total: None,
                     },
                 );
-            }
-        }
-        stats.rows = scan.rows;
-        stats.row_bytes = scan.bytes;
-        if let Ok(blobs) = self.blob_store() {
-            let prefix = self.blob_prefix(&range);
-            let mut marker: Option<String> = None;
-            loop {
-                let listing = match blobs
-                    .backend
-                    .list(
-                        &blobs.options.container,
-                        &prefix,
-                        None,
-                        marker.as_deref(),
-                        MAX_LIST_RESULTS,
-                    )
-                    .await
-                {
-                    Err(e) if e.kind() == ErrorKind::NotFound => break,
-                    other => other?,
-                };
-                for item in listing.items {
-                    stats.blobs += 1;
-                    stats.blob_bytes += item.properties.length;
+                while let Some(item) = scan.next().await? {
+                    let Scanned::Entity { main, continuations } = item else {
+                        continue;
+                    };
+                    if last_partition.as_deref() != Some(main.partition_key.as_str()) {
+                        stats.partitions += 1;
+                        last_partition = Some(main.partition_key.clone());
+                    }
+                    stats.entities += 1;
+                    stats.continuation_rows += continuations.len() as u64;
+                    for (tier, bytes) in shape(&main) {
+                        let t = stats.large.entry(tier).or_default();
+                        t.values += 1;
+                        t.bytes += bytes;
+                    }
+                    if stats.entities % 1000 == 0 {
+                        report(
+                            &observer,
+                            Event::Progress {
+                                rows: scan.rows,
+                                entities: stats.entities,
+                                bytes: scan.bytes,
+                            },
+                        );
+                    }
                 }
-                match listing.next_marker {
-                    Some(m) => marker = Some(m),
-                    None => break,
+                stats.rows = scan.rows;
+                stats.row_bytes = scan.bytes;
+                if let Ok(blobs) = self.blob_store() {
+                    let prefix = self.blob_prefix(&range);
+                    let mut marker: Option<String> = None;
+                    loop {
+                        let listing = match blobs
+                            .backend
+                            .list(
+                                &blobs.options.container,
+                                &prefix,
+                                None,
+                                marker.as_deref(),
+                                MAX_LIST_RESULTS,
+                            )
+                            .await
+                        {
+                            Err(e) if e.kind() == ErrorKind::NotFound => break,
+                            other => other?,
+                        };
+                        for item in listing.items {
+                            stats.blobs += 1;
+                            stats.blob_bytes += item.properties.length;
+                        }
+                        match listing.next_marker {
+                            Some(m) => marker = Some(m),
+                            None => break,
+                        }
+                    }
                 }
-            }
-        }
-        Ok(stats)
+                Ok(stats)
+            })
+            .await
     }
 }
 

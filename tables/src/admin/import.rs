@@ -150,121 +150,149 @@ impl Admin {
     /// the transactions commit, so a resumed import finishes the job without
     /// writing anything twice.
     pub async fn import(&self, dir: &Path, options: ImportOptions) -> Result<ImportReport> {
-        let manifest = ArchiveManifest::read(dir)?;
-        let position_path = options
-            .position_file
-            .clone()
-            .unwrap_or_else(|| dir.join(format!("import-{}.position.json", self.table)));
-        let mut position = match (options.resume, std::fs::read(&position_path)) {
-            (true, Ok(bytes)) => {
-                let p: Position = serde_json::from_slice(&bytes)
-                    .map_err(|e| archive_error(&position_path, "not an import's position").with_source(e))?;
-                if p.table != self.table {
-                    return Err(archive_error(
-                        &position_path,
-                        format!("it is the position of an import into `{}`", p.table),
-                    ));
-                }
-                p
-            }
-            (false, Ok(_)) => {
-                return Err(archive_error(
-                    &position_path,
-                    "an import into this table from this export was interrupted; pass resume to finish it",
-                ))
-            }
-            (_, Err(_)) => Position {
-                table: self.table.clone(),
-                file: 0,
-                line: 0,
-            },
-        };
-        report(
-            &options.observer,
-            Event::Phase {
-                name: "verify",
-                total: Some(manifest.data_bytes + manifest.blob_bytes),
-            },
-        );
-        let mut checked = 0;
-        verify(dir, &manifest, |len| {
-            checked += len;
-            report(
-                &options.observer,
-                Event::Progress {
-                    rows: 0,
-                    entities: 0,
-                    bytes: checked,
-                },
-            );
-        })?;
-        self.store.ensure_created().await?;
-        write_atomically(&position_path, &serde_json::to_vec(&position).unwrap_or_default())?;
-        report(
-            &options.observer,
-            Event::Phase {
-                name: "write",
-                total: Some(manifest.entities),
-            },
-        );
-        let mut out = ImportReport::default();
-        // The transactions after a resumed position may have been committed
-        // already (the position is saved a few times a second, not after each):
-        // until one commits without finding its entities, those found are skipped.
-        let mut tolerate_present = options.resume;
-        let mut done = manifest.files[..position.file.min(manifest.files.len())]
-            .iter()
-            .map(|f| f.entities)
-            .sum::<u64>()
-            + position.line;
-        let mut bytes = 0u64;
-        let mut saved = std::time::Instant::now();
-        for (index, file) in manifest.files.iter().enumerate().skip(position.file) {
-            let path = dir.join(&file.name);
-            let file =
-                std::fs::File::open(&path).map_err(|e| archive_error(&path, "cannot be opened").with_source(e))?;
-            let reader = std::io::BufReader::new(file);
-            let mut batch: Vec<Unit> = Vec::new();
-            let mut line_no = 0u64;
-            let skip = if index == position.file { position.line } else { 0 };
-            for line in reader.lines() {
-                let line = line.map_err(|e| archive_error(&path, "cannot be read").with_source(e))?;
-                line_no += 1;
-                if line_no <= skip || line.is_empty() {
-                    continue;
-                }
-                bytes += line.len() as u64 + 1;
-                let unit = self.unit(dir, &line, options.mode).await.map_err(|e| match e {
-                    Error::Archive { reason, source, .. } => Error::Archive {
-                        path: path.display().to_string(),
-                        reason: format!("line {line_no}: {reason}"),
-                        source,
+        self.store
+            .op("import")
+            .run(async move {
+                let manifest = ArchiveManifest::read(dir)?;
+                let position_path = options
+                    .position_file
+                    .clone()
+                    .unwrap_or_else(|| dir.join(format!("import-{}.position.json", self.table)));
+                let mut position = match (options.resume, std::fs::read(&position_path)) {
+                    (true, Ok(bytes)) => {
+                        let p: Position = serde_json::from_slice(&bytes)
+                            .map_err(|e| archive_error(&position_path, "not an import's position").with_source(e))?;
+                        if p.table != self.table {
+                            return Err(archive_error(
+                                &position_path,
+                                format!("it is the position of an import into `{}`", p.table),
+                            ));
+                        }
+                        p
+                    }
+                    (false, Ok(_)) => {
+                        return Err(archive_error(
+                            &position_path,
+                            "an import into this table from this export was interrupted; pass resume to finish it",
+                        ))
+                    }
+                    (_, Err(_)) => Position {
+                        table: self.table.clone(),
+                        file: 0,
+                        line: 0,
                     },
-                    other => other,
+                };
+                report(
+                    &options.observer,
+                    Event::Phase {
+                        name: "verify",
+                        total: Some(manifest.data_bytes + manifest.blob_bytes),
+                    },
+                );
+                let mut checked = 0;
+                verify(dir, &manifest, |len| {
+                    checked += len;
+                    report(
+                        &options.observer,
+                        Event::Progress {
+                            rows: 0,
+                            entities: 0,
+                            bytes: checked,
+                        },
+                    );
                 })?;
-                let same_partition = batch.first().is_none_or(|u| u.key.0 == unit.key.0);
-                let ops: usize = batch.iter().map(|u| u.ops.len()).sum();
-                let weight: usize = batch.iter().map(|u| u.weight).sum();
-                let fits =
-                    ops + unit.ops.len() <= MAX_TRANSACTION_OPS && weight + unit.weight <= TRANSACTION_BODY_BUDGET;
-                let joins = same_partition && fits;
-                if !batch.is_empty() && !joins {
+                self.store.ensure_created().await?;
+                write_atomically(&position_path, &serde_json::to_vec(&position).unwrap_or_default())?;
+                report(
+                    &options.observer,
+                    Event::Phase {
+                        name: "write",
+                        total: Some(manifest.entities),
+                    },
+                );
+                let mut out = ImportReport::default();
+                // The transactions after a resumed position may have been committed
+                // already (the position is saved a few times a second, not after each):
+                // until one commits without finding its entities, those found are skipped.
+                let mut tolerate_present = options.resume;
+                let mut done = manifest.files[..position.file.min(manifest.files.len())]
+                    .iter()
+                    .map(|f| f.entities)
+                    .sum::<u64>()
+                    + position.line;
+                let mut bytes = 0u64;
+                let mut saved = std::time::Instant::now();
+                for (index, file) in manifest.files.iter().enumerate().skip(position.file) {
+                    let path = dir.join(&file.name);
+                    let file = std::fs::File::open(&path)
+                        .map_err(|e| archive_error(&path, "cannot be opened").with_source(e))?;
+                    let reader = std::io::BufReader::new(file);
+                    let mut batch: Vec<Unit> = Vec::new();
+                    let mut line_no = 0u64;
+                    let skip = if index == position.file { position.line } else { 0 };
+                    for line in reader.lines() {
+                        let line = line.map_err(|e| archive_error(&path, "cannot be read").with_source(e))?;
+                        line_no += 1;
+                        if line_no <= skip || line.is_empty() {
+                            continue;
+                        }
+                        bytes += line.len() as u64 + 1;
+                        let unit = self.unit(dir, &line, options.mode).await.map_err(|e| match e {
+                            Error::Archive { reason, source, .. } => Error::Archive {
+                                path: path.display().to_string(),
+                                reason: format!("line {line_no}: {reason}"),
+                                source,
+                            },
+                            other => other,
+                        })?;
+                        let same_partition = batch.first().is_none_or(|u| u.key.0 == unit.key.0);
+                        let ops: usize = batch.iter().map(|u| u.ops.len()).sum();
+                        let weight: usize = batch.iter().map(|u| u.weight).sum();
+                        let fits = ops + unit.ops.len() <= MAX_TRANSACTION_OPS
+                            && weight + unit.weight <= TRANSACTION_BODY_BUDGET;
+                        let joins = same_partition && fits;
+                        if !batch.is_empty() && !joins {
+                            let n = batch.len() as u64;
+                            let skipped = self
+                                .commit(std::mem::take(&mut batch), options.mode, tolerate_present, &mut out)
+                                .await?;
+                            tolerate_present &= skipped > 0;
+                            done += n;
+                            position = Position {
+                                table: self.table.clone(),
+                                file: index,
+                                line: line_no - 1,
+                            };
+                            // Saved a few times a second: a resumed import skips what a lagging position replays.
+                            if saved.elapsed() >= SAVE_EVERY || options.stop.is_raised() {
+                                saved = std::time::Instant::now();
+                                write_atomically(&position_path, &serde_json::to_vec(&position).unwrap_or_default())?;
+                            }
+                            report(
+                                &options.observer,
+                                Event::Progress {
+                                    rows: out.rows,
+                                    entities: done,
+                                    bytes,
+                                },
+                            );
+                            if options.stop.is_raised() {
+                                out.interrupted = true;
+                                return Ok(out);
+                            }
+                        }
+                        batch.push(unit);
+                    }
                     let n = batch.len() as u64;
-                    let skipped = self
-                        .commit(std::mem::take(&mut batch), options.mode, tolerate_present, &mut out)
-                        .await?;
+                    let skipped = self.commit(batch, options.mode, tolerate_present, &mut out).await?;
                     tolerate_present &= skipped > 0;
                     done += n;
                     position = Position {
                         table: self.table.clone(),
-                        file: index,
-                        line: line_no - 1,
+                        file: index + 1,
+                        line: 0,
                     };
-                    // Saved a few times a second: a resumed import skips what a lagging position replays.
-                    if saved.elapsed() >= SAVE_EVERY || options.stop.is_raised() {
-                        saved = std::time::Instant::now();
-                        write_atomically(&position_path, &serde_json::to_vec(&position).unwrap_or_default())?;
-                    }
+                    write_atomically(&position_path, &serde_json::to_vec(&position).unwrap_or_default())?;
                     report(
                         &options.observer,
                         Event::Progress {
@@ -273,38 +301,15 @@ impl Admin {
                             bytes,
                         },
                     );
-                    if options.stop.is_raised() {
+                    if options.stop.is_raised() && index + 1 < manifest.files.len() {
                         out.interrupted = true;
                         return Ok(out);
                     }
                 }
-                batch.push(unit);
-            }
-            let n = batch.len() as u64;
-            let skipped = self.commit(batch, options.mode, tolerate_present, &mut out).await?;
-            tolerate_present &= skipped > 0;
-            done += n;
-            position = Position {
-                table: self.table.clone(),
-                file: index + 1,
-                line: 0,
-            };
-            write_atomically(&position_path, &serde_json::to_vec(&position).unwrap_or_default())?;
-            report(
-                &options.observer,
-                Event::Progress {
-                    rows: out.rows,
-                    entities: done,
-                    bytes,
-                },
-            );
-            if options.stop.is_raised() && index + 1 < manifest.files.len() {
-                out.interrupted = true;
-                return Ok(out);
-            }
-        }
-        let _ = std::fs::remove_file(&position_path);
-        Ok(out)
+                let _ = std::fs::remove_file(&position_path);
+                Ok(out)
+            })
+            .await
     }
 
     /// The writes of one exported entity: its blob files under this

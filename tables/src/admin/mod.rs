@@ -189,10 +189,15 @@ impl Admin {
         partition: Option<&str>,
         older_than: std::time::Duration,
     ) -> Result<crate::store::SweepReport> {
-        match partition {
-            Some(pk) => self.store.sweep_orphan_blobs(pk, older_than).await,
-            None => self.store.sweep_all_orphan_blobs(older_than).await,
-        }
+        self.store
+            .op("sweep")
+            .run(async move {
+                match partition {
+                    Some(pk) => self.store.sweep_orphan_blobs(pk, older_than).await,
+                    None => self.store.sweep_all_orphan_blobs(older_than).await,
+                }
+            })
+            .await
     }
 }
 

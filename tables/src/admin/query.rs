@@ -89,40 +89,45 @@ impl Admin {
     /// never listed as entities. Send the page's cursor back in
     /// [`AdminQuery::after`] (with the same query) for the next page.
     pub async fn query(&self, query: &AdminQuery) -> Result<AdminPage> {
-        let request = query.request()?;
-        let fingerprint = query.fingerprint();
-        let token = query.after.as_ref().map(|c| c.decode(&fingerprint)).transpose()?;
-        self.store.ensure_created().await?;
-        let page = self.tables.backend.query(&self.table, &request, token.as_ref()).await?;
-        let mut out = AdminPage {
-            entities: Vec::new(),
-            damaged: Vec::new(),
-            cursor: page.next.as_ref().map(|next| Cursor::encode(&fingerprint, next)),
-        };
-        for row in page.rows {
-            if row.get(SPLIT_OF).is_some() {
-                continue;
-            }
-            if query.select.is_some() {
-                out.entities.push(LogicalEntity {
-                    raw: vec![row.clone()],
-                    row,
-                    large: Vec::new(),
-                    blobs: Vec::new(),
-                });
-                continue;
-            }
-            let (pk, rk) = (row.partition_key.clone(), row.row_key.clone());
-            let rows = self.continuation_rows(&pk, &rk, split_parts(&row)).await?;
-            match self.settle(assemble(row, rows), false).await? {
-                Some(Read::Whole(e)) => out.entities.push(e),
-                Some(Read::Damaged(e, _)) => {
-                    out.damaged.push((pk, rk));
-                    out.entities.push(e);
+        self.store
+            .op("query")
+            .run(async move {
+                let request = query.request()?;
+                let fingerprint = query.fingerprint();
+                let token = query.after.as_ref().map(|c| c.decode(&fingerprint)).transpose()?;
+                self.store.ensure_created().await?;
+                let page = self.tables.backend.query(&self.table, &request, token.as_ref()).await?;
+                let mut out = AdminPage {
+                    entities: Vec::new(),
+                    damaged: Vec::new(),
+                    cursor: page.next.as_ref().map(|next| Cursor::encode(&fingerprint, next)),
+                };
+                for row in page.rows {
+                    if row.get(SPLIT_OF).is_some() {
+                        continue;
+                    }
+                    if query.select.is_some() {
+                        out.entities.push(LogicalEntity {
+                            raw: vec![row.clone()],
+                            row,
+                            large: Vec::new(),
+                            blobs: Vec::new(),
+                        });
+                        continue;
+                    }
+                    let (pk, rk) = (row.partition_key.clone(), row.row_key.clone());
+                    let rows = self.continuation_rows(&pk, &rk, split_parts(&row)).await?;
+                    match self.settle(assemble(row, rows), false).await? {
+                        Some(Read::Whole(e)) => out.entities.push(e),
+                        Some(Read::Damaged(e, _)) => {
+                            out.damaged.push((pk, rk));
+                            out.entities.push(e);
+                        }
+                        None => {}
+                    }
                 }
-                None => {}
-            }
-        }
-        Ok(out)
+                Ok(out)
+            })
+            .await
     }
 }

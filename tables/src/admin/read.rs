@@ -118,17 +118,22 @@ impl Admin {
     /// Reads one entity by its keys as one version: `None` when there is
     /// no such entity (or the keys name a continuation row).
     pub async fn get(&self, partition_key: &str, row_key: &str) -> Result<Option<Read>> {
-        crate::service::validate_key(crate::KeyKind::PartitionKey, partition_key)?;
-        crate::service::validate_key(crate::KeyKind::RowKey, row_key)?;
-        let Some(main) = self.tables.backend.get(&self.table, partition_key, row_key).await? else {
-            return Ok(None);
-        };
-        if main.get(SPLIT_OF).is_some() {
-            return Ok(None);
-        }
-        let rows = self
-            .continuation_rows(partition_key, row_key, split_parts(&main))
-            .await?;
-        self.settle(assemble(main, rows), true).await
+        self.store
+            .op("get")
+            .run(async move {
+                crate::service::validate_key(crate::KeyKind::PartitionKey, partition_key)?;
+                crate::service::validate_key(crate::KeyKind::RowKey, row_key)?;
+                let Some(main) = self.tables.backend.get(&self.table, partition_key, row_key).await? else {
+                    return Ok(None);
+                };
+                if main.get(SPLIT_OF).is_some() {
+                    return Ok(None);
+                }
+                let rows = self
+                    .continuation_rows(partition_key, row_key, split_parts(&main))
+                    .await?;
+                self.settle(assemble(main, rows), true).await
+            })
+            .await
     }
 }

@@ -9,6 +9,7 @@
 //! | [`dotnet`] | sharing tables with services that use the .NET library |
 //! | [`testing`] | testing an application: the in-memory backend, injected faults, counted round trips |
 //! | [`production`] | the read cache across processes, sweeping orphan blobs, retries, limits, backups |
+//! | [`telemetry`] | spans, events and metrics: what each call cost and why it failed, and how to see it |
 //! | [`scaling`] | the service's limits and throttling; partitions spread over a pool of accounts, and growing it |
 //! | [`web`] | sessions and logins for an axum app (features `tower-sessions`, `axum-login`) |
 //!
@@ -36,6 +37,9 @@ pub mod production {}
 
 #[doc = include_str!("../../docs/guide/scaling.md")]
 pub mod scaling {}
+
+#[doc = include_str!("../../docs/guide/telemetry.md")]
+pub mod telemetry {}
 
 // The chapter's examples use the web features' APIs: without the features
 // it holds only a note, so nothing in it is compiled.

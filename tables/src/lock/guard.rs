@@ -110,26 +110,31 @@ impl LockGuard {
     /// lock at once. [`Error::LockLost`] if the lease was no longer this
     /// holder's (lost, broken, or taken over).
     pub async fn release(mut self) -> Result<()> {
-        if let Some(renewal) = self.renewal.take() {
-            renewal.abort();
-        }
-        if let Some(loss) = self.lost.borrow().clone() {
-            return Err(loss.error(self.blob.lock.clone()));
-        }
-        let action = LeaseAction::Release { lease: self.lease };
-        match self
-            .blob
-            .backend
-            .lease(&self.blob.container, &self.blob.path, action)
+        let container = self.blob.container.clone();
+        crate::telemetry::Operation::blobs("release", &container)
+            .run(async move {
+                if let Some(renewal) = self.renewal.take() {
+                    renewal.abort();
+                }
+                if let Some(loss) = self.lost.borrow().clone() {
+                    return Err(loss.error(self.blob.lock.clone()));
+                }
+                let action = LeaseAction::Release { lease: self.lease };
+                match self
+                    .blob
+                    .backend
+                    .lease(&self.blob.container, &self.blob.path, action)
+                    .await
+                {
+                    Ok(_) => Ok(()),
+                    Err(e) if matches!(e.kind(), ErrorKind::Busy | ErrorKind::NotFound) => {
+                        Err(Loss::new("the lease was no longer held when it was released", Some(e))
+                            .error(self.blob.lock.clone()))
+                    }
+                    Err(e) => Err(e),
+                }
+            })
             .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if matches!(e.kind(), ErrorKind::Busy | ErrorKind::NotFound) => {
-                Err(Loss::new("the lease was no longer held when it was released", Some(e))
-                    .error(self.blob.lock.clone()))
-            }
-            Err(e) => Err(e),
-        }
     }
 }
 

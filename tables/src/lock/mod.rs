@@ -153,42 +153,54 @@ impl Lock {
     /// guard renews the lease every `ttl / 3`, and a holder that stops
     /// renewing loses the lock `ttl` after its last renewal.
     pub async fn try_acquire(&self, ttl: Duration) -> Result<Option<LockGuard>> {
-        let seconds = check_ttl(ttl)?;
-        let blob = self.blob().await?;
-        try_acquire_once(&blob, seconds, true).await
+        crate::telemetry::Operation::blobs("try_acquire", &self.container)
+            .run(async move {
+                let seconds = check_ttl(ttl)?;
+                let blob = self.blob().await?;
+                try_acquire_once(&blob, seconds, true).await
+            })
+            .await
     }
 
     /// Waits until the lock is free, then takes it.
     pub async fn acquire(&self, ttl: Duration) -> Result<LockGuard> {
-        let seconds = check_ttl(ttl)?;
-        let blob = self.blob().await?;
-        let mut pause = FIRST_POLL;
-        loop {
-            if let Some(guard) = try_acquire_once(&blob, seconds, true).await? {
-                return Ok(guard);
-            }
-            tokio::time::sleep(jittered(pause)).await;
-            pause = (pause * 2).min(MAX_POLL);
-        }
+        crate::telemetry::Operation::blobs("acquire", &self.container)
+            .run(async move {
+                let seconds = check_ttl(ttl)?;
+                let blob = self.blob().await?;
+                let mut pause = FIRST_POLL;
+                loop {
+                    if let Some(guard) = try_acquire_once(&blob, seconds, true).await? {
+                        return Ok(guard);
+                    }
+                    tokio::time::sleep(jittered(pause)).await;
+                    pause = (pause * 2).min(MAX_POLL);
+                }
+            })
+            .await
     }
 
     /// Waits at most `timeout` for the lock: the guard, or `None` if it stayed taken.
     pub async fn acquire_timeout(&self, ttl: Duration, timeout: Duration) -> Result<Option<LockGuard>> {
-        let seconds = check_ttl(ttl)?;
-        let blob = self.blob().await?;
-        let deadline = Instant::now() + timeout;
-        let mut pause = FIRST_POLL;
-        loop {
-            if let Some(guard) = try_acquire_once(&blob, seconds, true).await? {
-                return Ok(Some(guard));
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Ok(None);
-            }
-            tokio::time::sleep(jittered(pause).min(deadline - now)).await;
-            pause = (pause * 2).min(MAX_POLL);
-        }
+        crate::telemetry::Operation::blobs("acquire_timeout", &self.container)
+            .run(async move {
+                let seconds = check_ttl(ttl)?;
+                let blob = self.blob().await?;
+                let deadline = Instant::now() + timeout;
+                let mut pause = FIRST_POLL;
+                loop {
+                    if let Some(guard) = try_acquire_once(&blob, seconds, true).await? {
+                        return Ok(Some(guard));
+                    }
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return Ok(None);
+                    }
+                    tokio::time::sleep(jittered(pause).min(deadline - now)).await;
+                    pause = (pause * 2).min(MAX_POLL);
+                }
+            })
+            .await
     }
 
     /// Breaks the current holder's lease, whoever holds it: after `period`
@@ -197,30 +209,42 @@ impl Lock {
     /// ([`LockGuard::lost`]); its writes are fenced off by the next holder's
     /// token. Breaking a lock nobody holds does nothing.
     pub async fn break_lock(&self, period: Duration) -> Result<()> {
-        if period > MAX_BREAK || period.subsec_nanos() != 0 {
-            return Err(Error::config(format!(
-                "lock `{}`: a break period is whole seconds from 0 to 60, not {period:?}",
-                self.name
-            )));
-        }
-        let blob = self.blob().await?;
-        let period = u32::try_from(period.as_secs()).unwrap_or(u32::MAX);
-        let action = LeaseAction::Break { period: Some(period) };
-        match blob.backend.lease(&blob.container, &blob.path, action).await {
-            Ok(_) => Ok(()),
-            Err(e) if e.kind() == ErrorKind::NotFound && e.service_code() != Some((404, "ContainerNotFound")) => Ok(()),
-            Err(e) if e.service_code() == Some((409, "LeaseNotPresentWithLeaseOperation")) => Ok(()),
-            Err(e) => Err(e),
-        }
+        crate::telemetry::Operation::blobs("break_lock", &self.container)
+            .run(async move {
+                if period > MAX_BREAK || period.subsec_nanos() != 0 {
+                    return Err(Error::config(format!(
+                        "lock `{}`: a break period is whole seconds from 0 to 60, not {period:?}",
+                        self.name
+                    )));
+                }
+                let blob = self.blob().await?;
+                let period = u32::try_from(period.as_secs()).unwrap_or(u32::MAX);
+                let action = LeaseAction::Break { period: Some(period) };
+                match blob.backend.lease(&blob.container, &blob.path, action).await {
+                    Ok(_) => Ok(()),
+                    Err(e)
+                        if e.kind() == ErrorKind::NotFound && e.service_code() != Some((404, "ContainerNotFound")) =>
+                    {
+                        Ok(())
+                    }
+                    Err(e) if e.service_code() == Some((409, "LeaseNotPresentWithLeaseOperation")) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            })
+            .await
     }
 
     /// The last fencing token handed out (0 before the first acquisition).
     pub async fn last_token(&self) -> Result<u64> {
-        let blob = self.blob().await?;
-        match blob.backend.get(&blob.container, &blob.path, None).await? {
-            Some((_, bytes)) => decode(&blob, &bytes),
-            None => Ok(0),
-        }
+        crate::telemetry::Operation::blobs("last_token", &self.container)
+            .run(async move {
+                let blob = self.blob().await?;
+                match blob.backend.get(&blob.container, &blob.path, None).await? {
+                    Some((_, bytes)) => decode(&blob, &bytes),
+                    None => Ok(0),
+                }
+            })
+            .await
     }
 
     /// The backend, the container (created if missing) and the folded name.

@@ -43,7 +43,9 @@ impl<T: TableEntity> Store<T> {
     /// their ETags are not updated. Batch writes bypass the protected-field
     /// check: use them for imports and migrations, not for user edits.
     pub async fn create_batch(&self, entities: &[T]) -> Result<usize> {
-        self.write_batch(entities, Verb::Create).await
+        self.op("create_batch")
+            .run(async move { self.write_batch(entities, Verb::Create).await })
+            .await
     }
 
     /// Inserts or replaces many entities in entity-group transactions, packed
@@ -54,12 +56,15 @@ impl<T: TableEntity> Store<T> {
     /// are sent in transactions of their own).
     /// Batch writes bypass the protected-field check.
     pub async fn upsert_batch(&self, entities: &[T]) -> Result<usize> {
-        self.write_batch(entities, Verb::Upsert).await
+        self.op("upsert_batch")
+            .run(async move { self.write_batch(entities, Verb::Upsert).await })
+            .await
     }
 
     /// Encodes and plans every entity before anything is sent, then commits
     /// whole entities, packed per partition into transactions.
     async fn write_batch(&self, entities: &[T], verb: Verb) -> Result<usize> {
+        crate::telemetry::record_batch_size(entities.len());
         let at = super::now();
         let mut encoded = Vec::with_capacity(entities.len());
         for entity in entities {

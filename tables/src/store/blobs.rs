@@ -127,7 +127,7 @@ impl<T: TableEntity> Store<T> {
             if age_nanos >= 0 && age_nanos as u128 > grace.as_nanos() {
                 let condition = BlobCondition::IfUnmodifiedSince(props.last_modified);
                 if let Err(e) = blobs.backend.delete(&blobs.options.container, path, condition).await {
-                    tracing::debug!(path = %path, error = %e, "a released blob was left for the orphan sweep");
+                    tracing::debug!(target: crate::telemetry::DECISION_TARGET, error = crate::telemetry::error_type(&e), "a released blob was left for the orphan sweep");
                 }
             }
         }

@@ -120,33 +120,41 @@ impl<T: TableEntity> Store<T> {
     /// # }).unwrap();
     /// ```
     pub async fn mutate(&self, key: impl Into<Lookup<'_>>, mut intent: impl FnMut(&mut T)) -> Result<T> {
-        let key = self.resolve(key)?;
-        let outcome = self
-            .cas(&key, |current, last| match current {
-                None => Step::Done(Outcome::NotFound),
-                Some(_) if last => Step::Done(Outcome::Conflicted),
-                Some(mut e) => {
-                    intent(&mut e);
-                    Step::Update(e)
-                }
+        self.op("mutate")
+            .run(async move {
+                let key = self.resolve(key)?;
+                let outcome = self
+                    .cas(&key, |current, last| match current {
+                        None => Step::Done(Outcome::NotFound),
+                        Some(_) if last => Step::Done(Outcome::Conflicted),
+                        Some(mut e) => {
+                            intent(&mut e);
+                            Step::Update(e)
+                        }
+                    })
+                    .await?;
+                self.expect_updated(&key, outcome)
             })
-            .await?;
-        self.expect_updated(&key, outcome)
+            .await
     }
 
     /// Like [`Store::mutate`], but the expected branches are values:
     /// `Updated`, `NotFound` or `Conflicted`. Only unexpected failures are errors.
     pub async fn try_mutate(&self, key: impl Into<Lookup<'_>>, mut intent: impl FnMut(&mut T)) -> Result<Outcome<T>> {
-        let key = self.resolve(key)?;
-        self.cas(&key, |current, last| match current {
-            None => Step::Done(Outcome::NotFound),
-            Some(_) if last => Step::Done(Outcome::Conflicted),
-            Some(mut e) => {
-                intent(&mut e);
-                Step::Update(e)
-            }
-        })
-        .await
+        self.op("try_mutate")
+            .run(async move {
+                let key = self.resolve(key)?;
+                self.cas(&key, |current, last| match current {
+                    None => Step::Done(Outcome::NotFound),
+                    Some(_) if last => Step::Done(Outcome::Conflicted),
+                    Some(mut e) => {
+                        intent(&mut e);
+                        Step::Update(e)
+                    }
+                })
+                .await
+            })
+            .await
     }
 
     /// An exactly-once transition: apply `apply` only if `when` holds for the
@@ -160,17 +168,21 @@ impl<T: TableEntity> Store<T> {
         when: impl Fn(&T) -> bool,
         mut apply: impl FnMut(&mut T),
     ) -> Result<Outcome<T>> {
-        let key = self.resolve(key)?;
-        self.cas(&key, |current, last| match current {
-            None => Step::Done(Outcome::NotFound),
-            Some(e) if !when(&e) => Step::Done(Outcome::PreconditionFailed(e)),
-            Some(_) if last => Step::Done(Outcome::Conflicted),
-            Some(mut e) => {
-                apply(&mut e);
-                Step::Update(e)
-            }
-        })
-        .await
+        self.op("try_transition")
+            .run(async move {
+                let key = self.resolve(key)?;
+                self.cas(&key, |current, last| match current {
+                    None => Step::Done(Outcome::NotFound),
+                    Some(e) if !when(&e) => Step::Done(Outcome::PreconditionFailed(e)),
+                    Some(_) if last => Step::Done(Outcome::Conflicted),
+                    Some(mut e) => {
+                        apply(&mut e);
+                        Step::Update(e)
+                    }
+                })
+                .await
+            })
+            .await
     }
 
     /// Reads the entity, or creates it from `factory` if it does not exist.
@@ -185,23 +197,27 @@ impl<T: TableEntity> Store<T> {
     /// row live again, or [`Store::delete`] to remove it for good, then call
     /// again; [`Store::including_deleted`] reads it.
     pub async fn get_or_create(&self, key: impl Into<Lookup<'_>>, factory: impl FnOnce() -> T) -> Result<T> {
-        let key = self.resolve(key)?;
-        if let Some(existing) = self.get(key.clone()).await? {
-            return Ok(existing);
-        }
-        let mut fresh = factory();
-        self.check_same_key(&key, &fresh)?;
-        match self.create(&mut fresh).await {
-            Ok(_) => Ok(fresh),
-            Err(taken @ Error::AlreadyExists { .. }) => match self.get(key.clone()).await? {
-                Some(winner) => Ok(winner),
-                // A soft-deleted row holds the key: taken, nothing to converge on.
-                None if self.held_by_hidden_row(&key).await? => Err(taken),
-                // Created and deleted again between our two calls.
-                None => Err(self.conflict(&key)),
-            },
-            Err(e) => Err(e),
-        }
+        self.op("get_or_create")
+            .run(async move {
+                let key = self.resolve(key)?;
+                if let Some(existing) = self.get(key.clone()).await? {
+                    return Ok(existing);
+                }
+                let mut fresh = factory();
+                self.check_same_key(&key, &fresh)?;
+                match self.create(&mut fresh).await {
+                    Ok(_) => Ok(fresh),
+                    Err(taken @ Error::AlreadyExists { .. }) => match self.get(key.clone()).await? {
+                        Some(winner) => Ok(winner),
+                        // A soft-deleted row holds the key: taken, nothing to converge on.
+                        None if self.held_by_hidden_row(&key).await? => Err(taken),
+                        // Created and deleted again between our two calls.
+                        None => Err(self.conflict(&key)),
+                    },
+                    Err(e) => Err(e),
+                }
+            })
+            .await
     }
 
     /// Insert-or-mutate: when the row is missing, `create` builds it and
@@ -221,30 +237,34 @@ impl<T: TableEntity> Store<T> {
         mut create: impl FnMut() -> T,
         mut mutate: impl FnMut(&mut T),
     ) -> Result<T> {
-        let key = self.resolve(key)?;
-        let mut wrong_key = None;
-        let outcome = self
-            .cas(&key, |current, last| match current {
-                _ if last => Step::Done(Outcome::Conflicted),
-                None => {
-                    let mut e = create();
-                    if let Err(err) = self.check_same_key(&key, &e) {
-                        wrong_key = Some(err);
-                        return Step::Done(Outcome::NotFound);
-                    }
-                    mutate(&mut e);
-                    Step::Insert(e)
+        self.op("mutate_or_create")
+            .run(async move {
+                let key = self.resolve(key)?;
+                let mut wrong_key = None;
+                let outcome = self
+                    .cas(&key, |current, last| match current {
+                        _ if last => Step::Done(Outcome::Conflicted),
+                        None => {
+                            let mut e = create();
+                            if let Err(err) = self.check_same_key(&key, &e) {
+                                wrong_key = Some(err);
+                                return Step::Done(Outcome::NotFound);
+                            }
+                            mutate(&mut e);
+                            Step::Insert(e)
+                        }
+                        Some(mut e) => {
+                            mutate(&mut e);
+                            Step::Update(e)
+                        }
+                    })
+                    .await?;
+                if let Some(err) = wrong_key {
+                    return Err(err);
                 }
-                Some(mut e) => {
-                    mutate(&mut e);
-                    Step::Update(e)
-                }
+                self.expect_updated(&key, outcome)
             })
-            .await?;
-        if let Some(err) = wrong_key {
-            return Err(err);
-        }
-        self.expect_updated(&key, outcome)
+            .await
     }
 
     fn expect_updated(&self, key: &Key, outcome: Outcome<T>) -> Result<T> {
@@ -326,11 +346,9 @@ impl<T: TableEntity> Store<T> {
                 Ok(fresh) => fresh,
                 Err(read_error) => {
                     tracing::warn!(
-                        table = %self.table,
-                        partition_key = %key.partition_key,
-                        row_key = %key.row_key,
-                        write_error = %write_error,
-                        read_error = %read_error,
+                        target: crate::telemetry::DECISION_TARGET,
+                        write_error = crate::telemetry::error_type(&write_error),
+                        read_error = crate::telemetry::error_type(&read_error),
                         "a conditional write was rejected and the re-read failed; reporting a conflict"
                     );
                     // The write was settled as not applied (or refused): nothing of it is stored.
@@ -359,10 +377,11 @@ impl<T: TableEntity> Store<T> {
             if attempt < attempts {
                 let pause = race_backoff(attempt);
                 if started.elapsed() + pause > budget {
-                    tracing::debug!(table = %self.table, attempt, ?budget, "lost an optimistic race with the time budget spent");
+                    tracing::debug!(target: crate::telemetry::DECISION_TARGET, attempt, ?budget, "lost an optimistic race with the time budget spent");
                     spent = true;
                 } else {
-                    tracing::debug!(table = %self.table, attempt, ?pause, "lost an optimistic race; re-applying to the fresh version");
+                    tracing::debug!(name: crate::telemetry::LOST_RACE, target: crate::telemetry::DECISION_TARGET, attempt, backoff_ms = pause.as_millis() as u64, "lost an optimistic race; re-applying to the fresh version");
+                    crate::telemetry::retry("lost_race");
                     tokio::time::sleep(pause).await;
                 }
             }

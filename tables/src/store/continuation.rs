@@ -4,6 +4,7 @@
 //! it are back: the reader checks and unpacks one row while the next is
 //! still in flight. More rows are read by one range query.
 
+use crate::telemetry;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::task::{Context, Poll};
@@ -82,6 +83,14 @@ impl<'a> ContinuationRead<'a> {
     /// skipped: the reader's checks find it missing), a failure, or `None`
     /// once every read is answered.
     pub(crate) async fn next(&mut self) -> Option<Result<Row>> {
+        let next = self.next_answer().await;
+        if let Some(Ok(_)) = &next {
+            tracing::debug!(name: telemetry::CONTINUATION_ROWS, target: telemetry::DECISION_TARGET, rows = 1, "continuation row fetched");
+        }
+        next
+    }
+
+    async fn next_answer(&mut self) -> Option<Result<Row>> {
         loop {
             if let Some(row) = self.ready.pop_front() {
                 return Some(Ok(row));

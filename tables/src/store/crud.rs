@@ -20,59 +20,77 @@ impl<T: TableEntity> Store<T> {
     /// create that was succeeds with the stored ETag, never
     /// [`Error::AlreadyExists`] for its own row); see [`Tables::with_retry`](crate::Tables::with_retry).
     pub async fn create(&self, entity: &mut T) -> Result<ETag> {
-        self.write_entity(entity, Verb::Create).await
+        self.op("create")
+            .run(async move { self.write_entity(entity, Verb::Create).await })
+            .await
     }
 
     /// Reads one entity with its ETag, or `None` if it does not exist.
     ///
     /// One round trip.
     pub async fn get(&self, key: impl Into<Lookup<'_>>) -> Result<Option<T>> {
-        let lookup = key.into();
-        // A hit needs no key of its own: only a valid key was ever cached.
-        if let Lookup::Keys(pk, rk) = &lookup {
-            if let Some(hit) = self.cached_at(pk, rk) {
-                return Ok(Some(hit));
-            }
-        }
-        let key = self.resolve(lookup)?;
-        Ok(self.read(&key).await?.map(|(entity, _)| entity))
+        self.op("get")
+            .run(async move {
+                let lookup = key.into();
+                // A hit needs no key of its own: only a valid key was ever cached.
+                let looked_up = match &lookup {
+                    Lookup::Keys(pk, rk) => match self.cached_at(pk, rk) {
+                        Some(hit) => return Ok(Some(hit)),
+                        None => true,
+                    },
+                    _ => false,
+                };
+                let key = self.resolve(lookup)?;
+                let read = match looked_up {
+                    true => self.read_table(&key).await?,
+                    false => self.read(&key).await?,
+                };
+                Ok(read.map(|(entity, _)| entity))
+            })
+            .await
     }
 
     /// Whether an entity with these keys exists: from the read cache when it
     /// holds the entity, else one round trip (which, for a type without
     /// large values, caches the entity it read).
     pub async fn exists(&self, key: impl Into<Lookup<'_>>) -> Result<bool> {
-        let key = self.resolve(key)?;
-        if self.cached_presence(&key) {
-            return Ok(true);
-        }
-        let keeping = self.read_ticket(&key);
-        self.ensure_created().await?;
-        let row = self
-            .tables
-            .backend
-            .get(&self.table, &key.partition_key, &key.row_key)
-            .await?;
-        // A continuation row of a large value is not an entity.
-        let Some(row) = row.filter(|row| !is_continuation_row(row) && self.admits(row)) else {
-            return Ok(false);
-        };
-        // A large value is never assembled to answer whether the row exists.
-        if let (Some(keeping), false) = (keeping, const { T::SCHEMA.has_large_values() }) {
-            let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
-            if let Ok(Some((entity, bytes))) = self.decode_weighed(row, true).await {
-                let etag = entity.etag().cloned().unwrap_or(etag);
-                self.keep_read(keeping, &key, &entity, &etag, bytes);
-            }
-        }
-        Ok(true)
+        self.op("exists")
+            .run(async move {
+                let key = self.resolve(key)?;
+                if self.cached_presence(&key) {
+                    return Ok(true);
+                }
+                let keeping = self.read_ticket(&key);
+                self.ensure_created().await?;
+                let row = self
+                    .tables
+                    .backend
+                    .get(&self.table, &key.partition_key, &key.row_key)
+                    .await?;
+                // A continuation row of a large value is not an entity.
+                let Some(row) = row.filter(|row| !is_continuation_row(row) && self.admits(row)) else {
+                    return Ok(false);
+                };
+                // A large value is never assembled to answer whether the row exists.
+                if let (Some(keeping), false) = (keeping, const { T::SCHEMA.has_large_values() }) {
+                    let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
+                    if let Ok(Some((entity, bytes))) = self.decode_weighed(row, true).await {
+                        let etag = entity.etag().cloned().unwrap_or(etag);
+                        self.keep_read(keeping, &key, &entity, &etag, bytes);
+                    }
+                }
+                Ok(true)
+            })
+            .await
     }
 
     /// Inserts or replaces the entity, unconditionally, in one round trip.
     /// Keeps a created stamp the caller set (otherwise sets it to now) and
     /// sets the updated stamp to now.
     pub async fn upsert(&self, entity: &mut T) -> Result<ETag> {
-        self.write_entity(entity, Verb::Upsert).await
+        self.op("upsert")
+            .run(async move { self.write_entity(entity, Verb::Upsert).await })
+            .await
     }
 
     /// Replaces the stored entity whatever version is stored (`If-Match: *`):
@@ -99,7 +117,9 @@ impl<T: TableEntity> Store<T> {
     /// # }).unwrap();
     /// ```
     pub async fn replace(&self, entity: &mut T) -> Result<ETag> {
-        self.replace_if(entity, IfMatch::Any).await
+        self.op("replace")
+            .run(async move { self.replace_if(entity, IfMatch::Any).await })
+            .await
     }
 
     pub(super) async fn update_conditional(&self, entity: &mut T, mode: Concurrency) -> Result<ETag> {
@@ -119,8 +139,12 @@ impl<T: TableEntity> Store<T> {
     /// returns `true` (gone, as the caller wanted), also when its retry was
     /// answered 404 or another writer removed the row in between.
     pub async fn delete(&self, key: impl Into<Lookup<'_>>) -> Result<bool> {
-        let key = self.resolve(key)?;
-        self.delete_one(&key, IfMatch::Any).await
+        self.op("delete")
+            .run(async move {
+                let key = self.resolve(key)?;
+                self.delete_one(&key, IfMatch::Any).await
+            })
+            .await
     }
 
     pub(super) async fn delete_conditional(&self, entity: &T) -> Result<()> {

@@ -131,54 +131,58 @@ impl<T: TableEntity> Store<T> {
     /// together, and the blobs of deleted entities are released. Atomic per
     /// transaction only: if it fails part way, call it again to finish.
     pub async fn delete_partition(&self, partition_key: &str) -> Result<usize> {
-        validate_key(KeyKind::PartitionKey, partition_key)?;
-        let large = const { T::SCHEMA.has_large_values() };
-        let mut select = vec!["RowKey".to_owned()];
-        if large {
-            select.push(SPLIT_OF.to_owned());
-            for c in T::SCHEMA.columns {
-                if matches!(c.kind, ColumnKind::Large { .. } | ColumnKind::Blob) {
-                    select.extend(std::iter::once(c.name).chain(c.aliases.iter().copied()).map(blob_cell));
-                }
-            }
-        }
-        let request = QueryRequest {
-            filter: Some(Filter::eq("PartitionKey", Value::String(partition_key.to_owned()))),
-            select: Some(select),
-            top: Some(MAX_PAGE_SIZE),
-        };
-        let mut pages = self.pages(request).await?;
-        let mut deleted = 0;
-        while let Some(rows) = pages.next(|_| true).await? {
-            // Every listed row leaves the read cache, also if a transaction below fails.
-            for row in &rows {
-                self.evict(partition_key, &row.row_key);
-            }
-            let units = delete_units(partition_key, rows);
-            let ranges = pack(units.iter().map(|u| (u.ops.len(), u.ops.iter().map(op_weight).sum())));
-            let mut units = units.into_iter();
-            for range in ranges {
-                let tx: Vec<DeleteUnit> = units.by_ref().take(range.len()).collect();
-                let mut owner = Vec::new();
-                let mut ops = Vec::new();
-                for (u, unit) in tx.iter().enumerate() {
-                    owner.push((u, true));
-                    owner.extend(std::iter::repeat_n((u, false), unit.ops.len() - 1));
-                    ops.extend(unit.ops.iter().cloned());
-                }
-                let (_, kept) = self.send_tracked(ops, 0).await?;
-                for index in kept {
-                    let (u, first) = owner[index];
-                    if first && tx[u].entity {
-                        deleted += 1;
-                        let (pk, rk) = tx[u].ops[0].keys();
-                        self.release_blobs(&Key::new(pk, rk), &tx[u].refs, &BTreeSet::new())
-                            .await;
+        self.op("delete_partition")
+            .run(async move {
+                validate_key(KeyKind::PartitionKey, partition_key)?;
+                let large = const { T::SCHEMA.has_large_values() };
+                let mut select = vec!["RowKey".to_owned()];
+                if large {
+                    select.push(SPLIT_OF.to_owned());
+                    for c in T::SCHEMA.columns {
+                        if matches!(c.kind, ColumnKind::Large { .. } | ColumnKind::Blob) {
+                            select.extend(std::iter::once(c.name).chain(c.aliases.iter().copied()).map(blob_cell));
+                        }
                     }
                 }
-            }
-        }
-        Ok(deleted)
+                let request = QueryRequest {
+                    filter: Some(Filter::eq("PartitionKey", Value::String(partition_key.to_owned()))),
+                    select: Some(select),
+                    top: Some(MAX_PAGE_SIZE),
+                };
+                let mut pages = self.pages(request).await?;
+                let mut deleted = 0;
+                while let Some(rows) = pages.next(|_| true).await? {
+                    // Every listed row leaves the read cache, also if a transaction below fails.
+                    for row in &rows {
+                        self.evict(partition_key, &row.row_key);
+                    }
+                    let units = delete_units(partition_key, rows);
+                    let ranges = pack(units.iter().map(|u| (u.ops.len(), u.ops.iter().map(op_weight).sum())));
+                    let mut units = units.into_iter();
+                    for range in ranges {
+                        let tx: Vec<DeleteUnit> = units.by_ref().take(range.len()).collect();
+                        let mut owner = Vec::new();
+                        let mut ops = Vec::new();
+                        for (u, unit) in tx.iter().enumerate() {
+                            owner.push((u, true));
+                            owner.extend(std::iter::repeat_n((u, false), unit.ops.len() - 1));
+                            ops.extend(unit.ops.iter().cloned());
+                        }
+                        let (_, kept) = self.send_tracked(ops, 0).await?;
+                        for index in kept {
+                            let (u, first) = owner[index];
+                            if first && tx[u].entity {
+                                deleted += 1;
+                                let (pk, rk) = tx[u].ops[0].keys();
+                                self.release_blobs(&Key::new(pk, rk), &tx[u].refs, &BTreeSet::new())
+                                    .await;
+                            }
+                        }
+                    }
+                }
+                Ok(deleted)
+            })
+            .await
     }
 }
 

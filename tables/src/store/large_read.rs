@@ -12,6 +12,7 @@ use crate::entity::{Key, LargeForm, TableEntity};
 use crate::error::{Error, Result};
 use crate::large::blob_value::BlobValue;
 use crate::layout::{split_parts, BlobRef, MAX_CONTINUATION_ROWS, SPLIT_OF};
+use crate::telemetry;
 use crate::value::{Row, Value};
 
 /// The index of a continuation row of `main_key` from its RowKey
@@ -66,6 +67,7 @@ impl<T: TableEntity> Store<T> {
         while let Some(page) = pages.next(|_| true).await? {
             rows.extend(page);
         }
+        tracing::debug!(name: telemetry::CONTINUATION_ROWS, target: telemetry::DECISION_TARGET, rows = rows.len(), "continuation rows fetched");
         Ok(rows)
     }
 
@@ -80,6 +82,9 @@ impl<T: TableEntity> Store<T> {
             .backend
             .get_into(&blobs.options.container, &reference.path, &mut value)
             .await?;
+        if let Some(props) = &found {
+            tracing::debug!(name: telemetry::BLOB_FETCHED, target: telemetry::DECISION_TARGET, bytes = props.length, "large value's blob fetched");
+        }
         if found.is_none() {
             return Err(Error::Integrity {
                 column: column.to_owned(),

@@ -59,19 +59,23 @@ impl<T: TableEntity> Store<T> {
     /// sub-stream is trimmed (an empty one is none) and may contain `~`; for
     /// an id-keyed type the partition and sub-stream are normalized as ids are.
     pub async fn append(&self, partition: &str, entity: &mut T, sub_stream: Option<&str>) -> Result<ETag> {
-        let key = match T::SCHEMA.keys {
-            // As ids are: the entity's id is the one stored.
-            KeyMode::CompositeId { normalize: true } => {
-                let sub = sub_stream_name(sub_stream).map(normalize_id);
-                Key::new(
-                    normalize_id(partition),
-                    append_key_now(self.append_keys, sub.as_deref()),
-                )
-            }
-            _ => Key::new(partition, append_key_now(self.append_keys, sub_stream_name(sub_stream))),
-        };
-        entity.set_key(key);
-        self.create(entity).await
+        self.op("append")
+            .run(async move {
+                let key = match T::SCHEMA.keys {
+                    // As ids are: the entity's id is the one stored.
+                    KeyMode::CompositeId { normalize: true } => {
+                        let sub = sub_stream_name(sub_stream).map(normalize_id);
+                        Key::new(
+                            normalize_id(partition),
+                            append_key_now(self.append_keys, sub.as_deref()),
+                        )
+                    }
+                    _ => Key::new(partition, append_key_now(self.append_keys, sub_stream_name(sub_stream))),
+                };
+                entity.set_key(key);
+                self.create(entity).await
+            })
+            .await
     }
 
     /// The newest `n` events of a partition's log (of one sub-stream, or of
@@ -89,39 +93,43 @@ impl<T: TableEntity> Store<T> {
     /// scan that skips them), and more pages when rows that are not events of
     /// this sub-stream take places in a page.
     pub async fn recent(&self, partition: &str, n: usize, sub_stream: Option<&str>) -> Result<Vec<T>> {
-        let sub = sub_stream_name(sub_stream).map(|s| match T::SCHEMA.keys {
-            KeyMode::CompositeId { normalize: true } => normalize_id(s),
-            _ => s.to_owned(),
-        });
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let prefix = match &sub {
-            Some(s) => format!("{s}{SUB_STREAM_SEPARATOR}"),
-            None => String::new(),
-        };
-        // Time-ordered parts start with a digit: .NET's inverted ticks with 0
-        // to 3, reverse-ticked nanoseconds (of any instant after 1970) with 9.
-        // Fewer than `n` .NET keys and `n` of ours fit one page of `2n`.
-        let (mut rows, full) = self
-            .scan_log(partition, &prefix, '0', n, n.saturating_mul(2), sub.as_deref())
-            .await?;
-        if full {
-            let (ours, _) = self.scan_log(partition, &prefix, '4', n, n, sub.as_deref()).await?;
-            rows.extend(ours);
-        }
-        // Newest first; a stable sort keeps the key order of equal instants.
-        rows.sort_by_key(|logged| std::cmp::Reverse(logged.unix_nanos));
-        let mut out = Vec::with_capacity(n.min(rows.len()));
-        for logged in rows {
-            if out.len() == n {
-                break;
-            }
-            if let Some(entity) = self.decode_listed(logged.row).await? {
-                out.push(entity);
-            }
-        }
-        Ok(out)
+        self.op("recent")
+            .run(async move {
+                let sub = sub_stream_name(sub_stream).map(|s| match T::SCHEMA.keys {
+                    KeyMode::CompositeId { normalize: true } => normalize_id(s),
+                    _ => s.to_owned(),
+                });
+                if n == 0 {
+                    return Ok(Vec::new());
+                }
+                let prefix = match &sub {
+                    Some(s) => format!("{s}{SUB_STREAM_SEPARATOR}"),
+                    None => String::new(),
+                };
+                // Time-ordered parts start with a digit: .NET's inverted ticks with 0
+                // to 3, reverse-ticked nanoseconds (of any instant after 1970) with 9.
+                // Fewer than `n` .NET keys and `n` of ours fit one page of `2n`.
+                let (mut rows, full) = self
+                    .scan_log(partition, &prefix, '0', n, n.saturating_mul(2), sub.as_deref())
+                    .await?;
+                if full {
+                    let (ours, _) = self.scan_log(partition, &prefix, '4', n, n, sub.as_deref()).await?;
+                    rows.extend(ours);
+                }
+                // Newest first; a stable sort keeps the key order of equal instants.
+                rows.sort_by_key(|logged| std::cmp::Reverse(logged.unix_nanos));
+                let mut out = Vec::with_capacity(n.min(rows.len()));
+                for logged in rows {
+                    if out.len() == n {
+                        break;
+                    }
+                    if let Some(entity) = self.decode_listed(logged.row).await? {
+                        out.push(entity);
+                    }
+                }
+                Ok(out)
+            })
+            .await
     }
 
     /// Reads the log's keys from `{prefix}{from}` to the end of the digits in
@@ -176,36 +184,52 @@ impl<T: TableEntity> Store<T> {
     /// the key (`stream`, inverted zero-padded version). Appending an existing
     /// version fails with [`Error::AlreadyExists`](crate::Error::AlreadyExists).
     pub async fn append_version(&self, stream: &str, version: u32, entity: &mut T) -> Result<ETag> {
-        entity.set_key(Key::new(stream.trim(), version_key(version)?));
-        self.create(entity).await
+        self.op("append_version")
+            .run(async move {
+                entity.set_key(Key::new(stream.trim(), version_key(version)?));
+                self.create(entity).await
+            })
+            .await
     }
 
     /// The newest version of a stream, or `None`. One bounded read.
     pub async fn latest(&self, stream: &str) -> Result<Option<T>> {
-        Ok(self.history(stream, 1).await?.pop())
+        self.op("latest")
+            .run(async move { Ok(self.history(stream, 1).await?.pop()) })
+            .await
     }
 
     /// Exactly version `version` of a stream. One point read.
     pub async fn at_version(&self, stream: &str, version: u32) -> Result<Option<T>> {
-        self.get((stream.trim(), version_key(version)?.as_str())).await
+        self.op("at_version")
+            .run(async move { self.get((stream.trim(), version_key(version)?.as_str())).await })
+            .await
     }
 
     /// The highest version at or below `version` ("state as of"). One bounded read.
     pub async fn at_or_before(&self, stream: &str, version: u32) -> Result<Option<T>> {
-        // Versions at or below `version` have keys at or above its key.
-        let from = version_key(version)?;
-        let options = QueryOptions::partition(stream.trim())
-            .filter(Filter::cmp("RowKey", CmpOp::Ge, Value::String(from)))
-            .take(1);
-        Ok(self.query(options).await?.pop())
+        self.op("at_or_before")
+            .run(async move {
+                // Versions at or below `version` have keys at or above its key.
+                let from = version_key(version)?;
+                let options = QueryOptions::partition(stream.trim())
+                    .filter(Filter::cmp("RowKey", CmpOp::Ge, Value::String(from)))
+                    .take(1);
+                Ok(self.query(options).await?.pop())
+            })
+            .await
     }
 
     /// The newest `take` versions of a stream, newest first. One bounded read
     /// (pages of 1000).
     pub async fn history(&self, stream: &str, take: usize) -> Result<Vec<T>> {
-        if take == 0 {
-            return Ok(Vec::new());
-        }
-        self.query(QueryOptions::partition(stream.trim()).take(take)).await
+        self.op("history")
+            .run(async move {
+                if take == 0 {
+                    return Ok(Vec::new());
+                }
+                self.query(QueryOptions::partition(stream.trim()).take(take)).await
+            })
+            .await
     }
 }

@@ -217,6 +217,12 @@ impl<T> Store<T> {
         }
     }
 
+    /// The span of the public operation `name` on this store's table (see
+    /// [`telemetry`](crate::telemetry)).
+    pub(crate) fn op(&self, name: &'static str) -> crate::telemetry::Operation<'_> {
+        crate::telemetry::Operation::new(crate::telemetry::DB_SYSTEM, name, &self.table, &self.tables.peer)
+    }
+
     /// The table name.
     pub fn table(&self) -> &str {
         &self.table
@@ -230,21 +236,25 @@ impl<T> Store<T> {
     /// Creates the table if it does not exist yet. Stores do this on first
     /// use; call it at start-up to fail fast on a bad connection.
     pub async fn ensure_created(&self) -> Result<()> {
-        if self
-            .tables
-            .created
-            .lock()
-            .map(|s| s.contains(&self.table))
-            .unwrap_or(false)
-        {
-            return Ok(());
-        }
-        crate::service::check_table_name(&self.table)?;
-        self.tables.backend.create_table(&self.table).await?;
-        if let Ok(mut set) = self.tables.created.lock() {
-            set.insert(self.table.clone());
-        }
-        Ok(())
+        self.op("ensure_created")
+            .run(async move {
+                if self
+                    .tables
+                    .created
+                    .lock()
+                    .map(|s| s.contains(&self.table))
+                    .unwrap_or(false)
+                {
+                    return Ok(());
+                }
+                crate::service::check_table_name(&self.table)?;
+                self.tables.backend.create_table(&self.table).await?;
+                if let Ok(mut set) = self.tables.created.lock() {
+                    set.insert(self.table.clone());
+                }
+                Ok(())
+            })
+            .await
     }
 }
 
@@ -327,7 +337,10 @@ impl<T: TableEntity> Store<T> {
     where
         T: HasETag,
     {
-        Box::pin(self.update_conditional(entity, Concurrency::Auto))
+        Box::pin(
+            self.op("update")
+                .run(self.update_conditional(entity, Concurrency::Auto)),
+        )
     }
 
     /// Replaces the stored entity under an explicit concurrency mode.
@@ -348,7 +361,7 @@ impl<T: TableEntity> Store<T> {
     where
         T: HasETag,
     {
-        Box::pin(self.update_conditional(entity, mode))
+        Box::pin(self.op("update_with").run(self.update_conditional(entity, mode)))
     }
 
     /// Deletes the entity on condition of its ETag: [`Error::Conflict`] if it
@@ -361,7 +374,7 @@ impl<T: TableEntity> Store<T> {
     where
         T: HasETag,
     {
-        Box::pin(self.delete_conditional(entity))
+        Box::pin(self.op("delete_entity").run(self.delete_conditional(entity)))
     }
 }
 

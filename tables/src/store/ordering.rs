@@ -96,7 +96,8 @@ impl<T: TableEntity> Store<T> {
     where
         T: OrderedEntity,
     {
-        Box::pin(self.ordered(self.resolve(key), token.into(), None::<fn() -> T>, intent))
+        let work = self.ordered(self.resolve(key), token.into(), None::<fn() -> T>, intent);
+        Box::pin(self.op("apply_if_newer").run(work))
     }
 
     /// Like [`Store::apply_if_newer`], but when no entity has the key,
@@ -113,7 +114,8 @@ impl<T: TableEntity> Store<T> {
     where
         T: OrderedEntity,
     {
-        Box::pin(self.ordered(self.resolve(key), token.into(), Some(create), intent))
+        let work = self.ordered(self.resolve(key), token.into(), Some(create), intent);
+        Box::pin(self.op("apply_if_newer_or_create").run(work))
     }
 
     async fn ordered(

@@ -201,55 +201,67 @@ impl<T: TableEntity> Store<T> {
     /// # }).unwrap();
     /// ```
     pub async fn page<S>(&self, options: QueryOptions<T, S>) -> Result<EntityPage<T>> {
-        let page_size = options
-            .take
-            .unwrap_or(DEFAULT_PAGE_SIZE)
-            .clamp(1, MAX_PAGE_SIZE as usize);
-        let bound = self.scoped_fingerprint(fingerprint(&options, page_size));
-        let token = match &options.cursor {
-            Some(c) => Some(c.decode(&bound)?),
-            None => None,
-        };
-        let mut request = self.listing_request(&options)?;
-        request.top = Some(page_size as u32);
-        self.ensure_created().await?;
-        let page = self.tables.backend.query(&self.table, &request, token.as_ref()).await?;
-        let mut items = Vec::with_capacity(page.rows.len());
-        for row in page.rows {
-            if let Some(entity) = self.decode_listed(row).await? {
-                items.push(entity);
-            }
-        }
-        Ok(EntityPage {
-            items,
-            cursor: page.next.map(|c| Cursor::encode(&bound, &c)),
-        })
+        self.op("page")
+            .run(async move {
+                let page_size = options
+                    .take
+                    .unwrap_or(DEFAULT_PAGE_SIZE)
+                    .clamp(1, MAX_PAGE_SIZE as usize);
+                let bound = self.scoped_fingerprint(fingerprint(&options, page_size));
+                let token = match &options.cursor {
+                    Some(c) => Some(c.decode(&bound)?),
+                    None => None,
+                };
+                let mut request = self.listing_request(&options)?;
+                request.top = Some(page_size as u32);
+                self.ensure_created().await?;
+                let page = self.tables.backend.query(&self.table, &request, token.as_ref()).await?;
+                let mut items = Vec::with_capacity(page.rows.len());
+                for row in page.rows {
+                    if let Some(entity) = self.decode_listed(row).await? {
+                        items.push(entity);
+                    }
+                }
+                Ok(EntityPage {
+                    items,
+                    cursor: page.next.map(|c| Cursor::encode(&bound, &c)),
+                })
+            })
+            .await
     }
 
     /// Counts the selected rows with a keys-only projection, stopping once
     /// `bound` is reached: [`Count::AtLeast`] then, rendered `n+`.
     pub async fn count_bounded<S>(&self, options: QueryOptions<T, S>, bound: u64) -> Result<Count> {
-        let n = self.count(options.take(bound.min(usize::MAX as u64) as usize)).await?;
-        Ok(if n >= bound {
-            Count::AtLeast(bound)
-        } else {
-            Count::Exact(n)
-        })
+        self.op("count_bounded")
+            .run(async move {
+                let n = self.count(options.take(bound.min(usize::MAX as u64) as usize)).await?;
+                Ok(if n >= bound {
+                    Count::AtLeast(bound)
+                } else {
+                    Count::Exact(n)
+                })
+            })
+            .await
     }
 
     /// Whether any row matches: a query of one row.
     pub async fn any<S>(&self, options: QueryOptions<T, S>) -> Result<bool> {
-        let mut request = self.request_for(&options)?;
-        request.select = Some(vec!["RowKey".to_owned(), crate::layout::SPLIT_OF.to_owned()]);
-        request.top = Some(1);
-        let mut pages = self.pages(request).await?;
-        // One row answers: no page is read ahead.
-        while let Some(rows) = pages.next(|_| false).await? {
-            if rows.iter().any(|r| r.get(crate::layout::SPLIT_OF).is_none()) {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        self.op("any")
+            .run(async move {
+                let mut request = self.request_for(&options)?;
+                request.select = Some(vec!["RowKey".to_owned(), crate::layout::SPLIT_OF.to_owned()]);
+                request.top = Some(1);
+                let mut pages = self.pages(request).await?;
+                // One row answers: no page is read ahead.
+                while let Some(rows) = pages.next(|_| false).await? {
+                    if rows.iter().any(|r| r.get(crate::layout::SPLIT_OF).is_none()) {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            })
+            .await
     }
 }
 

@@ -39,55 +39,59 @@ impl<T: TableEntity> Store<T> {
     /// # }).unwrap();
     /// ```
     pub async fn patch<B: UpdateBuilder<T>>(&self, key: impl Into<Lookup<'_>>, builder: B) -> Result<ETag> {
-        let key = self.resolve(key)?;
-        let update = builder.into_update();
-        if let Some(reason) = update.error {
-            return Err(Error::InvalidValue {
-                column: "update".into(),
-                reason,
-            });
-        }
-        for (column, roles) in &update.protected {
-            let allowed = update
-                .authorizer
-                .as_ref()
-                .is_some_and(|a| roles.iter().any(|role| a.has_role(role)));
-            if !allowed {
-                return Err(Error::Protected {
-                    column: column.clone(),
-                    roles: roles.join(", "),
-                    from: "the stored value (not read by a partial update)".into(),
-                    to: describe_cell(update.row.get(column)),
-                });
-            }
-        }
-        if update.row.properties.is_empty() {
-            return Err(Error::config("the update names no column: set at least one field"));
-        }
-        let mut row = update.row;
-        row.partition_key = key.partition_key.clone();
-        row.row_key = key.row_key.clone();
-        if let Some(col) = T::SCHEMA.updated_column {
-            row.insert(col, Value::DateTime(now()));
-        }
-        self.reserve_token(&mut row);
-        crate::service::check_row_limits(&row)?;
-        let condition = match update.etag {
-            // A caller's ETag is a version, never the wildcard.
-            Some(etag) => caller_version(&etag)?,
-            None => IfMatch::Any,
-        };
-        let op = WriteOp::Update {
-            row,
-            mode: UpdateMode::Merge,
-            condition,
-        };
-        self.ensure_created().await?;
-        let outcome = self
-            .send(vec![op], 1)
+        self.op("patch")
+            .run(async move {
+                let key = self.resolve(key)?;
+                let update = builder.into_update();
+                if let Some(reason) = update.error {
+                    return Err(Error::InvalidValue {
+                        column: "update".into(),
+                        reason,
+                    });
+                }
+                for (column, roles) in &update.protected {
+                    let allowed = update
+                        .authorizer
+                        .as_ref()
+                        .is_some_and(|a| roles.iter().any(|role| a.has_role(role)));
+                    if !allowed {
+                        return Err(Error::Protected {
+                            column: column.clone(),
+                            roles: roles.join(", "),
+                            from: "the stored value (not read by a partial update)".into(),
+                            to: describe_cell(update.row.get(column)),
+                        });
+                    }
+                }
+                if update.row.properties.is_empty() {
+                    return Err(Error::config("the update names no column: set at least one field"));
+                }
+                let mut row = update.row;
+                row.partition_key = key.partition_key.clone();
+                row.row_key = key.row_key.clone();
+                if let Some(col) = T::SCHEMA.updated_column {
+                    row.insert(col, Value::DateTime(now()));
+                }
+                self.reserve_token(&mut row);
+                crate::service::check_row_limits(&row)?;
+                let condition = match update.etag {
+                    // A caller's ETag is a version, never the wildcard.
+                    Some(etag) => caller_version(&etag)?,
+                    None => IfMatch::Any,
+                };
+                let op = WriteOp::Update {
+                    row,
+                    mode: UpdateMode::Merge,
+                    condition,
+                };
+                self.ensure_created().await?;
+                let outcome = self
+                    .send(vec![op], 1)
+                    .await
+                    .map_err(|e| e.about_entity(&self.table, &key.partition_key, &key.row_key))?;
+                Ok(outcome.etag.unwrap_or_else(|| ETag::new("")))
+            })
             .await
-            .map_err(|e| e.about_entity(&self.table, &key.partition_key, &key.row_key))?;
-        Ok(outcome.etag.unwrap_or_else(|| ETag::new("")))
     }
 }
 

@@ -368,41 +368,45 @@ impl<T: TableEntity> Store<T> {
     /// when it holds it, and cached when no write in the partition ran while
     /// it was read. Every other query reads the table.
     pub async fn query<S>(&self, options: QueryOptions<T, S>) -> Result<Vec<T>> {
-        let whole = self.whole_partition(&options);
-        if let Some(list) = whole.as_deref().and_then(|pk| self.cached_list(pk)) {
-            return Ok(list);
-        }
-        let keeping = whole.as_deref().and_then(|pk| self.list_ticket(pk));
-        let limit = options.take.unwrap_or(usize::MAX);
-        if T::DECODES_PAGES && keeping.is_none() && limit == usize::MAX {
-            return self.query_direct(self.request_for(&options)?).await;
-        }
-        let mut pages = self.pages(self.request_for(&options)?).await?;
-        let mut out = Vec::new();
-        let mut bytes = 0;
-        while out.len() < limit {
-            // Each row gives at most one entity: fewer than the limit left means the next page is read.
-            let seen = out.len();
-            let Some(rows) = pages.next(|rows| seen.saturating_add(rows.len()) < limit).await? else {
-                break;
-            };
-            for row in rows {
-                if out.len() >= limit {
-                    break;
+        self.op("query")
+            .run(async move {
+                let whole = self.whole_partition(&options);
+                if let Some(list) = whole.as_deref().and_then(|pk| self.cached_list(pk)) {
+                    return Ok(list);
                 }
-                if super::read::is_continuation_row(&row) {
-                    continue;
+                let keeping = whole.as_deref().and_then(|pk| self.list_ticket(pk));
+                let limit = options.take.unwrap_or(usize::MAX);
+                if T::DECODES_PAGES && keeping.is_none() && limit == usize::MAX {
+                    return self.query_direct(self.request_for(&options)?).await;
                 }
-                if let Some((entity, size)) = self.decode_weighed(row, keeping.is_some()).await? {
-                    bytes += size;
-                    out.push(entity);
+                let mut pages = self.pages(self.request_for(&options)?).await?;
+                let mut out = Vec::new();
+                let mut bytes = 0;
+                while out.len() < limit {
+                    // Each row gives at most one entity: fewer than the limit left means the next page is read.
+                    let seen = out.len();
+                    let Some(rows) = pages.next(|rows| seen.saturating_add(rows.len()) < limit).await? else {
+                        break;
+                    };
+                    for row in rows {
+                        if out.len() >= limit {
+                            break;
+                        }
+                        if super::read::is_continuation_row(&row) {
+                            continue;
+                        }
+                        if let Some((entity, size)) = self.decode_weighed(row, keeping.is_some()).await? {
+                            bytes += size;
+                            out.push(entity);
+                        }
+                    }
                 }
-            }
-        }
-        if let (Some(keeping), Some(pk)) = (keeping, &whole) {
-            self.keep_list(keeping, pk, &out, bytes);
-        }
-        Ok(out)
+                if let (Some(keeping), Some(pk)) = (keeping, &whole) {
+                    self.keep_list(keeping, pk, &out, bytes);
+                }
+                Ok(out)
+            })
+            .await
     }
 
     /// Every entity of the request, each page read straight into entities
@@ -441,20 +445,24 @@ impl<T: TableEntity> Store<T> {
 
     /// Counts the rows the options select, reading keys only.
     pub async fn count<S>(&self, options: QueryOptions<T, S>) -> Result<u64> {
-        let mut request = self.request_for(&options)?;
-        // Continuation rows of large values are not entities: read the marker to skip them.
-        request.select = Some(vec!["RowKey".to_owned(), crate::layout::SPLIT_OF.to_owned()]);
-        request.top = Some(MAX_PAGE_SIZE);
-        let limit = options.take.map_or(u64::MAX, |t| t as u64);
-        let mut pages = self.pages(request).await?;
-        let mut n = 0u64;
-        while n < limit {
-            let Some(rows) = pages.next(|rows| n.saturating_add(rows.len() as u64) < limit).await? else {
-                break;
-            };
-            n += rows.iter().filter(|r| r.get(crate::layout::SPLIT_OF).is_none()).count() as u64;
-        }
-        Ok(n.min(limit))
+        self.op("count")
+            .run(async move {
+                let mut request = self.request_for(&options)?;
+                // Continuation rows of large values are not entities: read the marker to skip them.
+                request.select = Some(vec!["RowKey".to_owned(), crate::layout::SPLIT_OF.to_owned()]);
+                request.top = Some(MAX_PAGE_SIZE);
+                let limit = options.take.map_or(u64::MAX, |t| t as u64);
+                let mut pages = self.pages(request).await?;
+                let mut n = 0u64;
+                while n < limit {
+                    let Some(rows) = pages.next(|rows| n.saturating_add(rows.len() as u64) < limit).await? else {
+                        break;
+                    };
+                    n += rows.iter().filter(|r| r.get(crate::layout::SPLIT_OF).is_none()).count() as u64;
+                }
+                Ok(n.min(limit))
+            })
+            .await
     }
 }
 

@@ -98,6 +98,11 @@ impl<T: TableEntity> Store<T> {
         if let Some(hit) = self.cached_entity(key) {
             return Ok(Some(hit));
         }
+        self.read_table(key).await
+    }
+
+    /// [`Store::read`] once the read cache was looked up and missed.
+    pub(crate) async fn read_table(&self, key: &Key) -> Result<Option<(T, ETag)>> {
         let keeping = self.read_ticket(key);
         self.ensure_created().await?;
         let (row, prefetched) = self.get_main_row(key).await?;

@@ -59,6 +59,7 @@ use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::WRITE_TOKEN;
 use crate::service::MAX_PROPERTIES;
+use crate::telemetry;
 use crate::value::{ColumnName, Row, Value};
 
 /// A fresh write token: 16 random bytes, URL-safe base64 without padding.
@@ -219,7 +220,7 @@ impl Evidence {
     fn name(&self) -> &'static str {
         match self {
             Evidence::Applied(_) => "applied",
-            Evidence::NotYet => "not applied yet",
+            Evidence::NotYet => "not_applied_yet",
             Evidence::Nothing => "undecided",
         }
     }
@@ -259,7 +260,8 @@ impl<T> Store<T> {
                 (Answer::NotProcessed, _) => {
                     failures += 1;
                     if let Some(pause) = policy.next_delay(failures, started.elapsed()) {
-                        tracing::debug!(table = %self.table, ?pause, error = %error, "the service did not process a write; sending it again");
+                        tracing::debug!(name: telemetry::NOT_PROCESSED, target: telemetry::DECISION_TARGET, backoff_ms = pause.as_millis() as u64, error.type = telemetry::error_type(&error), "the service did not process a write; sending it again");
+                        telemetry::retry("not_processed");
                         tokio::time::sleep(pause).await;
                         continue;
                     }
@@ -289,7 +291,8 @@ impl<T> Store<T> {
                     Ok(evidence) => break Some(evidence),
                     Err(read_error) => {
                         failures += 1;
-                        tracing::debug!(table = %self.table, error = %read_error, "cannot read back a write whose answer was lost");
+                        tracing::debug!(name: telemetry::SETTLE_READ_BACK, target: telemetry::DECISION_TARGET, verdict = "unreadable", error.type = telemetry::error_type(&read_error), "cannot read back a write whose answer was lost");
+                        telemetry::settle_read_back("unreadable");
                         match policy.next_delay(failures, started.elapsed()) {
                             Some(pause) => tokio::time::sleep(pause).await,
                             None => break None,
@@ -302,7 +305,8 @@ impl<T> Store<T> {
                 tracing::warn!(table = %self.table, "a write whose answer was lost could not be read back within the retry policy");
                 return Err(self.outcome_unknown(&ops, earlier()));
             };
-            tracing::debug!(table = %self.table, verdict = evidence.name(), "a write whose answer was lost was read back");
+            tracing::debug!(name: telemetry::SETTLE_READ_BACK, target: telemetry::DECISION_TARGET, verdict = evidence.name(), "a write whose answer was lost was read back");
+            telemetry::settle_read_back(evidence.name());
             match evidence {
                 Evidence::Applied(outcomes) => return Ok(outcomes),
                 Evidence::Nothing => {
@@ -314,7 +318,8 @@ impl<T> Store<T> {
                 Evidence::NotYet if failed.is_some() => return Err(failed.unwrap_or_else(earlier)),
                 Evidence::NotYet => match policy.next_delay(failures, started.elapsed()) {
                     Some(pause) => {
-                        tracing::debug!(table = %self.table, ?pause, "a conditional write whose answer was lost has not landed; sending it again");
+                        tracing::debug!(target: telemetry::DECISION_TARGET, backoff_ms = pause.as_millis() as u64, "a conditional write whose answer was lost has not landed; sending it again");
+                        telemetry::retry("not_applied_yet");
                         tokio::time::sleep(pause).await;
                     }
                     // Not landed yet, and it still may.

@@ -176,7 +176,7 @@ impl<T: TableEntity> Store<T> {
         T: SoftDelete,
     {
         let key = self.resolve(key);
-        Box::pin(async move {
+        Box::pin(self.op("soft_delete").run(async move {
             let key = key?;
             let at = DateTime::now();
             let outcome = self
@@ -184,7 +184,7 @@ impl<T: TableEntity> Store<T> {
                 .try_transition(&key, |e| e.deleted_at().is_none(), |e| e.set_deleted_at(Some(at)))
                 .await?;
             self.changed(&key, outcome)
-        })
+        }))
     }
 
     /// Clears the deletion stamp of a soft-deleted entity and sets its
@@ -196,14 +196,14 @@ impl<T: TableEntity> Store<T> {
         T: SoftDelete,
     {
         let key = self.resolve(key);
-        Box::pin(async move {
+        Box::pin(self.op("restore").run(async move {
             let key = key?;
             let outcome = self
                 .including_deleted()
                 .try_transition(&key, |e| e.deleted_at().is_some(), |e| e.set_deleted_at(None))
                 .await?;
             self.changed(&key, outcome)
-        })
+        }))
     }
 
     fn changed(&self, key: &Key, outcome: Outcome<T>) -> Result<bool> {

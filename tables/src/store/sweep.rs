@@ -35,109 +35,117 @@ impl<T: TableEntity> Store<T> {
     /// `older_than` must exceed the longest write (blob upload to row commit).
     /// Every orphan is tried; failures are reported together at the end.
     pub async fn sweep_orphan_blobs(&self, partition_key: &str, older_than: Duration) -> Result<SweepReport> {
-        crate::service::validate_key(KeyKind::PartitionKey, partition_key)?;
-        let blobs = self.blob_container().await?;
-        let container = &blobs.options.container;
-        let now = blobs.backend.now().await?;
-        let cutoff = now.unix_nanos() - older_than.as_nanos() as i128;
-        // Every blob the partition's rows reference now, whatever type wrote them:
-        // the rows are read whole, every `__blob` cell counts.
-        let request = QueryRequest {
-            filter: Some(Filter::eq("PartitionKey", Value::String(partition_key.to_owned()))),
-            select: None,
-            top: Some(MAX_PAGE_SIZE),
-        };
-        let mut referenced = BTreeSet::new();
-        let mut pages = self.pages(request).await?;
-        while let Some(rows) = pages.next(|_| true).await? {
-            for row in rows {
-                referenced.extend(blob_paths(&row));
-            }
-        }
-        let prefix = partition_prefix(&self.table, partition_key);
-        let mut report = SweepReport::default();
-        let mut failures = Vec::new();
-        let mut marker: Option<String> = None;
-        loop {
-            let listing = blobs
-                .backend
-                .list(container, &prefix, None, marker.as_deref(), MAX_LIST_RESULTS)
-                .await?;
-            for item in listing.items {
-                report.examined += 1;
-                let old = item.properties.last_modified.unix_nanos() < cutoff;
-                if !is_offload_shape(&item.name) || referenced.contains(&item.name) || !old {
-                    continue;
+        self.op("sweep_orphan_blobs")
+            .run(async move {
+                crate::service::validate_key(KeyKind::PartitionKey, partition_key)?;
+                let blobs = self.blob_container().await?;
+                let container = &blobs.options.container;
+                let now = blobs.backend.now().await?;
+                let cutoff = now.unix_nanos() - older_than.as_nanos() as i128;
+                // Every blob the partition's rows reference now, whatever type wrote them:
+                // the rows are read whole, every `__blob` cell counts.
+                let request = QueryRequest {
+                    filter: Some(Filter::eq("PartitionKey", Value::String(partition_key.to_owned()))),
+                    select: None,
+                    top: Some(MAX_PAGE_SIZE),
+                };
+                let mut referenced = BTreeSet::new();
+                let mut pages = self.pages(request).await?;
+                while let Some(rows) = pages.next(|_| true).await? {
+                    for row in rows {
+                        referenced.extend(blob_paths(&row));
+                    }
                 }
-                let condition = BlobCondition::IfMatch(item.properties.etag.clone());
-                match blobs.backend.delete(container, &item.name, condition).await {
-                    Ok(true) => report.deleted += 1,
-                    Ok(false) => {}
-                    Err(e) => failures.push(SweepFailure::new(item.name.clone(), e)),
+                let prefix = partition_prefix(&self.table, partition_key);
+                let mut report = SweepReport::default();
+                let mut failures = Vec::new();
+                let mut marker: Option<String> = None;
+                loop {
+                    let listing = blobs
+                        .backend
+                        .list(container, &prefix, None, marker.as_deref(), MAX_LIST_RESULTS)
+                        .await?;
+                    for item in listing.items {
+                        report.examined += 1;
+                        let old = item.properties.last_modified.unix_nanos() < cutoff;
+                        if !is_offload_shape(&item.name) || referenced.contains(&item.name) || !old {
+                            continue;
+                        }
+                        let condition = BlobCondition::IfMatch(item.properties.etag.clone());
+                        match blobs.backend.delete(container, &item.name, condition).await {
+                            Ok(true) => report.deleted += 1,
+                            Ok(false) => {}
+                            Err(e) => failures.push(SweepFailure::new(item.name.clone(), e)),
+                        }
+                    }
+                    match listing.next_marker {
+                        Some(m) => marker = Some(m),
+                        None => break,
+                    }
                 }
-            }
-            match listing.next_marker {
-                Some(m) => marker = Some(m),
-                None => break,
-            }
-        }
-        if failures.is_empty() {
-            Ok(report)
-        } else {
-            Err(Error::SweepFailed {
-                deleted: report.deleted,
-                failures,
+                if failures.is_empty() {
+                    Ok(report)
+                } else {
+                    Err(Error::SweepFailed {
+                        deleted: report.deleted,
+                        failures,
+                    })
+                }
             })
-        }
+            .await
     }
 
     /// Sweeps every partition that has blobs (see [`Store::sweep_orphan_blobs`]).
     /// A failing partition does not stop the others; the failures are reported together.
     pub async fn sweep_all_orphan_blobs(&self, older_than: Duration) -> Result<SweepReport> {
-        let blobs = self.blob_container().await?;
-        let container = &blobs.options.container;
-        let table_prefix = format!("{}/", escape_segment(&self.table));
-        let mut partitions = Vec::new();
-        let mut marker: Option<String> = None;
-        loop {
-            let listing = blobs
-                .backend
-                .list(container, &table_prefix, Some("/"), marker.as_deref(), MAX_LIST_RESULTS)
-                .await?;
-            for p in listing.prefixes {
-                let segment = p[table_prefix.len()..].trim_end_matches('/');
-                if let Some(pk) = unescape_segment(segment) {
-                    partitions.push(pk);
+        self.op("sweep_all_orphan_blobs")
+            .run(async move {
+                let blobs = self.blob_container().await?;
+                let container = &blobs.options.container;
+                let table_prefix = format!("{}/", escape_segment(&self.table));
+                let mut partitions = Vec::new();
+                let mut marker: Option<String> = None;
+                loop {
+                    let listing = blobs
+                        .backend
+                        .list(container, &table_prefix, Some("/"), marker.as_deref(), MAX_LIST_RESULTS)
+                        .await?;
+                    for p in listing.prefixes {
+                        let segment = p[table_prefix.len()..].trim_end_matches('/');
+                        if let Some(pk) = unescape_segment(segment) {
+                            partitions.push(pk);
+                        }
+                    }
+                    match listing.next_marker {
+                        Some(m) => marker = Some(m),
+                        None => break,
+                    }
                 }
-            }
-            match listing.next_marker {
-                Some(m) => marker = Some(m),
-                None => break,
-            }
-        }
-        let mut total = SweepReport::default();
-        let mut failures = Vec::new();
-        for pk in partitions {
-            match self.sweep_orphan_blobs(&pk, older_than).await {
-                Ok(r) => {
-                    total.deleted += r.deleted;
-                    total.examined += r.examined;
+                let mut total = SweepReport::default();
+                let mut failures = Vec::new();
+                for pk in partitions {
+                    match self.sweep_orphan_blobs(&pk, older_than).await {
+                        Ok(r) => {
+                            total.deleted += r.deleted;
+                            total.examined += r.examined;
+                        }
+                        Err(Error::SweepFailed { deleted, failures: f }) => {
+                            total.deleted += deleted;
+                            failures.extend(f);
+                        }
+                        Err(e) => failures.push(SweepFailure::new(format!("partition {pk:?}"), e)),
+                    }
                 }
-                Err(Error::SweepFailed { deleted, failures: f }) => {
-                    total.deleted += deleted;
-                    failures.extend(f);
+                if failures.is_empty() {
+                    Ok(total)
+                } else {
+                    Err(Error::SweepFailed {
+                        deleted: total.deleted,
+                        failures,
+                    })
                 }
-                Err(e) => failures.push(SweepFailure::new(format!("partition {pk:?}"), e)),
-            }
-        }
-        if failures.is_empty() {
-            Ok(total)
-        } else {
-            Err(Error::SweepFailed {
-                deleted: total.deleted,
-                failures,
             })
-        }
+            .await
     }
 
     /// Runs the table-wide sweep on `schedule` (every

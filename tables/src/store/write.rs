@@ -28,6 +28,7 @@ use crate::error::{Error, ErrorKind, KeyKind, Result};
 use crate::large::plan::{check_row_key, large_columns, plan, Limits};
 use crate::layout::{blob_paths, continuation_key, split_parts};
 use crate::service::{check_row_limits, validate_key};
+use crate::telemetry;
 use crate::value::{DateTime, ETag, Row, Value};
 
 /// Attempts of a write that reads first and loses races to other writers.
@@ -466,7 +467,10 @@ impl<T: TableEntity> Store<T> {
             }
             let may_retry = read && !matches!(verb, Verb::Replace(IfMatch::ETag(_)));
             if lost_race(kind) && may_retry && attempt < RACE_ATTEMPTS {
-                tokio::time::sleep(race_backoff(attempt)).await;
+                let pause = race_backoff(attempt);
+                tracing::debug!(name: telemetry::LOST_RACE, target: telemetry::DECISION_TARGET, attempt, backoff_ms = pause.as_millis() as u64, "another writer got there first; applying the write again");
+                telemetry::retry("lost_race");
+                tokio::time::sleep(pause).await;
                 continue;
             }
             // After a read, a lost race is a conflict whatever the service said.

@@ -3,6 +3,7 @@
 
 use crate::backend::azure::AzureConnection;
 use crate::tables::{BlobOptions, Tables};
+use crate::telemetry::Peer;
 
 #[cfg_attr(docsrs, doc(cfg(feature = "azure")))]
 impl Tables {
@@ -29,6 +30,7 @@ impl Tables {
     pub fn connect_with(connection: AzureConnection) -> crate::Result<Tables> {
         let tables = Tables::with_backend(connection.table_backend()?)
             .with_scope(connection.table_endpoint())
+            .with_peer(Peer::new(connection.account_name(), connection.table_endpoint()))
             .with_retry(*connection.retry());
         Ok(match connection.blob_endpoint().is_empty() {
             true => tables,

@@ -5,6 +5,7 @@ mod blobs;
 mod connect;
 mod pool;
 mod reshard;
+mod traced;
 
 pub use reshard::ReshardReport;
 
@@ -12,6 +13,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
+use self::traced::Traced;
 use crate::backend::blob::BlobBackend;
 use crate::backend::memory::{MemoryBackend, MemoryBlobBackend};
 use crate::backend::retry::RetryPolicy;
@@ -19,6 +21,7 @@ use crate::backend::Backend;
 use crate::entity::TableEntity;
 use crate::options::BlobOptions;
 use crate::store::{ReadCache, Store, StoreOptions};
+use crate::telemetry::Peer;
 
 /// A connection to table storage: a backend plus the options every store
 /// made from it shares.
@@ -34,7 +37,12 @@ use crate::store::{ReadCache, Store, StoreOptions};
 /// ```
 #[derive(Clone)]
 pub struct Tables {
+    /// The backend the stores ask, in its request spans.
     pub(crate) backend: Arc<dyn Backend>,
+    /// The backend as it was given (what [`Tables::backend`] returns).
+    pub(crate) raw: Arc<dyn Backend>,
+    /// Where the operations go, for their spans.
+    pub(crate) peer: Peer,
     pub(crate) options: StoreOptions,
     pub(crate) created: Arc<Mutex<HashSet<String>>>,
     pub(crate) blobs: Option<Arc<Blobs>>,
@@ -52,15 +60,30 @@ pub struct Tables {
 
 /// A blob backend and its options.
 pub(crate) struct Blobs {
+    /// The blob backend the stores ask, in its request spans.
     pub(crate) backend: Arc<dyn BlobBackend>,
+    /// The blob backend as it was given.
+    pub(crate) raw: Arc<dyn BlobBackend>,
     pub(crate) options: BlobOptions,
     pub(crate) container_ready: tokio::sync::OnceCell<()>,
+}
+
+impl Blobs {
+    /// Blobs in `backend`, whose requests run in request spans.
+    pub(crate) fn new(backend: Arc<dyn BlobBackend>, options: BlobOptions) -> Blobs {
+        Blobs {
+            backend: Arc::new(Traced(backend.clone())),
+            raw: backend,
+            options,
+            container_ready: tokio::sync::OnceCell::new(),
+        }
+    }
 }
 
 impl fmt::Debug for Blobs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Blobs")
-            .field("backend", &self.backend)
+            .field("backend", &self.raw)
             .field("options", &self.options)
             .finish()
     }
@@ -69,7 +92,7 @@ impl fmt::Debug for Blobs {
 impl fmt::Debug for Tables {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tables")
-            .field("backend", &self.backend)
+            .field("backend", &self.raw)
             .field("options", &self.options)
             .field("blobs", &self.blobs)
             .field("cache", &self.cache)
@@ -87,11 +110,7 @@ impl Tables {
 
     /// Stores large values and files in `backend` (blob offload).
     pub fn with_blobs(mut self, backend: impl BlobBackend, options: BlobOptions) -> Tables {
-        self.blobs = Some(Arc::new(Blobs {
-            backend: Arc::new(backend),
-            options,
-            container_ready: tokio::sync::OnceCell::new(),
-        }));
+        self.blobs = Some(Arc::new(Blobs::new(Arc::new(backend), options)));
         self
     }
 
@@ -112,7 +131,9 @@ impl Tables {
         static BACKENDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = BACKENDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Tables {
-            backend,
+            backend: Arc::new(Traced(backend.clone())),
+            raw: backend,
+            peer: Peer::default(),
             options: StoreOptions::default(),
             created: Arc::new(Mutex::new(HashSet::new())),
             blobs: None,
@@ -168,6 +189,13 @@ impl Tables {
         self
     }
 
+    /// Names the account and endpoint the operations' spans report.
+    #[cfg(feature = "azure")]
+    pub(crate) fn with_peer(mut self, peer: Peer) -> Tables {
+        self.peer = peer;
+        self
+    }
+
     /// Replaces the options of the stores made from now on.
     pub fn with_options(mut self, options: StoreOptions) -> Tables {
         self.options = options;
@@ -216,9 +244,12 @@ impl Tables {
         &self.retry
     }
 
-    /// The backend.
+    /// The backend, as it was given: a request made on it directly is in no
+    /// operation's span.
+    // The field `backend` is the one in request spans that the stores ask.
+    #[allow(clippy::misnamed_getters)]
     pub fn backend(&self) -> &Arc<dyn Backend> {
-        &self.backend
+        &self.raw
     }
 
     /// A store for `T`, in the table the derive names (`#[table(name = ..)]`,

@@ -187,20 +187,19 @@ impl Tables {
                 "the accounts of a pool need distinct, non-empty names; got {names:?}"
             )));
         }
-        let backends: Vec<Arc<dyn Backend>> = handles.iter().map(|t| t.backend.clone()).collect();
+        let backends: Vec<Arc<dyn Backend>> = handles.iter().map(|t| t.raw.clone()).collect();
         let id = check_pool(&backends, &names).await?;
         let blobs = match handles.iter().filter(|t| t.blobs.is_some()).count() {
             0 => None,
             n if n == handles.len() => {
                 let accounts: Vec<Arc<dyn BlobBackend>> = handles
                     .iter()
-                    .map(|t| t.blobs.as_ref().expect("counted").backend.clone())
+                    .map(|t| t.blobs.as_ref().expect("counted").raw.clone())
                     .collect();
-                Some(Arc::new(Blobs {
-                    backend: Arc::new(PooledBlobBackend::new(accounts)?),
-                    options: first.blobs.as_ref().expect("counted").options.clone(),
-                    container_ready: tokio::sync::OnceCell::new(),
-                }))
+                Some(Arc::new(Blobs::new(
+                    Arc::new(PooledBlobBackend::new(accounts)?),
+                    first.blobs.as_ref().expect("counted").options.clone(),
+                )))
             }
             _ => {
                 return Err(Error::config(

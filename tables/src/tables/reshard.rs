@@ -42,11 +42,8 @@ fn accounts<N: Into<String>>(pool: Vec<(N, Tables)>) -> Vec<Account> {
     pool.into_iter()
         .map(|(name, t)| Account {
             name: name.into(),
-            rows: t.backend.clone(),
-            blobs: t
-                .blobs
-                .as_ref()
-                .map(|b| (b.backend.clone(), b.options.container.clone())),
+            rows: t.raw.clone(),
+            blobs: t.blobs.as_ref().map(|b| (b.raw.clone(), b.options.container.clone())),
         })
         .collect()
 }

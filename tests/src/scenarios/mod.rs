@@ -40,6 +40,7 @@ pub mod racing_reads;
 pub mod read_ahead;
 pub mod sessions;
 pub mod soft_delete;
+pub mod telemetry;
 pub mod transactions;
 pub mod unconditional;
 pub mod union;
@@ -61,6 +62,10 @@ macro_rules! for_each_scenario {
             converge::converge_rewrites_old_rows_and_a_dry_run_changes_nothing,
             converge::converge_loses_no_concurrent_update,
             converge::converge_rides_out_a_throttled_rewrite,
+            telemetry::a_get_of_a_large_entity_shows_each_request_in_its_operation,
+            telemetry::a_write_settled_by_a_read_back_tells_its_verdict,
+            telemetry::a_read_served_by_the_cache_tells_so,
+            telemetry::a_refused_write_is_an_error_type_on_its_operation,
             crud::create_then_get_returns_the_entity_with_its_etag,
             crud::create_of_an_existing_key_is_already_exists,
             crud::update_is_conditional_on_the_etag_read,

@@ -16,6 +16,8 @@ mod policy;
 pub use policy::{CachePolicy, ReadCacheBuilder};
 
 use std::any::{Any, TypeId};
+
+use crate::telemetry;
 use std::fmt;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -261,9 +263,21 @@ impl ReadCache {
         (hash as usize) % STRIPES
     }
 
-    /// The entry at `at`, if one is cached.
+    /// The entry at `at`, if one is cached. Every lookup of a read passes here: its hit or miss is told (see
+    /// [`telemetry`](crate::telemetry)).
     pub(crate) fn get(&self, at: &Address<'_>) -> Option<Arc<Entry>> {
-        self.inner.entries.get(&self.hash(at)).filter(|e| e.is_at(at))
+        let found = self.inner.entries.get(&self.hash(at)).filter(|e| e.is_at(at));
+        let cache = if at.row_key.is_some() { "entity" } else { "partition" };
+        match found.is_some() {
+            true => {
+                tracing::debug!(name: telemetry::CACHE_HIT, target: telemetry::DECISION_TARGET, cache, "served from the read cache")
+            }
+            false => {
+                tracing::trace!(name: telemetry::CACHE_MISS, target: telemetry::DECISION_TARGET, cache, "not in the read cache")
+            }
+        }
+        telemetry::cache(found.is_some(), cache);
+        found
     }
 
     /// A ticket for a read of `at`, or `None` while a write there is in flight

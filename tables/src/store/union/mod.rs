@@ -91,7 +91,10 @@ impl<E: TableUnion> UnionStore<E> {
 
     /// Creates the table if it does not exist yet (done on first use).
     pub async fn ensure_created(&self) -> Result<()> {
-        self.store.ensure_created().await
+        self.store
+            .op("ensure_created")
+            .run(async move { self.store.ensure_created().await })
+            .await
     }
 }
 

@@ -43,46 +43,56 @@ impl<E: TableUnion> UnionStore<E> {
     /// token no variant accepts is [`Error::UnknownType`] unless the union
     /// has a `#[table(other)]` variant.
     pub async fn get(&self, key: impl Into<Key>) -> Result<Option<UnionEntry<E>>> {
-        let key = key.into();
-        key.validate()?;
-        self.store.ensure_created().await?;
-        let row = self
-            .store
-            .tables
-            .backend
-            .get(&self.store.table, &key.partition_key, &key.row_key)
-            .await?;
-        match row {
-            Some(row) if !is_continuation_row(&row) => self.entry(row).map(Some),
-            _ => Ok(None),
-        }
+        self.store
+            .op("get")
+            .run(async move {
+                let key = key.into();
+                key.validate()?;
+                self.store.ensure_created().await?;
+                let row = self
+                    .store
+                    .tables
+                    .backend
+                    .get(&self.store.table, &key.partition_key, &key.row_key)
+                    .await?;
+                match row {
+                    Some(row) if !is_continuation_row(&row) => self.entry(row).map(Some),
+                    _ => Ok(None),
+                }
+            })
+            .await
     }
 
     /// Reads every row the query selects (items and marker rows), following
     /// page tokens: `store.query("aggregate-7")` reads one partition.
     pub async fn query(&self, query: impl Into<UnionQuery<E>>) -> Result<Vec<UnionEntry<E>>> {
-        let query = query.into();
-        refuse_cursor(&query)?;
-        let request = query.request()?;
-        let limit = query.take.unwrap_or(usize::MAX);
-        self.store.ensure_created().await?;
-        let mut token: Option<PageToken> = None;
-        let mut out = Vec::new();
-        loop {
-            let page = self.fetch(&request, token.as_ref()).await?;
-            for row in page.rows {
-                if out.len() >= limit {
-                    return Ok(out);
+        self.store
+            .op("query")
+            .run(async move {
+                let query = query.into();
+                refuse_cursor(&query)?;
+                let request = query.request()?;
+                let limit = query.take.unwrap_or(usize::MAX);
+                self.store.ensure_created().await?;
+                let mut token: Option<PageToken> = None;
+                let mut out = Vec::new();
+                loop {
+                    let page = self.fetch(&request, token.as_ref()).await?;
+                    for row in page.rows {
+                        if out.len() >= limit {
+                            return Ok(out);
+                        }
+                        if !is_continuation_row(&row) {
+                            out.push(self.entry(row)?);
+                        }
+                    }
+                    token = page.next;
+                    if token.is_none() || out.len() >= limit {
+                        return Ok(out);
+                    }
                 }
-                if !is_continuation_row(&row) {
-                    out.push(self.entry(row)?);
-                }
-            }
-            token = page.next;
-            if token.is_none() || out.len() >= limit {
-                return Ok(out);
-            }
-        }
+            })
+            .await
     }
 
     /// Reads one page: at most `take` rows (default 100, at most 1000),
@@ -90,26 +100,31 @@ impl<E: TableUnion> UnionStore<E> {
     /// (partition, prefix, page size, filter); another query refuses it with
     /// [`Error::InvalidCursor`].
     pub async fn page(&self, query: impl Into<UnionQuery<E>>) -> Result<UnionPage<E>> {
-        let query = query.into();
-        let bound = query.fingerprint();
-        let token = match &query.cursor {
-            Some(c) => Some(c.decode(&bound)?),
-            None => None,
-        };
-        let mut request = query.request()?;
-        request.top = Some(query.page_size() as u32);
-        self.store.ensure_created().await?;
-        let page = self.fetch(&request, token.as_ref()).await?;
-        let mut entries = Vec::with_capacity(page.rows.len());
-        for row in page.rows {
-            if !is_continuation_row(&row) {
-                entries.push(self.entry(row)?);
-            }
-        }
-        Ok(UnionPage {
-            entries,
-            cursor: page.next.map(|next| crate::store::Cursor::encode(&bound, &next)),
-        })
+        self.store
+            .op("page")
+            .run(async move {
+                let query = query.into();
+                let bound = query.fingerprint();
+                let token = match &query.cursor {
+                    Some(c) => Some(c.decode(&bound)?),
+                    None => None,
+                };
+                let mut request = query.request()?;
+                request.top = Some(query.page_size() as u32);
+                self.store.ensure_created().await?;
+                let page = self.fetch(&request, token.as_ref()).await?;
+                let mut entries = Vec::with_capacity(page.rows.len());
+                for row in page.rows {
+                    if !is_continuation_row(&row) {
+                        entries.push(self.entry(row)?);
+                    }
+                }
+                Ok(UnionPage {
+                    entries,
+                    cursor: page.next.map(|next| crate::store::Cursor::encode(&bound, &next)),
+                })
+            })
+            .await
     }
 
     /// Streams the rows the query selects, fetching page by page and holding

@@ -45,13 +45,19 @@ impl<E: TableUnion> UnionStore<E> {
     /// Inserts `item` at `key`: [`Error::AlreadyExists`] when the row exists.
     /// Returns the new ETag.
     pub async fn insert(&self, key: impl Into<Key>, item: &E) -> Result<ETag> {
-        self.write_one(UnionWrite::item(key, item), Mode::Insert).await
+        self.store
+            .op("insert")
+            .run(async move { self.write_one(UnionWrite::item(key, item), Mode::Insert).await })
+            .await
     }
 
     /// Inserts or replaces the row at `key` with `item`, whatever is stored
     /// (its system columns included). Returns the new ETag.
     pub async fn upsert(&self, key: impl Into<Key>, item: &E) -> Result<ETag> {
-        self.write_one(UnionWrite::item(key, item), Mode::Upsert).await
+        self.store
+            .op("upsert")
+            .run(async move { self.write_one(UnionWrite::item(key, item), Mode::Upsert).await })
+            .await
     }
 
     /// Inserts items and marker rows in entity-group transactions: grouped
@@ -66,14 +72,20 @@ impl<E: TableUnion> UnionStore<E> {
     /// An existing key fails its transaction with [`Error::BatchFailed`]
     /// (source [`Error::AlreadyExists`]); transactions before it stay committed.
     pub async fn insert_batch<'a>(&self, writes: impl IntoIterator<Item = UnionWrite<'a, E>>) -> Result<usize> {
-        self.write_batch(writes, Mode::Insert).await
+        self.store
+            .op("insert_batch")
+            .run(async move { self.write_batch(writes, Mode::Insert).await })
+            .await
     }
 
     /// Inserts or replaces items and marker rows, packed as
     /// [`UnionStore::insert_batch`] packs them. A key repeated within one
     /// transaction fails it with the service's 400 `InvalidDuplicateRow`.
     pub async fn upsert_batch<'a>(&self, writes: impl IntoIterator<Item = UnionWrite<'a, E>>) -> Result<usize> {
-        self.write_batch(writes, Mode::Upsert).await
+        self.store
+            .op("upsert_batch")
+            .run(async move { self.write_batch(writes, Mode::Upsert).await })
+            .await
     }
 
     /// Merges `_`-prefixed system columns into the row at `key` (item or
@@ -95,7 +107,10 @@ impl<E: TableUnion> UnionStore<E> {
         key: impl Into<Key>,
         columns: impl IntoIterator<Item = (N, Value)>,
     ) -> Result<ETag> {
-        self.merge(key.into(), columns, IfMatch::Any).await
+        self.store
+            .op("merge_columns")
+            .run(async move { self.merge(key.into(), columns, IfMatch::Any).await })
+            .await
     }
 
     /// [`UnionStore::merge_columns`] on condition that the row still has
@@ -106,26 +121,36 @@ impl<E: TableUnion> UnionStore<E> {
         columns: impl IntoIterator<Item = (N, Value)>,
         etag: &ETag,
     ) -> Result<ETag> {
-        // A caller's ETag is a version: `*` or an empty one is refused before sending.
-        let condition = crate::store::conditions::caller_version(etag)?;
-        self.merge(key.into(), columns, condition).await
+        self.store
+            .op("merge_columns_if")
+            .run(async move {
+                // A caller's ETag is a version: `*` or an empty one is refused before sending.
+                let condition = crate::store::conditions::caller_version(etag)?;
+                self.merge(key.into(), columns, condition).await
+            })
+            .await
     }
 
     /// Deletes the row at `key`. Idempotent: `Ok(true)` if it existed.
     pub async fn delete(&self, key: impl Into<Key>) -> Result<bool> {
-        let key = key.into();
-        key.validate()?;
-        self.store.ensure_created().await?;
-        let op = WriteOp::Delete {
-            partition_key: key.partition_key.clone(),
-            row_key: key.row_key.clone(),
-            condition: IfMatch::Any,
-        };
-        match self.store.send(vec![op], 1).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(self.about(e, &key)),
-        }
+        self.store
+            .op("delete")
+            .run(async move {
+                let key = key.into();
+                key.validate()?;
+                self.store.ensure_created().await?;
+                let op = WriteOp::Delete {
+                    partition_key: key.partition_key.clone(),
+                    row_key: key.row_key.clone(),
+                    condition: IfMatch::Any,
+                };
+                match self.store.send(vec![op], 1).await {
+                    Ok(_) => Ok(true),
+                    Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+                    Err(e) => Err(self.about(e, &key)),
+                }
+            })
+            .await
     }
 
     /// The row of one write: keys checked, `_TypeName` and the item's
@@ -209,6 +234,7 @@ impl<E: TableUnion> UnionStore<E> {
             refuse_repeated_rows(rows.iter())?;
         }
         let total = rows.len();
+        crate::telemetry::record_batch_size(total);
         if total == 0 {
             return Ok(0);
         }

@@ -14,13 +14,15 @@
 //! - one DEBUG span `http.request` per attempt, with
 //!   `http.request.method`, `resource` (`entity`, `batch`, `query`,
 //!   `table`, `blob`, `lease`, `container`, `account`), `server.address`,
-//!   `server.port`, `url.full` (the URL without a SAS's parameters, passed
-//!   through [`redact`]), `http.request.resend_count` (0 for the first
+//!   `server.port`, `url.template` (the endpoint and the table or container;
+//!   keys, blob names and query values left out as `…`, and never a SAS's
+//!   parameters), `http.request.resend_count` (0 for the first
 //!   attempt), and once answered `http.response.status_code`, or
 //!   `error.type` when the attempt failed (the service's error code, or
 //!   `connect`, `timeout`, `cut_short`, `no_answer`);
 //! - a DEBUG event `retrying` in that span when the attempt is sent again,
-//!   with the delay before the next (`backoff_ms`) and the failure (redacted);
+//!   with the delay before the next (`backoff_ms`) and the failure's
+//!   `error.type` (as on the span);
 //! - a TRACE event `answered` in that span with the status, the time the
 //!   attempt took (`elapsed_us`) and the answer's length (`body_bytes`; a
 //!   streamed blob's is its `Content-Length`).
@@ -367,6 +369,11 @@ impl Transport {
             path: &out.path,
             query: &query,
         };
+        let template = Template {
+            endpoint: &inner.endpoint.base,
+            path: &out.path,
+            query: &out.query,
+        };
 
         let start = Instant::now();
         let mut attempts = 0;
@@ -379,7 +386,7 @@ impl Transport {
                 resource = out.resource.name(),
                 server.address = %inner.endpoint.host,
                 server.port = inner.endpoint.port,
-                url.full = %printed,
+                url.template = %template,
                 http.request.resend_count = attempts - 1,
                 http.response.status_code = Empty,
                 error.type = Empty,
@@ -400,7 +407,14 @@ impl Transport {
                 },
             };
             let (transient, error) = match result {
-                Ok(answer) => return Ok(answer),
+                Ok(answer) => {
+                    let received = match &answer.1 {
+                        Received::Whole(body) => body.len(),
+                        Received::Streamed(..) => 0,
+                    };
+                    crate::telemetry::bytes(out.body.len(), received, out.resource.name());
+                    return Ok(answer);
+                }
                 Err(Failed::Service(failure)) => {
                     span.record("error.type", failure.code.as_str());
                     (retry_verdict(table_write, Some(&failure), false), Error::from(failure))
@@ -438,10 +452,11 @@ impl Transport {
                     target: TARGET,
                     attempt = attempts,
                     backoff_ms = delay.as_millis() as u64,
-                    error = %redact(&error.to_string()),
+                    error.type = error.service_code().map_or_else(|| crate::telemetry::error_type(&error), |(_, code)| code),
                     "retrying"
                 )
             });
+            crate::telemetry::retry("transport");
             tokio::time::sleep(delay).await;
         }
     }
@@ -520,6 +535,43 @@ impl fmt::Display for Printed<'_> {
             url.push_str(self.query);
         }
         f.write_str(&redact(&url))
+    }
+}
+
+/// A request's URL as its span shows it (`url.template`): the endpoint and
+/// the table or container, every key, blob name and query value left out
+/// (`…`), so no telemetry field holds a key or a value of a row.
+struct Template<'a> {
+    endpoint: &'a str,
+    path: &'a str,
+    query: &'a [(&'static str, String)],
+}
+
+impl fmt::Display for Template<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&redact(self.endpoint))?;
+        let path = self.path.strip_prefix('/').unwrap_or(self.path);
+        if !path.is_empty() || self.path.starts_with('/') {
+            f.write_str("/")?;
+        }
+        let first = path.split('/').next().unwrap_or("");
+        let (name, keyed) = match first.split_once('(') {
+            Some((name, _)) => (name, true),
+            None => (first, false),
+        };
+        f.write_str(name)?;
+        if keyed {
+            f.write_str("(…)")?;
+        }
+        if path.len() > first.len() {
+            f.write_str("/…")?;
+        }
+        for (i, (name, _)) in self.query.iter().enumerate() {
+            f.write_str(if i == 0 { "?" } else { "&" })?;
+            f.write_str(name)?;
+            f.write_str("=…")?;
+        }
+        Ok(())
     }
 }
 

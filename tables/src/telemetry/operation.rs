@@ -1,0 +1,165 @@
+//! The span of one public operation, and what it records when it ends.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tracing::field::Empty;
+use tracing::{Instrument as _, Span};
+
+use super::{error_type, status_code, OPERATION_DONE, OPERATION_TARGET};
+use crate::error::Result;
+
+tokio::task_local! {
+    /// The name of the operation the running task is in.
+    static CURRENT: &'static str;
+}
+
+/// The operation the running task is in, if any.
+#[cfg(feature = "metrics")]
+pub(crate) fn current_operation() -> Option<&'static str> {
+    CURRENT.try_with(|name| *name).ok()
+}
+
+/// Where a handle's operations go: the account and its table endpoint's
+/// host and port (unknown for a backend not made from a connection).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Peer {
+    pub(crate) namespace: Option<Arc<str>>,
+    pub(crate) address: Option<Arc<str>>,
+    pub(crate) port: Option<u16>,
+}
+
+impl Peer {
+    /// The account `namespace` at `endpoint` (`scheme://host[:port]/...`).
+    pub(crate) fn new(namespace: &str, endpoint: &str) -> Peer {
+        let (scheme, rest) = endpoint.split_once("://").unwrap_or(("https", endpoint));
+        let authority = rest.split('/').next().unwrap_or("");
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => (host, port.parse().ok()),
+            _ => (authority, None),
+        };
+        let port = port.or(match scheme {
+            "http" => Some(80),
+            _ => Some(443),
+        });
+        Peer {
+            namespace: (!namespace.is_empty()).then(|| namespace.into()),
+            address: (!host.is_empty()).then(|| host.into()),
+            port,
+        }
+    }
+}
+
+/// Records `db.operation.batch.size` on the running operation's span (a
+/// batch of `size` entities); nothing outside an operation.
+pub(crate) fn record_batch_size(size: usize) {
+    if CURRENT.try_with(|_| ()).is_ok() {
+        Span::current().record("db.operation.batch.size", size);
+    }
+}
+
+/// One public operation: its span (a disabled one when it runs inside
+/// another operation, or when no subscriber wants it) and its name.
+pub(crate) struct Operation<'a> {
+    span: Span,
+    name: &'static str,
+    collection: &'a str,
+    nested: bool,
+}
+
+impl<'a> Operation<'a> {
+    /// The operation `name` on `collection` (a table or a container) of `system`.
+    pub(crate) fn new(system: &'static str, name: &'static str, collection: &'a str, peer: &Peer) -> Operation<'a> {
+        if CURRENT.try_with(|_| ()).is_ok() {
+            return Operation {
+                span: Span::none(),
+                name,
+                collection,
+                nested: true,
+            };
+        }
+        let span = tracing::info_span!(
+            target: OPERATION_TARGET,
+            "db.operation",
+            otel.name = %format_args!("{name} {collection}"),
+            otel.kind = "client",
+            db.system.name = system,
+            db.collection.name = collection,
+            db.namespace = peer.namespace.as_deref(),
+            db.operation.name = name,
+            db.operation.batch.size = Empty,
+            server.address = peer.address.as_deref(),
+            server.port = peer.port,
+            db.response.status_code = Empty,
+            error.type = Empty,
+            otel.status_code = Empty,
+        );
+        Operation {
+            span,
+            name,
+            collection,
+            nested: false,
+        }
+    }
+
+    /// The operation `name` on the blob container `container`.
+    pub(crate) fn blobs(name: &'static str, container: &'a str) -> Operation<'a> {
+        const NO_PEER: &Peer = &Peer {
+            namespace: None,
+            address: None,
+            port: None,
+        };
+        Operation::new(super::DB_SYSTEM_BLOBS, name, container, NO_PEER)
+    }
+
+    /// Runs `work` as this operation: inside its span, recording the
+    /// outcome (and, with the feature `metrics`, its duration).
+    pub(crate) async fn run<R>(self, work: impl Future<Output = Result<R>>) -> Result<R> {
+        if self.nested || (self.span.is_disabled() && !super::METRICS) {
+            return work.await;
+        }
+        let started = Instant::now();
+        let result = CURRENT.scope(self.name, work.instrument(self.span.clone())).await;
+        let elapsed = started.elapsed();
+        let outcome = match &result {
+            Ok(_) => {
+                self.span.in_scope(|| {
+                    tracing::debug!(name: OPERATION_DONE, target: OPERATION_TARGET, elapsed_us = elapsed.as_micros() as u64, "done")
+                });
+                "ok"
+            }
+            Err(error) => {
+                let kind = error_type(error);
+                self.span.record("error.type", kind);
+                self.span.record("otel.status_code", "ERROR");
+                if let Some(status) = status_code(error) {
+                    self.span
+                        .record("db.response.status_code", tracing::field::display(status));
+                }
+                self.span.in_scope(|| {
+                    tracing::debug!(name: OPERATION_DONE, target: OPERATION_TARGET, elapsed_us = elapsed.as_micros() as u64, error.type = kind, "failed")
+                });
+                kind
+            }
+        };
+        super::operation_done(self.name, self.collection, outcome, elapsed);
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_is_the_account_and_its_endpoints_host_and_port() {
+        let p = Peer::new("devstoreaccount1", "http://127.0.0.1:10002/devstoreaccount1");
+        assert_eq!(p.namespace.as_deref(), Some("devstoreaccount1"));
+        assert_eq!(p.address.as_deref(), Some("127.0.0.1"));
+        assert_eq!(p.port, Some(10002));
+        let p = Peer::new("acc", "https://acc.table.core.windows.net");
+        assert_eq!(p.address.as_deref(), Some("acc.table.core.windows.net"));
+        assert_eq!(p.port, Some(443));
+    }
+}
