@@ -6,7 +6,8 @@ mod connect;
 mod pool;
 mod reshard;
 
-pub use reshard::ReshardReport;
+pub use pool::PoolOptions;
+pub use reshard::{ReshardOptions, ReshardReport};
 
 use std::collections::HashSet;
 use std::fmt;
