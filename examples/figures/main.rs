@@ -65,6 +65,7 @@ mod common;
 mod http_floor;
 mod large;
 mod point;
+mod pool;
 mod query;
 mod report;
 mod scaling;
@@ -198,6 +199,9 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
         figures.extend(scaling);
         notes.extend(scaling_notes);
     }
+    if runs("pool") {
+        figures.extend(pool::figures().await?);
+    }
     if runs("soak") {
         figures.extend(soak::figures(connection).await?);
     }
@@ -234,6 +238,10 @@ fn one_run(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<String>), Failu
             };
             stream::figures(&db, rows).await
         })?);
+    }
+    if runs("pool") {
+        eprintln!("figures: a reshard's memory ..");
+        figures.extend(runtime.block_on(pool::memory_figures())?);
     }
     if runs("admin") {
         eprintln!("figures: the operator's toolbox ..");

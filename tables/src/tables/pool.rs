@@ -270,3 +270,73 @@ impl Tables {
         Ok(pooled)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::backend::counting::CountingBackend;
+    use crate::backend::memory::{MemoryBackend, MemoryBlobBackend};
+    use crate::backend::pool::account_of;
+    use crate::backend::{UpdateMode, WriteOp};
+    use crate::error::ErrorKind;
+    use crate::value::Row;
+    use crate::{BlobOptions, ReshardOptions};
+
+    /// A handle re-reads account 0's descriptor once per interval, with one
+    /// point read however many writes wait for it: a write within the
+    /// interval after the switch still passes (the window the interval
+    /// leaves), the first one after it is refused, naming both epochs.
+    #[tokio::test(start_paused = true)]
+    async fn the_fence_reads_the_descriptor_once_per_interval() {
+        let counters: Vec<CountingBackend<Arc<MemoryBackend>>> = (0..3)
+            .map(|_| CountingBackend::new(Arc::new(MemoryBackend::new())))
+            .collect();
+        let handles: Vec<Tables> = counters
+            .iter()
+            .map(|c| Tables::with_backend(c.clone()).with_blobs(MemoryBlobBackend::new(), BlobOptions::default()))
+            .collect();
+        let pool =
+            |n: usize| -> Vec<(String, Tables)> { (0..n).map(|i| (format!("a{i}"), handles[i].clone())).collect() };
+        let interval = Duration::from_secs(10);
+        let old = Tables::pooled_with(pool(2), PoolOptions::new().check_interval(interval))
+            .await
+            .unwrap();
+        old.backend.create_table("T").await.unwrap();
+        let staying = (0..)
+            .map(|i| format!("p{i}"))
+            .find(|k| account_of(k, 2) == account_of(k, 3))
+            .unwrap();
+        let write = |row_key: String| {
+            let backend = old.backend.clone();
+            let op = WriteOp::Upsert {
+                row: Row::new(staying.clone(), row_key),
+                mode: UpdateMode::Replace,
+            };
+            async move { backend.execute("T", op).await }
+        };
+        write("0".into()).await.unwrap();
+        tokio::time::advance(interval).await;
+        counters[0].reset();
+        let writes: Vec<_> = (0..8).map(|i| write(format!("a{i}"))).collect();
+        for done in futures::future::join_all(writes).await {
+            done.unwrap();
+        }
+        assert_eq!(counters[0].counts().gets, 1, "one read for eight writes");
+        counters[0].reset();
+        write("b".into()).await.unwrap();
+        assert_eq!(counters[0].counts().gets, 0, "within the interval: no read");
+
+        let no_wait = ReshardOptions::new().fence_wait(Duration::ZERO);
+        Tables::reshard_with(pool(2), pool(3), no_wait).await.unwrap();
+        write("c".into())
+            .await
+            .expect("within the interval the stale handle is not told yet");
+        tokio::time::advance(interval).await;
+        let err = write("d".into()).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Invalid);
+        let text = err.to_string();
+        assert!(text.contains("epoch 1") && text.contains("epoch 3"), "{text}");
+    }
+}

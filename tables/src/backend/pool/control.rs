@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,6 +35,12 @@ pub(crate) struct PoolControl {
     /// When account 0's descriptor was last read (the instant before the
     /// read was sent), and what it held.
     view: Mutex<(Instant, Arc<Descriptor>)>,
+    /// The instant the clock of `clear_until` counts from.
+    base: Instant,
+    /// Until when (nanoseconds after `base`) the last read holds, when it
+    /// found the pool as the handle opened it and no reshard under way: a
+    /// write before then is admitted without taking a lock (0: not clear).
+    clear_until: AtomicU64,
     /// One read of the descriptor at a time: writers that find the view
     /// stale together wait for the same read.
     refresh: tokio::sync::Mutex<()>,
@@ -58,16 +65,31 @@ impl PoolControl {
         opened: Descriptor,
         interval: Duration,
     ) -> PoolControl {
-        let view = Mutex::new((Instant::now(), Arc::new(opened.clone())));
-        PoolControl {
+        let base = Instant::now();
+        let control = PoolControl {
             authority,
             authority_name,
+            view: Mutex::new((base, Arc::new(opened.clone()))),
             opened,
             interval,
-            view,
+            base,
+            clear_until: AtomicU64::new(0),
             refresh: tokio::sync::Mutex::new(()),
             recorded: Mutex::new(HashSet::new()),
-        }
+        };
+        control.note(base, &control.opened);
+        control
+    }
+
+    /// Notes what a read sent at `sent` found: whether writes may go
+    /// without a lock until the interval has passed.
+    fn note(&self, sent: Instant, view: &Descriptor) {
+        let clear = view.id == self.opened.id && view.accounts == self.opened.accounts && view.growing_to.is_none();
+        let until = match clear {
+            true => (sent + self.interval).saturating_duration_since(self.base).as_nanos() as u64,
+            false => 0,
+        };
+        self.clear_until.store(until, Ordering::Release);
     }
 
     /// The pool's id.
@@ -80,6 +102,10 @@ impl PoolControl {
     /// pool grows; reads account 0's descriptor first when the last read is
     /// older than the interval.
     pub(crate) async fn admit(&self, key: &str) -> Result<()> {
+        let now = self.base.elapsed().as_nanos() as u64;
+        if now < self.clear_until.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let view = self.current().await?;
         self.judge(&view, key)
     }
@@ -102,6 +128,7 @@ impl PoolControl {
                 self.authority_name, self.opened.epoch
             )));
         };
+        self.note(sent, &descriptor);
         let view = Arc::new(descriptor);
         if let Ok(mut last) = self.view.lock() {
             *last = (sent, view.clone());

@@ -4,15 +4,16 @@
 //! Each account is read with its own continuation, never from a key
 //! filter: the page token (see [`cursor`](super::cursor)) holds, for each
 //! account, the continuation of the page it is in and the last of its rows
-//! already returned (or that it is done). A page asks each account that is
-//! not done for its next rows, merges them, and returns the rows that are
-//! certainly next: every row up to the smallest last key among the accounts
-//! that have more, at most a page. So a resumed query neither repeats nor
-//! skips a row, an account with no more matches is asked nothing more, and
-//! each account's rows are read once when the pages are read in turn by one
-//! handle: the rows an account gave that a page did not return wait, bound
-//! to that page's token, for the next page (a token sent back to another
-//! handle, or a second time, reads them again from their page's continuation).
+//! already returned (or that it is done). A page merges the accounts' rows
+//! as a k-way merge does: an account is asked for its next page only once
+//! the rows it gave are all returned (every account that has more always
+//! holds its next row, so the smallest of them is certainly next). So a
+//! resumed query neither repeats nor skips a row, an account with no more
+//! matches is asked nothing more, and each account's rows are read once when
+//! the pages are read in turn by one handle: the rows an account gave that a
+//! page did not return wait, bound to that page's token, for the next page
+//! (a token sent back to another handle, or a second time, reads them again
+//! from their page's continuation).
 //!
 //! A row outside its home account (left behind by an interrupted reshard)
 //! is never returned.
@@ -68,28 +69,15 @@ impl Fetched {
         self.pages.front().and_then(|(_, rows)| rows.front())
     }
 
-    fn last(&self) -> Option<&Row> {
-        self.pages.back().and_then(|(_, rows)| rows.back())
-    }
-
-    fn pop(&mut self) -> Option<Row> {
-        let row = self.pages.front_mut()?.1.pop_front();
-        if self.pages.front().is_some_and(|(_, rows)| rows.is_empty()) {
-            self.pages.pop_front();
-        }
-        row
-    }
-
-    /// Reads pages from its continuation until it holds `top` rows or ends.
+    /// Reads pages from its continuation until it holds a row or ends.
     async fn fill(
         &mut self,
         account: &dyn Backend,
         table: &str,
         request: &QueryRequest,
-        top: usize,
         after: Option<&(String, String)>,
     ) -> Result<()> {
-        while self.len() < top {
+        while self.pages.is_empty() {
             let token = match self.next.take() {
                 None => return Ok(()),
                 Some(Resume::Start) => None,
@@ -184,43 +172,65 @@ impl Merger {
                             None => Resume::Start,
                         }),
                     });
-                    fetched
-                        .fill(account.as_ref(), table, request, top, after.as_ref())
-                        .await?;
+                    fetched.fill(account.as_ref(), table, request, after.as_ref()).await?;
                     Ok(Some(fetched))
                 }
             });
         let mut fetched: Vec<Option<Fetched>> = try_join_all(reads).await?;
 
-        // Rows up to `bound` are certainly next: every account that has more
-        // has already given all its rows up to its last one (at least a page).
-        let bound: Option<(String, String)> = fetched
-            .iter()
-            .flatten()
-            .filter(|f| f.next.is_some())
-            .filter_map(Fetched::last)
-            .map(keys)
-            .min_by(|a, b| key_order(*a, *b))
-            .map(|(pk, rk)| (pk.to_owned(), rk.to_owned()));
-        let mut rows = Vec::new();
+        let mut rows = Vec::with_capacity(top.min(fetched.iter().flatten().map(Fetched::len).sum()));
         let mut last_taken: Vec<Option<(String, String)>> = vec![None; n];
         while rows.len() < top {
-            let next = fetched
+            // Every account that has more holds its next row, so the smallest is certainly next.
+            for ((account, place), f) in accounts.iter().zip(&places).zip(fetched.iter_mut()) {
+                if let (Some(f), Place::At { after, .. }) = (f, place) {
+                    if f.pages.is_empty() {
+                        f.fill(account.as_ref(), table, request, after.as_ref()).await?;
+                    }
+                }
+            }
+            // The account with the smallest next row, and the next row of any other.
+            let mut fronts = fetched
                 .iter()
                 .enumerate()
-                .filter_map(|(i, f)| Some((i, f.as_ref()?.front()?)))
-                .filter(|(_, row)| {
-                    bound
+                .filter_map(|(i, f)| Some((i, f.as_ref()?.front()?)));
+            let Some(mut first) = fronts.next() else { break };
+            let mut second: Option<(&str, &str)> = None;
+            for other in fronts {
+                if key_order(keys(other.1), keys(first.1)) == Ordering::Less {
+                    second = Some(keys(first.1));
+                    first = other;
+                } else if second.is_none_or(|s| key_order(keys(other.1), s) == Ordering::Less) {
+                    second = Some(keys(other.1));
+                }
+            }
+            let i = first.0;
+            let second = second.map(|(p, r)| (p.to_owned(), r.to_owned()));
+            // Its rows before the others' next one come next, as a run.
+            let page = &mut fetched[i].as_mut().expect("a row was found").pages[0].1;
+            let run = page
+                .partition_point(|row| {
+                    second
                         .as_ref()
-                        .is_none_or(|(pk, rk)| key_order(keys(row), (pk, rk)) != Ordering::Greater)
+                        .is_none_or(|(pk, rk)| key_order(keys(row), (pk, rk)) == Ordering::Less)
                 })
-                .min_by(|a, b| key_order(keys(a.1), keys(b.1)))
-                .map(|(i, _)| i);
-            let Some(i) = next else { break };
-            let row = fetched[i].as_mut().and_then(Fetched::pop).expect("a row was found");
-            last_taken[i] = Some((row.partition_key.clone(), row.row_key.clone()));
-            if account_of(&row.partition_key, n) == i {
-                rows.push(row);
+                .clamp(1, top - rows.len());
+            let end = &page[run - 1];
+            last_taken[i] = Some((end.partition_key.clone(), end.row_key.clone()));
+            // Whether each partition is at home here, asked once a partition.
+            let mut home: Option<(String, bool)> = None;
+            for row in page.drain(..run) {
+                if home.as_ref().is_none_or(|(pk, _)| *pk != row.partition_key) {
+                    let here = account_of(&row.partition_key, n) == i;
+                    home = Some((row.partition_key.clone(), here));
+                }
+                if home.as_ref().is_some_and(|(_, here)| *here) {
+                    rows.push(row);
+                }
+            }
+            let f = fetched[i].as_mut().expect("a row was found");
+            if f.pages[0].1.is_empty() {
+                f.pages.pop_front();
             }
         }
 
