@@ -483,7 +483,8 @@ pub const POOL_PHASE_COPY: &str = "copy";
 pub const POOL_PHASE_REMOVE: &str = "remove";
 /// The partition of account 0's [`POOL_TABLE`] that lists the pool's tables,
 /// one row each (RowKey: the table's name), recorded by a pooled handle
-/// before it creates the table; a reshard moves every table listed.
+/// before it creates the table and before its first write to it; a reshard
+/// moves every table listed.
 pub const POOL_TABLES_PARTITION: &str = "tables";
 /// Like [`POOL_TABLES_PARTITION`], for the blob containers of the pool.
 pub const POOL_CONTAINERS_PARTITION: &str = "containers";

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
+use unified_tables::backend::blob::BlobBackend;
 use unified_tables::backend::counting::CountingBackend;
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming};
 use unified_tables::backend::pool::{account_of, PooledBackend};
@@ -387,6 +388,70 @@ async fn resharding_moves_partitions_with_their_large_values(accounts: Accounts)
     accounts.forget_pool().await;
 }
 
+/// A table and a container created by other means (not through the pool)
+/// and written through a pooled handle are listed by that handle's first
+/// write to them, so a reshard moves them without being told.
+async fn tables_and_containers_made_elsewhere_move_once_written_through_the_pool(accounts: Accounts) {
+    let _turn = DESCRIPTORS.lock().await;
+    accounts.forget_pool().await;
+    let table = unique_table("elsewhere");
+    let container = format!("e{}", &unique_table("c")[1..].to_lowercase());
+    for i in 0..2 {
+        accounts.rows[i].create_table(&table).await.unwrap();
+        accounts.blobs[i].create_container(&container).await.unwrap();
+    }
+    let two = Tables::pooled(accounts.pool(2)).await.unwrap();
+    let store = two.store_in::<Reading>(&table);
+    let mut rows = Vec::new();
+    for sensor in keys("sensor", 3, true).into_iter().chain(keys("sensor", 2, false)) {
+        let mut row = Reading {
+            sensor,
+            at: "000".into(),
+            value: 7,
+        };
+        store.upsert(&mut row).await.unwrap();
+        rows.push(row);
+    }
+    rows.sort_by(|a, b| (&a.sensor, &a.at).cmp(&(&b.sensor, &b.at)));
+    let files = two.blobs(&container);
+    let names: Vec<String> = keys("file", 3, true)
+        .into_iter()
+        .chain(keys("file", 1, false))
+        .collect();
+    for name in &names {
+        files.create(name, name.as_bytes().to_vec()).await.unwrap();
+    }
+    let report = Tables::reshard_with(accounts.pool(2), accounts.pool(3), no_wait())
+        .await
+        .unwrap();
+    assert!(report.tables.contains(&table), "{report:?}");
+    assert!(report.containers.contains(&container), "{report:?}");
+    assert_eq!(report.partitions_moved, 3, "{report:?}");
+    let three = Tables::pooled(accounts.pool(3)).await.unwrap();
+    assert_eq!(
+        three
+            .store_in::<Reading>(&table)
+            .query(QueryOptions::all())
+            .await
+            .unwrap(),
+        rows
+    );
+    let files = three.blobs(&container);
+    for name in &names {
+        let found = files.get(name).await.unwrap().expect("every blob moves or stays");
+        assert_eq!(found.bytes, name.as_bytes(), "{name}");
+    }
+    for i in 0..3 {
+        for pk in accounts.partitions_in(i, &table).await {
+            assert_eq!(account_of(&pk, 3), i, "{pk} left behind in account {i}");
+        }
+        for name in accounts.blobs_in(i, &container, "").await {
+            assert_eq!(account_of(&name, 3), i, "blob {name} left behind in account {i}");
+        }
+    }
+    accounts.forget_pool().await;
+}
+
 /// Every request of the job, failed in turn (before it is sent, or after it
 /// was applied, its answer lost), then the job run again: the grown pool
 /// opens, and every row, blob and lock is in its home account.
@@ -635,6 +700,7 @@ on_both!(
     blob_names_are_folded_before_routing,
     the_descriptor_refuses_a_wrong_pool,
     resharding_moves_partitions_with_their_large_values,
+    tables_and_containers_made_elsewhere_move_once_written_through_the_pool,
     a_reshard_stopped_at_any_request_finishes_when_run_again,
     a_partial_copy_is_repaired_when_run_again,
     a_held_lock_stops_the_job_naming_it,

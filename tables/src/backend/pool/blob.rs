@@ -76,11 +76,13 @@ impl PooledBlobBackend {
         Ok(&self.accounts[account_of(&key, self.accounts.len())])
     }
 
-    /// The account of a write to the blob `name`, once the fence admits it.
-    async fn writer(&self, name: &str) -> Result<&Arc<dyn BlobBackend>> {
+    /// The account of a write to the blob `name` of `container`, once the
+    /// fence admits it and the pool lists the container.
+    async fn writer(&self, container: &str, name: &str) -> Result<&Arc<dyn BlobBackend>> {
         let key = PooledBlobBackend::routing_key(name)?;
         if let Some(control) = &self.control {
             control.admit(&key).await?;
+            control.record(POOL_CONTAINERS_PARTITION, container).await?;
         }
         Ok(&self.accounts[account_of(&key, self.accounts.len())])
     }
@@ -125,7 +127,10 @@ impl BlobBackend for PooledBlobBackend {
         Ok(())
     }
     async fn put(&self, container: &str, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
-        self.writer(name).await?.put(container, name, bytes, options).await
+        self.writer(container, name)
+            .await?
+            .put(container, name, bytes, options)
+            .await
     }
     async fn put_shared(
         &self,
@@ -134,7 +139,7 @@ impl BlobBackend for PooledBlobBackend {
         bytes: Arc<Vec<u8>>,
         options: PutOptions,
     ) -> Result<BlobProperties> {
-        self.writer(name)
+        self.writer(container, name)
             .await?
             .put_shared(container, name, bytes, options)
             .await
@@ -165,19 +170,25 @@ impl BlobBackend for PooledBlobBackend {
         self.route(name)?.properties(container, name).await
     }
     async fn touch(&self, container: &str, name: &str) -> Result<BlobProperties> {
-        self.writer(name).await?.touch(container, name).await
+        self.writer(container, name).await?.touch(container, name).await
     }
     async fn delete(&self, container: &str, name: &str, condition: BlobCondition) -> Result<bool> {
-        self.writer(name).await?.delete(container, name, condition).await
+        self.writer(container, name)
+            .await?
+            .delete(container, name, condition)
+            .await
     }
     async fn delete_with(&self, container: &str, name: &str, options: DeleteOptions) -> Result<bool> {
-        self.writer(name).await?.delete_with(container, name, options).await
+        self.writer(container, name)
+            .await?
+            .delete_with(container, name, options)
+            .await
     }
     async fn lease(&self, container: &str, name: &str, action: LeaseAction) -> Result<LeaseAnswer> {
         let account = match action {
             // Letting a lease go is never fenced: it only frees the blob.
             LeaseAction::Release { .. } | LeaseAction::Break { .. } => self.route(name)?,
-            _ => self.writer(name).await?,
+            _ => self.writer(container, name).await?,
         };
         account.lease(container, name, action).await
     }

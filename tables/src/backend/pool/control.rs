@@ -4,10 +4,10 @@
 //! handle, and the list of the pool's tables and containers that a reshard
 //! moves.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -44,8 +44,9 @@ pub(crate) struct PoolControl {
     /// One read of the descriptor at a time: writers that find the view
     /// stale together wait for the same read.
     refresh: tokio::sync::Mutex<()>,
-    /// The tables and containers recorded in the pool's list by this handle.
-    recorded: Mutex<HashSet<(&'static str, String)>>,
+    /// The tables and containers recorded in the pool's lists by this
+    /// handle, by list (read on every write, written once a name).
+    recorded: RwLock<HashMap<&'static str, HashSet<String>>>,
 }
 
 impl fmt::Debug for PoolControl {
@@ -75,7 +76,7 @@ impl PoolControl {
             base,
             clear_until: AtomicU64::new(0),
             refresh: tokio::sync::Mutex::new(()),
-            recorded: Mutex::new(HashSet::new()),
+            recorded: RwLock::new(HashMap::new()),
         };
         control.note(base, &control.opened);
         control
@@ -177,10 +178,14 @@ impl PoolControl {
     }
 
     /// Records `name` in the pool's list `partition` (tables or containers)
-    /// in account 0, once per handle, so that a reshard finds it.
+    /// in account 0, once per handle, so that a reshard finds it: before a
+    /// handle creates a table or container, and before its first write to
+    /// one (which may have been created otherwise).
     pub(crate) async fn record(&self, partition: &'static str, name: &str) -> Result<()> {
-        let key = (partition, name.to_owned());
-        if self.recorded.lock().map(|r| r.contains(&key)).unwrap_or(false) {
+        let known = |recorded: &HashMap<&'static str, HashSet<String>>| {
+            recorded.get(partition).is_some_and(|names| names.contains(name))
+        };
+        if self.recorded.read().map(|r| known(&r)).unwrap_or(false) {
             return Ok(());
         }
         let op = WriteOp::Upsert {
@@ -188,8 +193,8 @@ impl PoolControl {
             mode: UpdateMode::Replace,
         };
         self.authority.execute(POOL_TABLE, op).await?;
-        if let Ok(mut recorded) = self.recorded.lock() {
-            recorded.insert(key);
+        if let Ok(mut recorded) = self.recorded.write() {
+            recorded.entry(partition).or_default().insert(name.to_owned());
         }
         Ok(())
     }

@@ -84,11 +84,13 @@ impl Fetched {
                 Some(Resume::At(token)) => Some(token),
             };
             let page = account.query(table, request, token.as_ref()).await?;
-            let rows: VecDeque<Row> = page
-                .rows
-                .into_iter()
-                .filter(|row| after.is_none_or(|(pk, rk)| key_order(keys(row), (pk, rk)) == Ordering::Greater))
-                .collect();
+            // The rows are in key order: those up to `after` (returned
+            // already) lead the page. Taken over whole, not copied.
+            let mut rows = VecDeque::from(page.rows);
+            if let Some((pk, rk)) = after {
+                let returned = rows.partition_point(|row| key_order(keys(row), (pk, rk)) != Ordering::Greater);
+                rows.drain(..returned);
+            }
             if !rows.is_empty() {
                 self.pages.push_back((token, rows));
             }

@@ -126,10 +126,14 @@ impl PooledBackend {
         &self.accounts[account_of(partition_key, self.accounts.len())]
     }
 
-    /// The account of a write to `partition_key`, once the fence admits it.
-    async fn writer(&self, partition_key: &str) -> Result<Arc<dyn Backend>> {
+    /// The account of a write to `partition_key` of `table`, once the fence
+    /// admits it and the pool lists the table.
+    async fn writer(&self, table: &str, partition_key: &str) -> Result<Arc<dyn Backend>> {
         if let Some(control) = &self.control {
             control.admit(partition_key).await?;
+            if table != POOL_TABLE {
+                control.record(POOL_TABLES_PARTITION, table).await?;
+            }
         }
         Ok(self.account_for(partition_key).clone())
     }
@@ -140,7 +144,7 @@ impl PooledBackend {
 impl Backend for PooledBackend {
     async fn create_table(&self, table: &str) -> Result<()> {
         if let Some(control) = self.control.as_ref().filter(|_| table != POOL_TABLE) {
-            // Listed before it exists, so a reshard never misses a table of the pool.
+            // Listed before it exists (and before a write, in `writer`): a reshard misses no table.
             control.record(POOL_TABLES_PARTITION, table).await?;
         }
         for account in self.accounts.iter() {
@@ -172,7 +176,7 @@ impl Backend for PooledBackend {
     }
 
     async fn execute(&self, table: &str, op: WriteOp) -> Result<WriteOutcome> {
-        let account = self.writer(op.keys().0).await?;
+        let account = self.writer(table, op.keys().0).await?;
         account.execute(table, op).await
     }
 
@@ -182,7 +186,7 @@ impl Backend for PooledBackend {
         let Some(first) = ops.first() else {
             return self.accounts[0].transaction(table, ops).await;
         };
-        let account = self.writer(first.keys().0).await?;
+        let account = self.writer(table, first.keys().0).await?;
         account.transaction(table, ops).await
     }
 

@@ -6,6 +6,7 @@
 
 mod blobs;
 mod job;
+mod lists;
 mod rows;
 mod scan;
 
@@ -22,8 +23,8 @@ use crate::backend::blob::BlobBackend;
 use crate::backend::pool::descriptor::{read_descriptor, write_descriptor, Descriptor};
 use crate::backend::pool::recorded;
 use crate::backend::retry::RetryPolicy;
-use crate::backend::{Backend, QueryRequest};
-use crate::error::{Error, ErrorKind, Result};
+use crate::backend::Backend;
+use crate::error::{Error, Result};
 use crate::layout::{escape_segment, POOL_CONTAINERS_PARTITION, POOL_TABLE, POOL_TABLES_PARTITION};
 use crate::value::Guid;
 
@@ -65,9 +66,9 @@ impl ReshardOptions {
     }
 
     /// Tables to move besides those the pool lists. A pooled handle lists
-    /// every table it creates (in account 0, before creating it); name here
-    /// the tables written before the pool kept that list, or written to its
-    /// accounts by other means.
+    /// every table it creates or writes (in account 0, before creating it
+    /// and before its first write to it); name here the tables written only
+    /// before the pool kept that list, or only by other means.
     pub fn tables(mut self, tables: &[&str]) -> ReshardOptions {
         self.tables.extend(tables.iter().map(|t| (*t).to_owned()));
         self
@@ -189,58 +190,6 @@ impl Job {
         let prefixes = table_prefixes(&record.tables);
         for scope in self.scopes(record, values, &prefixes) {
             blobs::remove(self, scope, report).await?;
-        }
-        Ok(())
-    }
-
-    /// Refuses a job whose new accounts hold anything of the pool: a pool
-    /// grows into accounts that hold none of its tables and containers
-    /// (so that what the job finds there later is its own copy).
-    async fn check_empty(&self, tables: &[String], containers: &[String], values: Option<&str>) -> Result<()> {
-        let top = QueryRequest {
-            top: Some(1),
-            ..QueryRequest::default()
-        };
-        for position in self.growth.old..self.growth.new {
-            let name = &self.names[position];
-            let refused = |what: String| {
-                Error::config(format!(
-                    "account {name:?} already holds {what}: a pool grows into accounts that hold none of its \
-                     tables and blob containers; empty it, or grow the pool with another account"
-                ))
-            };
-            let rows = self.rows[position].as_ref();
-            for table in tables.iter().map(String::as_str).chain([POOL_TABLE]) {
-                match send(&self.policy, true, || rows.query(table, &top, None)).await {
-                    Ok(page) if !page.rows.is_empty() => return Err(refused(format!("rows of table {table:?}"))),
-                    Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
-                    _ => {}
-                }
-            }
-            let Some(blobs) = self.blobs.get(position) else {
-                continue;
-            };
-            let prefixes = table_prefixes(tables);
-            let mut scopes: Vec<(&str, &str)> = containers
-                .iter()
-                .filter(|c| Some(c.as_str()) != values)
-                .map(|c| (c.as_str(), ""))
-                .collect();
-            if let Some(values) = values {
-                scopes.extend(prefixes.iter().map(|p| (values, p.as_str())));
-            }
-            for (container, prefix) in scopes {
-                match send(&self.policy, true, || blobs.list(container, prefix, None, None, 1)).await {
-                    Ok(page) if !page.items.is_empty() => {
-                        return Err(refused(format!(
-                            "blobs in container {container:?} ({:?})",
-                            page.items[0].name
-                        )))
-                    }
-                    Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
-                    _ => {}
-                }
-            }
         }
         Ok(())
     }
@@ -441,23 +390,13 @@ impl Tables {
         report.tables = record.tables.clone();
         report.containers = record.containers.clone();
         if record.phase == Phase::Copy {
-            let added: Vec<String> = options
-                .tables
-                .iter()
-                .filter(|t| **t != POOL_TABLE && !record.tables.contains(t))
-                .cloned()
-                .collect();
-            if !added.is_empty() {
-                // Tables named in this run only: the record lists them before they are copied.
-                job.check_empty(&added, &[], values.as_deref()).await?;
-                record.tables = union(record.tables, added);
-                send(&job.policy, true, || {
-                    job.authority().execute(POOL_TABLE, record.write_op())
-                })
-                .await?;
-                report.tables = record.tables.clone();
-            }
             tokio::time::sleep(options.fence_wait).await;
+            // Every handle now refuses writes to the moving partitions: a
+            // table or container it listed since the job read the lists is
+            // listed now, and the record names it before it is copied.
+            job.list_more(&mut record, &options.tables, values.as_deref()).await?;
+            report.tables = record.tables.clone();
+            report.containers = record.containers.clone();
             job.copy(&record, values.as_deref(), &mut report).await?;
             report.epoch = job.switch(&mut record).await?;
         }
