@@ -4,7 +4,6 @@
 //! handle, and the list of the pool's tables and containers that a reshard
 //! moves.
 
-use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -45,8 +44,9 @@ pub(crate) struct PoolControl {
     /// stale together wait for the same read.
     refresh: tokio::sync::Mutex<()>,
     /// The tables and containers recorded in the pool's lists by this
-    /// handle, by list (read on every write, written once a name).
-    recorded: RwLock<HashMap<&'static str, HashSet<String>>>,
+    /// handle, with their list (read on every write, written once a name;
+    /// a handle writes few tables, so a scan beats hashing the name).
+    recorded: RwLock<Vec<(&'static str, Box<str>)>>,
 }
 
 impl fmt::Debug for PoolControl {
@@ -76,7 +76,7 @@ impl PoolControl {
             base,
             clear_until: AtomicU64::new(0),
             refresh: tokio::sync::Mutex::new(()),
-            recorded: RwLock::new(HashMap::new()),
+            recorded: RwLock::new(Vec::new()),
         };
         control.note(base, &control.opened);
         control
@@ -182,8 +182,10 @@ impl PoolControl {
     /// handle creates a table or container, and before its first write to
     /// one (which may have been created otherwise).
     pub(crate) async fn record(&self, partition: &'static str, name: &str) -> Result<()> {
-        let known = |recorded: &HashMap<&'static str, HashSet<String>>| {
-            recorded.get(partition).is_some_and(|names| names.contains(name))
+        let known = |recorded: &[(&'static str, Box<str>)]| {
+            recorded
+                .iter()
+                .any(|(list, known)| **known == *name && *list == partition)
         };
         if self.recorded.read().map(|r| known(&r)).unwrap_or(false) {
             return Ok(());
@@ -194,7 +196,9 @@ impl PoolControl {
         };
         self.authority.execute(POOL_TABLE, op).await?;
         if let Ok(mut recorded) = self.recorded.write() {
-            recorded.entry(partition).or_default().insert(name.to_owned());
+            if !known(&recorded) {
+                recorded.push((partition, name.into()));
+            }
         }
         Ok(())
     }
