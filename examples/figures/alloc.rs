@@ -84,3 +84,9 @@ pub fn stop() -> usize {
 pub fn allocations() -> usize {
     CALLS.load(Ordering::Relaxed).max(0) as usize
 }
+
+/// The heap's growth from [`start`] to [`stop`] (what was still held at
+/// the end), read after [`stop`].
+pub fn current() -> usize {
+    CURRENT.load(Ordering::Relaxed).max(0) as usize
+}

@@ -25,7 +25,7 @@
 //! 8. scaling: one partition offered 4x its rate through the throttling
 //!    decorator (the rate the store's backoff achieves against the
 //!    partition's, and what surfaces once the default policy's budget runs
-//!    out), a pool of 2 and 4 throttled accounts against one, and with
+//!    out), a pool of 2, 4, 8 and 16 throttled accounts against one, and with
 //!    `FIGURES_POOL` (connection strings separated by `|`) upserts on a pool
 //!    of those Azure accounts against the first alone;
 //! 9. the soak under faults (Azure only): 64 clients for 60 s through a
@@ -34,7 +34,12 @@
 //!    increments (`FIGURES_SOAK_CLIENTS`, `FIGURES_SOAK_SECS` for a shorter run);
 //! 10. the operator's toolbox: export against a raw partition query, import
 //!     against `create_batch`, fsck against a raw full scan, export memory
-//!     at 100,000 rows against 10,000.
+//!     at 100,000 rows against 10,000;
+//! 11. pools (in memory): a point write through a pooled handle with its
+//!     fence against one without, a merged query's requests per page over
+//!     ten pages and its rows per second against one account's, what a
+//!     reshard costs per million moving rows, and its peak heap at 100,000
+//!     moving rows against 10,000.
 //!
 //! The ratio is library / reference of the figures as printed (times: lower
 //! is better; MB/s: higher is better); the target, where one is set, says
@@ -46,7 +51,7 @@
 //! ```
 //!
 //! `FIGURES=codec,query` runs only the named sections (`codec`, `layouts`,
-//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `tokens`, `scaling`, `soak`, `admin`, `stream`), for work
+//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `tokens`, `scaling`, `pool`, `soak`, `admin`, `stream`), for work
 //! on one of them; the figures of record are those of a full run.
 //! `FIGURES_RUNS=5` runs them five times and prints, for each figure, the
 //! run whose ratio is the median, with the lowest and highest ratio of the
@@ -66,6 +71,7 @@ mod http_floor;
 mod large;
 mod point;
 mod point_token;
+mod pool;
 mod query;
 mod report;
 mod scaling;
@@ -211,6 +217,9 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
         figures.extend(scaling);
         notes.extend(scaling_notes);
     }
+    if runs("pool") {
+        figures.extend(pool::figures().await?);
+    }
     if runs("soak") {
         figures.extend(soak::figures(connection).await?);
     }
@@ -247,6 +256,10 @@ fn one_run(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<String>), Failu
             };
             stream::figures(&db, rows).await
         })?);
+    }
+    if runs("pool") {
+        eprintln!("figures: a reshard's memory ..");
+        figures.extend(runtime.block_on(pool::memory_figures())?);
     }
     if runs("admin") {
         eprintln!("figures: the operator's toolbox ..");

@@ -81,7 +81,7 @@ pub use store::{
     ReadCacheBuilder, Store, StoreOptions,
 };
 pub use store::{Delivery, Visibility};
-pub use tables::{ReshardReport, Tables};
+pub use tables::{PoolOptions, ReshardOptions, ReshardReport, Tables};
 #[doc = include_str!("../docs/table_entity.md")]
 #[doc(inline)]
 pub use unified_tables_derive::TableEntity;

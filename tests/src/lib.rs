@@ -17,6 +17,7 @@ pub mod fault_proxy;
 pub mod gate;
 pub mod integrity_scan;
 pub mod model;
+pub mod pool;
 pub mod rows;
 pub mod scenarios;
 pub mod soak;

@@ -7,7 +7,8 @@ mod pool;
 mod reshard;
 mod traced;
 
-pub use reshard::ReshardReport;
+pub use pool::PoolOptions;
+pub use reshard::{ReshardOptions, ReshardReport};
 
 use std::collections::HashSet;
 use std::fmt;

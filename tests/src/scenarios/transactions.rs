@@ -178,8 +178,11 @@ pub async fn more_than_100_operations_are_refused(env: &Env) {
 pub async fn operations_on_two_partitions(env: &Env) {
     let b = env.backend();
     b.create_table(&env.table).await.unwrap();
+    // `p` and `s` share an account in the pooled runs, where the emulator
+    // stores both rows in `p`'s account and a merged query leaves out a row
+    // outside its home account.
     let result = b
-        .transaction(&env.table, vec![insert("p", "a", 1), insert("q", "a", 1)])
+        .transaction(&env.table, vec![insert("p", "a", 1), insert("s", "a", 1)])
         .await;
     if env.is_emulator() {
         // The emulator does not check that a batch stays in one partition (documented

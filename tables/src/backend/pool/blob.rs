@@ -5,30 +5,35 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::account_of;
+use super::{account_of, PoolControl};
 use crate::backend::blob::{
     BlobBackend, BlobCondition, BlobListing, BlobProperties, BlobSink, DeleteOptions, GetOptions, LeaseAction,
     LeaseAnswer, PutOptions,
 };
 use crate::error::{Error, Result};
-use crate::layout::{blob_partition, unescape_segment};
+use crate::layout::{blob_partition, unescape_segment, POOL_CONTAINERS_PARTITION};
+use crate::service::BlobName;
 use crate::value::DateTime;
 
 /// A [`BlobBackend`] over the blob services of a pool's accounts, in the
 /// same order as the pool's [`PooledBackend`](super::PooledBackend).
 ///
-/// A blob whose name has the offload shape (`{table}/{partitionKey}/…`,
-/// which every large value's and file's blob has) lives in its partition's
-/// account; any other blob (a lock, a conditional blob of
-/// [`Tables::blobs`](crate::Tables::blobs)) in the account its whole name
-/// hashes to, as if the name were a partition key: a lock named after a
-/// partition key lives beside that partition. A listing whose prefix names
-/// a partition asks that account; any other lists the accounts one after
+/// A blob is routed by its name as the service stores it (`\` read as
+/// `/`, `.` and `..` segments resolved: `a/./b/c` and `a/b/c` are one blob,
+/// in one account). A blob whose name has the offload shape
+/// (`{table}/{partitionKey}/…`, which every large value's and file's blob
+/// has) lives in its partition's account; any other blob (a lock, a
+/// conditional blob of [`Tables::blobs`](crate::Tables::blobs)) in the
+/// account its whole name hashes to, as if the name were a partition key: a
+/// lock named after a partition key lives beside that partition. This is
+/// [`PooledBlobBackend::routing_key`]. A listing whose prefix names a
+/// partition asks that account; any other lists the accounts one after
 /// another, each in name order, with a marker that says which account it
 /// stopped in. The blob service's clock is the first account's.
 #[derive(Debug, Clone)]
 pub struct PooledBlobBackend {
     accounts: Arc<[Arc<dyn BlobBackend>]>,
+    control: Option<Arc<PoolControl>>,
 }
 
 impl PooledBlobBackend {
@@ -40,13 +45,46 @@ impl PooledBlobBackend {
         }
         Ok(PooledBlobBackend {
             accounts: accounts.into(),
+            control: None,
         })
     }
 
-    /// The account of the blob `name`: its partition's, or its whole name's.
-    fn route(&self, name: &str) -> &Arc<dyn BlobBackend> {
-        let key = blob_partition(name);
-        &self.accounts[account_of(key.as_deref().unwrap_or(name), self.accounts.len())]
+    /// The pool as `control` knows it: writes fenced, containers listed.
+    pub(crate) fn with_control(mut self, control: Arc<PoolControl>) -> PooledBlobBackend {
+        self.control = Some(control);
+        self
+    }
+
+    /// The key that routes the blob `name`: the partition key its name
+    /// holds, or the whole name, once folded as the service folds it (an
+    /// invalid name is the service's 400 `InvalidUri`).
+    ///
+    /// ```
+    /// use unified_tables::backend::pool::PooledBlobBackend;
+    /// assert_eq!(PooledBlobBackend::routing_key("locks/./jobs")?, "locks/jobs");
+    /// assert_eq!(PooledBlobBackend::routing_key("T/customer-7/r/Body/00")?, "customer-7");
+    /// # Ok::<(), unified_tables::Error>(())
+    /// ```
+    pub fn routing_key(name: &str) -> Result<String> {
+        let name = BlobName::parse(name)?.into_string();
+        Ok(blob_partition(&name).unwrap_or(name))
+    }
+
+    /// The account of the blob `name`.
+    fn route(&self, name: &str) -> Result<&Arc<dyn BlobBackend>> {
+        let key = PooledBlobBackend::routing_key(name)?;
+        Ok(&self.accounts[account_of(&key, self.accounts.len())])
+    }
+
+    /// The account of a write to the blob `name` of `container`, once the
+    /// fence admits it and the pool lists the container.
+    async fn writer(&self, container: &str, name: &str) -> Result<&Arc<dyn BlobBackend>> {
+        let key = PooledBlobBackend::routing_key(name)?;
+        if let Some(control) = &self.control {
+            control.admit(&key).await?;
+            control.record(POOL_CONTAINERS_PARTITION, container).await?;
+        }
+        Ok(&self.accounts[account_of(&key, self.accounts.len())])
     }
 
     /// The account a listing prefix is confined to, if it names a partition
@@ -79,13 +117,20 @@ fn parse_marker(marker: &str, accounts: usize) -> Result<(usize, Option<&str>)> 
 #[deny(clippy::missing_trait_methods)]
 impl BlobBackend for PooledBlobBackend {
     async fn create_container(&self, container: &str) -> Result<()> {
+        if let Some(control) = &self.control {
+            // Listed before it exists, so a reshard never misses a container of the pool.
+            control.record(POOL_CONTAINERS_PARTITION, container).await?;
+        }
         for account in self.accounts.iter() {
             account.create_container(container).await?;
         }
         Ok(())
     }
     async fn put(&self, container: &str, name: &str, bytes: Vec<u8>, options: PutOptions) -> Result<BlobProperties> {
-        self.route(name).put(container, name, bytes, options).await
+        self.writer(container, name)
+            .await?
+            .put(container, name, bytes, options)
+            .await
     }
     async fn put_shared(
         &self,
@@ -94,7 +139,10 @@ impl BlobBackend for PooledBlobBackend {
         bytes: Arc<Vec<u8>>,
         options: PutOptions,
     ) -> Result<BlobProperties> {
-        self.route(name).put_shared(container, name, bytes, options).await
+        self.writer(container, name)
+            .await?
+            .put_shared(container, name, bytes, options)
+            .await
     }
     async fn get(
         &self,
@@ -102,7 +150,7 @@ impl BlobBackend for PooledBlobBackend {
         name: &str,
         range: Option<Range<u64>>,
     ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
-        self.route(name).get(container, name, range).await
+        self.route(name)?.get(container, name, range).await
     }
     async fn get_with(
         &self,
@@ -110,28 +158,39 @@ impl BlobBackend for PooledBlobBackend {
         name: &str,
         options: GetOptions,
     ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
-        self.route(name).get_with(container, name, options).await
+        self.route(name)?.get_with(container, name, options).await
     }
     async fn get_into(&self, container: &str, name: &str, sink: &mut dyn BlobSink) -> Result<Option<BlobProperties>> {
-        self.route(name).get_into(container, name, sink).await
+        self.route(name)?.get_into(container, name, sink).await
     }
     async fn get_hashed(&self, container: &str, name: &str) -> Result<Option<(BlobProperties, Vec<u8>, String)>> {
-        self.route(name).get_hashed(container, name).await
+        self.route(name)?.get_hashed(container, name).await
     }
     async fn properties(&self, container: &str, name: &str) -> Result<Option<BlobProperties>> {
-        self.route(name).properties(container, name).await
+        self.route(name)?.properties(container, name).await
     }
     async fn touch(&self, container: &str, name: &str) -> Result<BlobProperties> {
-        self.route(name).touch(container, name).await
+        self.writer(container, name).await?.touch(container, name).await
     }
     async fn delete(&self, container: &str, name: &str, condition: BlobCondition) -> Result<bool> {
-        self.route(name).delete(container, name, condition).await
+        self.writer(container, name)
+            .await?
+            .delete(container, name, condition)
+            .await
     }
     async fn delete_with(&self, container: &str, name: &str, options: DeleteOptions) -> Result<bool> {
-        self.route(name).delete_with(container, name, options).await
+        self.writer(container, name)
+            .await?
+            .delete_with(container, name, options)
+            .await
     }
     async fn lease(&self, container: &str, name: &str, action: LeaseAction) -> Result<LeaseAnswer> {
-        self.route(name).lease(container, name, action).await
+        let account = match action {
+            // Letting a lease go is never fenced: it only frees the blob.
+            LeaseAction::Release { .. } | LeaseAction::Break { .. } => self.route(name)?,
+            _ => self.writer(container, name).await?,
+        };
+        account.lease(container, name, action).await
     }
     async fn list(
         &self,

@@ -4,15 +4,18 @@
 //! Everything that names a partition (point reads and writes, transactions,
 //! queries whose filter pins `PartitionKey`) goes to that partition's account
 //! unchanged. A query over the whole table asks every account and merges
-//! their rows in (PartitionKey, RowKey) order; its page token
-//! is the last key it returned, and the next page resumes every account
-//! after it.
+//! their rows in (PartitionKey, RowKey) order; its page token holds each
+//! account's own continuation, signed, so the next page reads each account
+//! on from where it stands (see [`PooledBackend`]).
 //!
 //! [`PooledBlobBackend`] routes large-value blobs the same way, by the
 //! partition their name holds, so a partition's rows and blobs share an
 //! account.
 
 mod blob;
+mod control;
+mod cursor;
+pub(crate) mod descriptor;
 mod merge;
 
 use std::sync::Arc;
@@ -20,9 +23,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use blob::PooledBlobBackend;
+pub use control::DEFAULT_CHECK_INTERVAL;
+pub(crate) use control::{recorded, PoolControl};
 
 use super::{Backend, Page, PageAnswer, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
+use crate::layout::{POOL_TABLE, POOL_TABLES_PARTITION};
 use crate::query::Filter;
 use crate::value::Row;
 
@@ -67,15 +73,22 @@ pub fn account_of(partition_key: &str, accounts: usize) -> usize {
 /// one account ([`account_of`]).
 ///
 /// Build it through [`Tables::pooled`](crate::Tables::pooled), which also
-/// checks the pool against the descriptor each account holds; a
-/// `PooledBackend` made directly does no such check.
+/// checks the pool against the descriptor each account holds, fences the
+/// handle's writes once the pool has grown, and lists the tables it creates
+/// for [`Tables::reshard`](crate::Tables::reshard); a `PooledBackend` made
+/// directly does none of that.
 ///
-/// A table-wide query adds three comparisons to its filter to resume after
-/// the last key it returned, so its own filter may hold at most
-/// [`MAX_COMPARISONS`](crate::query::MAX_COMPARISONS) − 3.
+/// A table-wide query's page token holds, for each account, its own
+/// continuation and the last of its rows returned, signed with a key of the
+/// pool (of this backend, when made directly) and bound to the query: a
+/// token altered, or sent back with another query, is
+/// [`Error::InvalidCursor`]. An account whose matches are all returned is
+/// not asked again.
 #[derive(Debug, Clone)]
 pub struct PooledBackend {
     accounts: Arc<[Arc<dyn Backend>]>,
+    merger: Arc<merge::Merger>,
+    control: Option<Arc<PoolControl>>,
 }
 
 impl PooledBackend {
@@ -90,7 +103,17 @@ impl PooledBackend {
         }
         Ok(PooledBackend {
             accounts: accounts.into(),
+            merger: Arc::new(merge::Merger::new(cursor::CursorKey::random())),
+            control: None,
         })
+    }
+
+    /// The pool as `control` (from the descriptors) knows it: merged query
+    /// tokens signed with the pool's key, writes fenced, tables listed.
+    pub(crate) fn with_control(mut self, control: Arc<PoolControl>) -> PooledBackend {
+        self.merger = Arc::new(merge::Merger::new(cursor::CursorKey::of_pool(control.id())));
+        self.control = Some(control);
+        self
     }
 
     /// The accounts, in pool order.
@@ -102,12 +125,28 @@ impl PooledBackend {
     pub fn account_for(&self, partition_key: &str) -> &Arc<dyn Backend> {
         &self.accounts[account_of(partition_key, self.accounts.len())]
     }
+
+    /// The account of a write to `partition_key` of `table`, once the fence
+    /// admits it and the pool lists the table.
+    async fn writer(&self, table: &str, partition_key: &str) -> Result<Arc<dyn Backend>> {
+        if let Some(control) = &self.control {
+            control.admit(partition_key).await?;
+            if table != POOL_TABLE {
+                control.record(POOL_TABLES_PARTITION, table).await?;
+            }
+        }
+        Ok(self.account_for(partition_key).clone())
+    }
 }
 
 #[async_trait]
 #[deny(clippy::missing_trait_methods)]
 impl Backend for PooledBackend {
     async fn create_table(&self, table: &str) -> Result<()> {
+        if let Some(control) = self.control.as_ref().filter(|_| table != POOL_TABLE) {
+            // Listed before it exists (and before a write, in `writer`): a reshard misses no table.
+            control.record(POOL_TABLES_PARTITION, table).await?;
+        }
         for account in self.accounts.iter() {
             account.create_table(table).await?;
         }
@@ -137,7 +176,7 @@ impl Backend for PooledBackend {
     }
 
     async fn execute(&self, table: &str, op: WriteOp) -> Result<WriteOutcome> {
-        let account = self.account_for(op.keys().0).clone();
+        let account = self.writer(table, op.keys().0).await?;
         account.execute(table, op).await
     }
 
@@ -147,7 +186,7 @@ impl Backend for PooledBackend {
         let Some(first) = ops.first() else {
             return self.accounts[0].transaction(table, ops).await;
         };
-        let account = self.account_for(first.keys().0).clone();
+        let account = self.writer(table, first.keys().0).await?;
         account.transaction(table, ops).await
     }
 
@@ -158,7 +197,7 @@ impl Backend for PooledBackend {
         if self.accounts.len() == 1 {
             return self.accounts[0].query(table, request, token).await;
         }
-        merge::query_all(&self.accounts, table, request, token).await
+        self.merger.query(&self.accounts, table, request, token).await
     }
 
     async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
@@ -169,7 +208,8 @@ impl Backend for PooledBackend {
             return self.accounts[0].query_body(table, request, token).await;
         }
         // A merged page is made of rows from several answers.
-        merge::query_all(&self.accounts, table, request, token)
+        self.merger
+            .query(&self.accounts, table, request, token)
             .await
             .map(PageAnswer::Rows)
     }
