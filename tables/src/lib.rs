@@ -12,6 +12,7 @@ pub(crate) mod codec;
 mod entity;
 mod error;
 pub mod guide;
+pub mod index;
 pub mod keys;
 pub(crate) mod large;
 pub mod layout;

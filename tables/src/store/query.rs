@@ -304,21 +304,7 @@ pub(crate) fn key_range(partition: Option<&str>, prefix: Option<&str>, start: &s
     Ok(parts)
 }
 
-/// The smallest string greater than every string starting with `prefix`:
-/// drop trailing U+FFFF units and increment the last remaining UTF-16 unit.
-/// `None` when the prefix is all U+FFFF.
-pub fn next_prefix(prefix: &str) -> Option<String> {
-    let mut units: Vec<u16> = prefix.encode_utf16().collect();
-    while let Some(&last) = units.last() {
-        if last == 0xFFFF {
-            units.pop();
-            continue;
-        }
-        *units.last_mut()? = last + 1;
-        return Some(String::from_utf16_lossy(&units));
-    }
-    None
-}
+pub use crate::service::next_prefix;
 
 /// Walks the pages of one query, following page tokens (an empty page
 /// with a token is not the end), with the next page fetched while the
@@ -467,5 +453,9 @@ mod tests {
         assert_eq!(next_prefix("abc").as_deref(), Some("abd"));
         assert_eq!(next_prefix("a\u{FFFF}").as_deref(), Some("b"));
         assert_eq!(next_prefix("\u{FFFF}"), None);
+        assert_eq!(
+            next_prefix(crate::layout::INDEX_PREFIX).as_deref(),
+            Some(crate::layout::INDEX_PREFIX_END)
+        );
     }
 }
