@@ -221,6 +221,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
     let set_key_body = super::typed::set_key(cont);
     let blob_accessors = blob_accessors(cont);
     let (soft_delete_const, lifecycle_impls) = super::lifecycle::expand(cont);
+    let (indexes_const, index_items) = super::indexes::expand(cont);
 
     wrap(quote! {
         #id_fn
@@ -292,6 +293,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
 
             #blob_accessors
             #soft_delete_const
+            #indexes_const
 
             type Columns = #columns_ty;
 
@@ -315,6 +317,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
         }
 
         #lifecycle_impls
+        #index_items
     })
 }
 

@@ -66,12 +66,14 @@ pub(crate) enum IdMode {
 pub(crate) struct Container {
     pub(crate) name: Option<Spanned_<String>>,
     pub(crate) ids: Option<Spanned_<IdMode>>,
+    pub(crate) indexes: Vec<super::index::IndexAttr>,
 }
 
 impl Container {
     pub(crate) fn from_ast(cx: &Ctxt, attrs: &[Attribute]) -> Container {
         let mut name = Slot::new(cx, "");
         let mut ids = Slot::new(cx, "");
+        let mut indexes = Vec::new();
         for attr in attrs {
             if attr.path().is_ident(TABLE) {
                 let res = attr.parse_nested_meta(|meta| {
@@ -94,6 +96,8 @@ impl Container {
                                 ),
                             }
                         }
+                        // #[table(index(name = "..", fields(a, b), ..))]
+                        INDEX => indexes.push(super::index::container_index(&meta)?),
                         _ if FIELD_KEYS.contains(&key.as_str()) => {
                             return Err(meta.error(format!(
                                 "#[table({key})] belongs on a field, not on the struct: move it to the field it describes"
@@ -109,6 +113,7 @@ impl Container {
             } else if attr.path().is_ident(ALIAS)
                 || attr.path().is_ident(PROTECTED)
                 || attr.path().is_ident(BLOB_CONTENT)
+                || super::index::is_index_attr(attr)
             {
                 let name = path_text(attr.path());
                 cx.error_spanned_by(
@@ -120,6 +125,7 @@ impl Container {
         Container {
             name: name.get(),
             ids: ids.get(),
+            indexes,
         }
     }
 }
@@ -225,6 +231,8 @@ pub(crate) struct Field {
     pub(crate) blob_content: Option<Spanned_<()>>,
     pub(crate) soft_delete: Option<Spanned_<()>>,
     pub(crate) ordering: Option<Spanned_<()>>,
+    /// `#[index(..)]` and `#[unique(..)]`.
+    pub(crate) indexes: Vec<super::index::IndexAttr>,
 }
 
 impl Field {
@@ -243,6 +251,7 @@ impl Field {
         let mut blob = Slot::new(cx, "");
         let mut soft_delete = Slot::new(cx, "");
         let mut ordering = Slot::new(cx, "");
+        let mut indexes = Vec::new();
 
         for attr in attrs {
             if attr.path().is_ident(TABLE) {
@@ -369,6 +378,9 @@ impl Field {
                     ));
                 }
                 blob.set(attr.path().span(), "#[blob_content]", ());
+            } else if super::index::is_index_attr(attr) {
+                // #[index], #[index(..)], #[unique], #[unique(..)]
+                indexes.extend(super::index::field_index(cx, attr));
             }
         }
         Field {
@@ -386,6 +398,7 @@ impl Field {
             blob_content: blob.get(),
             soft_delete: soft_delete.get(),
             ordering: ordering.get(),
+            indexes,
         }
     }
 }

@@ -8,7 +8,17 @@ pub(crate) const BLOB_CONTENT: &str = "blob_content";
 // Container: #[table(name = "...")], #[table(ids = "normalized" | "as_written")]
 pub(crate) const NAME: &str = "name";
 pub(crate) const IDS: &str = "ids";
-pub(crate) const CONTAINER_KEYS: &[&str] = &[NAME, IDS];
+pub(crate) const CONTAINER_KEYS: &[&str] = &[NAME, IDS, INDEX];
+
+// Secondary indexes: #[index(..)] / #[unique(..)] on a field,
+// #[table(index(name = "..", fields(a, b), unique, global, protocol = "..", project(..)))] on the struct.
+pub(crate) const INDEX: &str = "index";
+pub(crate) const UNIQUE: &str = "unique";
+pub(crate) const GLOBAL: &str = "global";
+pub(crate) const PROTOCOL: &str = "protocol";
+pub(crate) const PROJECT: &str = "project";
+pub(crate) const FIELDS: &str = "fields";
+pub(crate) const ALL: &str = "all";
 
 // Field keys.
 pub(crate) const PARTITION_KEY: &str = "partition_key";

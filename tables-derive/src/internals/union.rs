@@ -240,7 +240,11 @@ fn variant_fields(cx: &Ctxt, variant: &Ident, named: &syn::FieldsNamed) -> Vec<a
     }
     let cont = ast::Container {
         ident: variant.clone(),
-        attrs: attr::Container { name: None, ids: None },
+        attrs: attr::Container {
+            name: None,
+            ids: None,
+            indexes: Vec::new(),
+        },
         fields,
         derive: Derive::Record,
     };

@@ -110,6 +110,11 @@ impl<T: PrefixIndexValue> PrefixIndexValue for Option<T> {}
 
 /// The values of one index: a field's type, or a tuple of the fields' types
 /// of a composite index.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be indexed",
+    label = "an index needs a field stored as one native cell",
+    note = "index a string, integer, float, bool, date, GUID, bytes or #[derive(TableEnum)] field (or an Option of one); a JSON-stored value (a Vec, a map, a #[table(json)] type) has no order-preserving key: keep the value you look up by in a field of its own (see https://docs.rs/unified-tables/latest/unified_tables/guide/secondary_indexes/index.html#declaring)"
+)]
 pub trait IndexKey {
     /// What a lookup takes: the field's [`IndexValue::Arg`], or a tuple of them.
     type Arg<'a>;

@@ -9,6 +9,7 @@ mod continuation;
 mod converge;
 mod crud;
 mod delete;
+pub(crate) mod index;
 mod large_read;
 mod logs;
 mod ordering;
@@ -33,6 +34,7 @@ pub use crate::options::SweepSchedule;
 pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
 pub use concurrency::Outcome;
 pub use converge::{ConvergeOptions, ConvergeStep, Converged};
+pub use index::{IndexCursor, IndexLookup, IndexPage, IndexQuery};
 pub use ordering::Delivery;
 pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use protect::Authorizer;
@@ -86,6 +88,12 @@ pub struct StoreOptions {
     /// before they report a conflict (default 3; 1 to 1,000, checked by
     /// [`MutateAttempts::new`](crate::MutateAttempts::new)).
     pub mutate_attempts: crate::MutateAttempts,
+    /// How long an unconfirmed reservation of a global unique index's value
+    /// holds it (default 60 s): a writer that stops between reserving and
+    /// writing blocks the value this long; a write is sent only while its
+    /// reservations are younger than half of it (see
+    /// [`guide::secondary_indexes`](crate::guide::secondary_indexes#keeping-them-right)).
+    pub unique_reservation_timeout: std::time::Duration,
 }
 
 impl Default for StoreOptions {
@@ -94,6 +102,7 @@ impl Default for StoreOptions {
             oversized_cells: OversizedCellPolicy::Refuse,
             implicit_last_writer_wins: false,
             mutate_attempts: crate::MutateAttempts::default(),
+            unique_reservation_timeout: std::time::Duration::from_secs(60),
         }
     }
 }

@@ -333,7 +333,7 @@ impl<T: TableEntity> Store<T> {
     /// Decodes one listed row: `None` for a continuation row of a large value
     /// (or a main row deleted while its parts were read).
     pub(crate) async fn decode_listed(&self, row: Row) -> Result<Option<T>> {
-        if super::read::is_continuation_row(&row) {
+        if super::read::is_not_an_entity(&row) {
             return Ok(None);
         }
         self.decode_row(row).await
@@ -376,7 +376,7 @@ impl<T: TableEntity> Store<T> {
                 if out.len() >= limit {
                     break;
                 }
-                if super::read::is_continuation_row(&row) {
+                if super::read::is_not_an_entity(&row) {
                     continue;
                 }
                 if let Some((entity, size)) = self.decode_weighed(row, keeping.is_some()).await? {
@@ -429,7 +429,11 @@ impl<T: TableEntity> Store<T> {
     pub async fn count<S>(&self, options: QueryOptions<T, S>) -> Result<u64> {
         let mut request = self.request_for(&options)?;
         // Continuation rows of large values are not entities: read the marker to skip them.
-        request.select = Some(vec!["RowKey".to_owned(), crate::layout::SPLIT_OF.to_owned()]);
+        request.select = Some(vec![
+            "RowKey".to_owned(),
+            crate::layout::SPLIT_OF.to_owned(),
+            crate::layout::INDEX_OF.to_owned(),
+        ]);
         request.top = Some(MAX_PAGE_SIZE);
         let limit = options.take.map_or(u64::MAX, |t| t as u64);
         let mut pages = self.pages(request).await?;
@@ -438,7 +442,7 @@ impl<T: TableEntity> Store<T> {
             let Some(rows) = pages.next(|rows| n.saturating_add(rows.len() as u64) < limit).await? else {
                 break;
             };
-            n += rows.iter().filter(|r| r.get(crate::layout::SPLIT_OF).is_none()).count() as u64;
+            n += rows.iter().filter(|r| !super::read::is_not_an_entity(r)).count() as u64;
         }
         Ok(n.min(limit))
     }

@@ -55,6 +55,12 @@ pub(crate) fn is_continuation_row(row: &Row) -> bool {
     row.get(SPLIT_OF).is_some()
 }
 
+/// Whether a row is never an entity: a continuation row of a large value,
+/// or an index row or intent of a secondary index.
+pub(crate) fn is_not_an_entity(row: &Row) -> bool {
+    is_continuation_row(row) || crate::layout::is_index_row(row)
+}
+
 /// The continuation rows of one main row taken so far.
 struct TakenRows<'r> {
     main_key: &'r str,
@@ -101,7 +107,7 @@ impl<T: TableEntity> Store<T> {
         let keeping = self.read_ticket(key);
         self.ensure_created().await?;
         let (row, prefetched) = self.get_main_row(key).await?;
-        let Some(row) = row.filter(|row| !is_continuation_row(row) && self.admits(row)) else {
+        let Some(row) = row.filter(|row| !is_not_an_entity(row) && self.admits(row)) else {
             return Ok(None);
         };
         let decoded = match self.decode_prefetched(row, keeping.is_some(), prefetched).await {

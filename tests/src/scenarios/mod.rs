@@ -17,6 +17,7 @@ pub mod hostile_rows;
 pub mod identity;
 pub mod identity_auth;
 pub mod identity_races;
+pub mod indexes;
 pub mod keys;
 pub mod large;
 pub mod large_aliases;
@@ -262,6 +263,11 @@ macro_rules! for_each_scenario {
             sessions::large_session_data_is_stored_at_any_size_or_refused_by_name,
             sessions::session_errors_say_what_failed_and_never_hold_the_id,
             sessions::hostile_session_ids_never_reach_the_table,
+            indexes::indexes_every_verb_keeps_a_local_index_right,
+            indexes::indexes_soft_delete_keeps_index_rows_and_lookups_follow_the_view,
+            indexes::indexes_a_unique_value_has_one_holder,
+            indexes::indexes_racing_writers_on_one_unique_value_leave_one_holder,
+            indexes::indexes_keys_under_the_reserved_prefix_are_refused,
             identity::identity_registration_normalizes_names_and_finds_users,
             identity::identity_user_names_and_emails_are_unique,
             identity::identity_keys_of_hostile_user_text_are_valid,

@@ -1,0 +1,12 @@
+//! Secondary indexes in the store: the index step of the write pipeline
+//! (`maintain`), lookups (`lookup`). See
+//! [`guide::secondary_indexes`](crate::guide::secondary_indexes).
+
+mod lookup;
+pub(crate) mod maintain;
+mod reserve;
+pub(crate) mod verbs;
+
+pub use lookup::{find_global, find_local, get_global, get_local, IndexCursor, IndexLookup, IndexPage, IndexQuery};
+pub(crate) use maintain::{reserved_ops, IndexPlan};
+pub(crate) use verbs::{partition_columns, patch_touches, without_intents};
