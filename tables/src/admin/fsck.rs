@@ -13,6 +13,7 @@ use super::{report, Admin, Event, Observer, Stop};
 use crate::backend::blob::BlobCondition;
 use crate::backend::{IfMatch, WriteOp};
 use crate::error::{ErrorKind, Result};
+use crate::index::rows::is_intent;
 use crate::large::stream::well_formed_count;
 use crate::layout::{
     blob_paths, chunk_cell, escape_segment, is_offload_shape, len_cell, partition_prefix, split_parts, BlobRef,
@@ -128,6 +129,10 @@ pub struct Stats {
     pub entities: u64,
     /// Continuation rows.
     pub continuation_rows: u64,
+    /// Rows of secondary indexes (local and global index rows).
+    pub index_rows: u64,
+    /// Intents of global index writes not applied yet.
+    pub index_intents: u64,
     /// Stored bytes of every cell of every row.
     pub row_bytes: u64,
     /// Large values by tier (`split`, `continuation`, `blob`).
@@ -185,6 +190,7 @@ impl Admin {
                         found(&mut out, finding);
                     }
                 }
+                Scanned::Index(_) => {}
                 Scanned::Leftover(row) => {
                     let repaired = options.repair && self.delete_leftover(&row).await?;
                     out.repaired += u64::from(repaired);
@@ -354,8 +360,17 @@ impl Admin {
             },
         );
         while let Some(item) = scan.next().await? {
-            let Scanned::Entity { main, continuations } = item else {
-                continue;
+            let (main, continuations) = match item {
+                Scanned::Entity { main, continuations } => (main, continuations),
+                Scanned::Index(row) if is_intent(&row) => {
+                    stats.index_intents += 1;
+                    continue;
+                }
+                Scanned::Index(_) => {
+                    stats.index_rows += 1;
+                    continue;
+                }
+                Scanned::Leftover(_) => continue,
             };
             if last_partition.as_deref() != Some(main.partition_key.as_str()) {
                 stats.partitions += 1;

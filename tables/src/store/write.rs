@@ -434,7 +434,7 @@ impl<T: TableEntity> Store<T> {
                 Ok((outcome, settled)) => {
                     self.intents_written(&indexed.intents);
                     let etag = outcome.etag.clone().unwrap_or_else(|| ETag::new(""));
-                    self.confirm_all(&reserved, &key, &etag, &encoded_row, stored.as_ref())
+                    self.confirm_all(T::INDEXES, &reserved, &key, &etag, &encoded_row, stored.as_ref())
                         .await?;
                     if !old_refs.is_empty() {
                         Box::pin(self.release_blobs(&key, &old_refs, &new_refs)).await;

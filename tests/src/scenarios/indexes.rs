@@ -481,3 +481,132 @@ pub async fn indexes_keys_under_the_reserved_prefix_are_refused(env: &Env) {
         "{err}"
     );
 }
+
+/// The columns of a [`Member`], as a union payload.
+#[derive(unified_tables::TableRecord, Debug, Clone, PartialEq)]
+pub struct MemberRow {
+    pub email: String,
+    pub city: String,
+    pub name: String,
+    pub level: Level,
+    pub score: i64,
+}
+
+#[derive(unified_tables::TableUnion, Debug, Clone, PartialEq)]
+pub enum MemberEvent {
+    Joined(MemberRow),
+}
+
+fn joined(email: &str, city: &str) -> MemberEvent {
+    MemberEvent::Joined(MemberRow {
+        email: email.into(),
+        city: city.into(),
+        name: "n".into(),
+        level: Level::Junior,
+        score: 1,
+    })
+}
+
+pub async fn indexes_union_writes_keep_the_index_rows_of_the_table(env: &Env) {
+    use unified_tables::UnionWrite;
+    let rows = env
+        .tables
+        .union_store::<MemberEvent>(&env.table)
+        .with_indexes(Member::INDEXES);
+    let store = env.tables.store_in::<Member>(&env.table);
+    rows.insert(("t", "a"), &joined("a@x.com", "Lviv")).await.unwrap();
+    rows.upsert(("t", "b"), &joined("b@x.com", "Lviv")).await.unwrap();
+    rows.upsert(("t", "b"), &joined("b@x.com", "Kyiv")).await.unwrap();
+    check(env, "after union writes").await;
+    assert_eq!(ids(&Member::find_by_city(&store, "t", "Kyiv").await.unwrap()), ["b"]);
+    let err = rows.insert(("t", "c"), &joined("a@x.com", "Lviv")).await.unwrap_err();
+    assert!(matches!(err, Error::UniqueViolation { .. }), "{err}");
+    rows.insert_batch(vec![
+        UnionWrite::item(("t", "c"), &joined("c@x.com", "Rivne")),
+        UnionWrite::item(("t", "d"), &joined("d@x.com", "Rivne")),
+    ])
+    .await
+    .unwrap();
+    rows.upsert_batch(vec![UnionWrite::item(("t", "c"), &joined("c2@x.com", "Rivne"))])
+        .await
+        .unwrap();
+    check(env, "after union batches").await;
+    assert!(rows.delete(("t", "d")).await.unwrap());
+    check(env, "after a union delete").await;
+    let err = rows
+        .insert_batch(vec![UnionWrite::item(("t", "e"), &joined("c2@x.com", "Lviv"))])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::BatchFailed { source, .. } if matches!(**source, Error::UniqueViolation { .. })),
+        "{err}"
+    );
+    check(env, "after a refused union batch").await;
+}
+
+pub async fn indexes_an_import_writes_the_index_rows_it_is_given(env: &Env) {
+    use unified_tables::admin::{Admin, ExportOptions, ImportMode, ImportOptions};
+    let store = env.tables.store_in::<Member>(&env.table);
+    for i in 0..5 {
+        store
+            .create(&mut Member::new("t", &format!("m{i}"), &format!("m{i}@x.com"), "Lviv"))
+            .await
+            .unwrap();
+    }
+    let dir = crate::scenarios::admin::scratch_dir("ixexport");
+    let exported = Admin::new(&env.tables, &env.table)
+        .unwrap()
+        .export(&dir, ExportOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(exported.entities, 5, "index rows are not exported");
+
+    let target = env.another_table();
+    let admin = Admin::new(&env.tables, &target).unwrap();
+    let options = ImportOptions {
+        indexes: Member::INDEXES,
+        ..ImportOptions::default()
+    };
+    let report = admin.import(&dir, options).await.unwrap();
+    assert_eq!(report.written, 5);
+    assert_indexes_match(env.backend(), &target, Member::INDEXES, "after an import").await;
+    let copy = env.tables.store_in::<Member>(&target);
+    assert_eq!(Member::find_by_city(&copy, "t", "Lviv").await.unwrap().len(), 5);
+
+    // Replaced entities move their index rows; a taken unique value stops the import.
+    store.mutate(("t", "m0"), |m| m.city = "Kyiv".into()).await.unwrap();
+    let dir2 = crate::scenarios::admin::scratch_dir("ixexport");
+    Admin::new(&env.tables, &env.table)
+        .unwrap()
+        .export(&dir2, ExportOptions::default())
+        .await
+        .unwrap();
+    let replace = ImportOptions {
+        mode: ImportMode::Replace,
+        indexes: Member::INDEXES,
+        ..ImportOptions::default()
+    };
+    admin.import(&dir2, replace).await.unwrap();
+    assert_indexes_match(env.backend(), &target, Member::INDEXES, "after a replacing import").await;
+    copy.create(&mut Member::new("t", "z", "taken@x.com", "Lviv"))
+        .await
+        .unwrap();
+    store
+        .create(&mut Member::new("t", "y", "taken@x.com", "Lviv"))
+        .await
+        .unwrap();
+    let dir3 = crate::scenarios::admin::scratch_dir("ixexport");
+    Admin::new(&env.tables, &env.table)
+        .unwrap()
+        .export(&dir3, ExportOptions::default())
+        .await
+        .unwrap();
+    let skip = ImportOptions {
+        mode: ImportMode::Skip,
+        indexes: Member::INDEXES,
+        ..ImportOptions::default()
+    };
+    let err = admin.import(&dir3, skip).await.unwrap_err();
+    assert!(matches!(err, Error::UniqueViolation { .. }), "{err}");
+    assert_indexes_match(env.backend(), &target, Member::INDEXES, "after a refused import").await;
+}

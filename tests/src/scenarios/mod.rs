@@ -17,6 +17,7 @@ pub mod hostile_rows;
 pub mod identity;
 pub mod identity_auth;
 pub mod identity_races;
+pub mod index_values;
 pub mod indexes;
 pub mod keys;
 pub mod large;
@@ -268,6 +269,9 @@ macro_rules! for_each_scenario {
             indexes::indexes_a_unique_value_has_one_holder,
             indexes::indexes_racing_writers_on_one_unique_value_leave_one_holder,
             indexes::indexes_keys_under_the_reserved_prefix_are_refused,
+            indexes::indexes_union_writes_keep_the_index_rows_of_the_table,
+            indexes::indexes_an_import_writes_the_index_rows_it_is_given,
+            index_values::index_lookups_of_every_value_type_sort_and_range,
             identity::identity_registration_normalizes_names_and_finds_users,
             identity::identity_user_names_and_emails_are_unique,
             identity::identity_keys_of_hostile_user_text_are_valid,

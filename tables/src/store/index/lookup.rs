@@ -326,10 +326,7 @@ impl<'s, T: TableEntity> IndexQuery<'s, T> {
     /// after `cursor` (from the start when `None`). A page may hold fewer
     /// than asked and still have a cursor.
     pub async fn page(mut self, cursor: Option<IndexCursor>) -> Result<IndexPage<T>> {
-        let size = self
-            .take
-            .unwrap_or(DEFAULT_PAGE_SIZE)
-            .clamp(1, MAX_PAGE_SIZE as usize);
+        let size = self.take.unwrap_or(DEFAULT_PAGE_SIZE).clamp(1, MAX_PAGE_SIZE as usize);
         self.read_page(cursor, size).await
     }
 

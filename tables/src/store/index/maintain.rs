@@ -242,8 +242,7 @@ impl<T> Store<T> {
         for claim in claims {
             let (pk, rk) = &claim.keys;
             let Some(held) = self.tables.backend.get(&self.table, pk, rk).await? else {
-                retry = true; // removed since: try again
-                continue;
+                continue; // not (or no longer) there: it does not explain the refusal
             };
             let holder = entity_of(&held).map(|(p, r)| Key::new(p, r));
             if holder.as_ref() == Some(&claim.entity) {

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use super::maintain::Claim;
 use crate::backend::{IfMatch, UpdateMode, WriteOp};
-use crate::entity::{Key, TableEntity};
+use crate::entity::Key;
 use crate::error::{Error, ErrorKind, Result};
 use crate::index::rows::{entity_of, reservation, set_reservation};
 use crate::store::Store;
@@ -192,13 +192,15 @@ impl<T> Store<T> {
     }
 }
 
-impl<T: TableEntity> Store<T> {
+impl<T> Store<T> {
     /// Step 3 after the entity's write committed as `etag`: confirm; when a
     /// reservation was taken over, write the entity back as it was
     /// (`previous`, or delete it when it was new) on condition of `etag`,
     /// and fail with [`Error::UniqueViolation`].
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn confirm_all(
         &self,
+        defs: &'static [crate::index::IndexDef],
         reserved: &[Reservation],
         key: &Key,
         etag: &ETag,
@@ -228,7 +230,7 @@ impl<T: TableEntity> Store<T> {
                 }
             }
         };
-        let (index_ops, plan) = self.plan_indexes(key, Some(written), previous)?;
+        let (index_ops, plan) = super::maintain::plan(defs, key, Some(written), previous)?;
         let mut ops = vec![main];
         ops.extend(index_ops);
         match self.send(ops, 1).await {

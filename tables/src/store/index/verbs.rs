@@ -163,7 +163,7 @@ impl<T: TableEntity> Store<T> {
                 Ok(outcome) => {
                     self.intents_written(&plan.intents);
                     let etag = outcome.etag.unwrap_or_else(|| ETag::new(""));
-                    self.confirm_all(&reservations, key, &etag, &merged, Some(&stored))
+                    self.confirm_all(T::INDEXES, &reservations, key, &etag, &merged, Some(&stored))
                         .await?;
                     return Ok(etag);
                 }
