@@ -76,12 +76,12 @@ pub use options::BlobOptions;
 pub use options::{MutateAttempts, SweepSchedule};
 pub use stamp::{KeyPart, Stamp};
 pub use store::union::{UnionColumns, UnionEntry, UnionPage, UnionQuery, UnionStore, UnionWrite};
+pub use store::{AppliedIntents, IndexCursor, IndexLookup, IndexPage, IndexQuery};
 pub use store::{
     CachePolicy, Concurrency, Count, Cursor, EntityPage, EntityStream, Lookup, Outcome, QueryOptions, ReadCache,
     ReadCacheBuilder, Store, StoreOptions,
 };
 pub use store::{Delivery, Visibility};
-pub use store::{IndexCursor, IndexLookup, IndexPage, IndexQuery};
 pub use tables::{ReshardReport, Tables};
 #[doc = include_str!("../docs/table_entity.md")]
 #[doc(inline)]

@@ -74,6 +74,18 @@ pub const fn any_global(indexes: &[IndexDef]) -> bool {
     false
 }
 
+/// Whether any of `indexes` is global and unique (its writes reserve their values).
+pub const fn any_unique_global(indexes: &[IndexDef]) -> bool {
+    let mut i = 0;
+    while i < indexes.len() {
+        if indexes[i].global && indexes[i].unique {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
 /// The kind of an index with many entities per value in the entity's partition (`#[index]`).
 #[derive(Debug, Clone, Copy)]
 pub struct Local;

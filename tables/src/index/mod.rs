@@ -10,5 +10,7 @@ pub mod encode;
 pub mod rows;
 mod value;
 
-pub use def::{any_global, any_local, Global, Index, IndexDef, Local, Projection, UniqueGlobal, UniqueLocal};
+pub use def::{
+    any_global, any_local, any_unique_global, Global, Index, IndexDef, Local, Projection, UniqueGlobal, UniqueLocal,
+};
 pub use value::{stored_cell, IndexKey, IndexValue, OrderedIndexKey, OrderedIndexValue, PrefixIndexValue};

@@ -60,6 +60,9 @@ impl<T: TableEntity> Store<T> {
     /// Encodes and plans every entity before anything is sent, then commits
     /// whole entities, packed per partition into transactions.
     async fn write_batch(&self, entities: &[T], verb: Verb) -> Result<usize> {
+        if const { crate::index::any_unique_global(T::INDEXES) } {
+            return self.write_reserving(entities, &verb).await;
+        }
         let at = super::now();
         let mut encoded = Vec::with_capacity(entities.len());
         for entity in entities {
@@ -128,7 +131,7 @@ impl<T: TableEntity> Store<T> {
                 let n = books.len();
                 let error = match self.send(ops, usize::MAX).await {
                     Ok(_) => {
-                        self.intents_written(&index.intents);
+                        self.intents_written(&index);
                         committed += n;
                         continue;
                     }

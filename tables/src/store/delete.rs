@@ -86,7 +86,7 @@ impl<T: TableEntity> Store<T> {
             ops.extend(index_ops);
             match self.send(ops, 1).await {
                 Ok(_) => {
-                    self.intents_written(&indexed.intents);
+                    self.intents_written(&indexed);
                     if !together {
                         self.delete_continuation_rows(key).await?;
                     }
@@ -188,7 +188,7 @@ impl<T: TableEntity> Store<T> {
                 }
             }
         }
-        self.partition_intents_written(partition_key);
+        self.partition_intents_written(T::INDEXES, partition_key);
         Ok(deleted)
     }
 }

@@ -34,7 +34,7 @@ pub use crate::options::SweepSchedule;
 pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
 pub use concurrency::Outcome;
 pub use converge::{ConvergeOptions, ConvergeStep, Converged};
-pub use index::{IndexCursor, IndexLookup, IndexPage, IndexQuery};
+pub use index::{AppliedIntents, IndexCursor, IndexLookup, IndexPage, IndexQuery};
 pub use ordering::Delivery;
 pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use protect::Authorizer;

@@ -329,6 +329,17 @@ impl Pages {
     }
 }
 
+// Reading pages does not depend on the entity type (the index applier reads through it).
+impl<T> Store<T> {
+    /// The pages of a request (the table is created first if needed).
+    pub(crate) async fn pages(&self, request: QueryRequest) -> Result<Pages> {
+        self.ensure_created().await?;
+        Ok(Pages {
+            fetcher: super::read_ahead::PageFetcher::new(self.tables.backend.clone(), &self.table, request),
+        })
+    }
+}
+
 impl<T: TableEntity> Store<T> {
     /// Decodes one listed row: `None` for a continuation row of a large value
     /// (or a main row deleted while its parts were read).
@@ -337,14 +348,6 @@ impl<T: TableEntity> Store<T> {
             return Ok(None);
         }
         self.decode_row(row).await
-    }
-
-    /// The pages of a request (the table is created first if needed).
-    pub(crate) async fn pages(&self, request: QueryRequest) -> Result<Pages> {
-        self.ensure_created().await?;
-        Ok(Pages {
-            fetcher: super::read_ahead::PageFetcher::new(self.tables.backend.clone(), &self.table, request),
-        })
     }
 
     /// Reads every entity the options select, following page tokens.

@@ -432,7 +432,7 @@ impl<T: TableEntity> Store<T> {
             let (old_refs, new_parts, indexed) = (unit.old_refs, unit.new_parts, unit.index);
             let error = match self.send_settled(unit.ops, new_parts + 1).await {
                 Ok((outcome, settled)) => {
-                    self.intents_written(&indexed.intents);
+                    self.intents_written(&indexed);
                     let etag = outcome.etag.clone().unwrap_or_else(|| ETag::new(""));
                     self.confirm_all(T::INDEXES, &reserved, &key, &etag, &encoded_row, stored.as_ref())
                         .await?;

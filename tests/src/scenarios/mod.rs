@@ -17,6 +17,7 @@ pub mod hostile_rows;
 pub mod identity;
 pub mod identity_auth;
 pub mod identity_races;
+pub mod index_global;
 pub mod index_values;
 pub mod indexes;
 pub mod keys;
@@ -272,6 +273,10 @@ macro_rules! for_each_scenario {
             indexes::indexes_union_writes_keep_the_index_rows_of_the_table,
             indexes::indexes_an_import_writes_the_index_rows_it_is_given,
             index_values::index_lookups_of_every_value_type_sort_and_range,
+            index_global::global_indexes_every_verb_keeps_them_after_the_applier,
+            index_global::global_lookups_drop_stale_hits_and_the_job_finishes_a_crashed_write,
+            index_global::global_unique_racing_writers_on_one_value_leave_one_holder,
+            index_global::global_unique_reservations_of_stalled_or_dead_writers_expire,
             identity::identity_registration_normalizes_names_and_finds_users,
             identity::identity_user_names_and_emails_are_unique,
             identity::identity_keys_of_hostile_user_text_are_valid,

@@ -29,6 +29,8 @@ pub(crate) struct Claim {
 /// What the index step adds to one entity's write.
 #[derive(Debug, Default)]
 pub(crate) struct IndexPlan {
+    /// The indexes it was planned for.
+    pub(crate) defs: &'static [IndexDef],
     /// The unique local index rows the write inserts.
     pub(crate) claims: Vec<Claim>,
     /// The intents the write records (global indexes), for the applier once it committed.
@@ -108,7 +110,10 @@ pub(crate) fn plan(
     stored: Option<&Row>,
     new: Option<&Row>,
 ) -> Result<(Vec<WriteOp>, IndexPlan)> {
-    let mut plan = IndexPlan::default();
+    let mut plan = IndexPlan {
+        defs,
+        ..IndexPlan::default()
+    };
     if defs.is_empty() {
         return Ok((Vec::new(), plan));
     }
@@ -202,6 +207,9 @@ pub(crate) fn plan(
 impl IndexPlan {
     /// Adds another entity's plan to this one (entities sharing a transaction).
     pub(crate) fn absorb(&mut self, other: IndexPlan) {
+        if self.defs.is_empty() {
+            self.defs = other.defs;
+        }
         self.claims.extend(other.claims);
         self.intents.extend(other.intents);
         self.reservations.extend(other.reservations);
@@ -221,16 +229,6 @@ impl<T: TableEntity> Store<T> {
 }
 
 impl<T> Store<T> {
-    /// Hands the intents of a committed write to the handle's applier.
-    pub(crate) fn intents_written(&self, intents: &[RowKeys]) {
-        let _ = intents;
-    }
-
-    /// Hands the intents a partition delete left in `partition` to the handle's applier.
-    pub(crate) fn partition_intents_written(&self, partition: &str) {
-        let _ = partition;
-    }
-
     /// After a transaction holding `claims` was refused with 409: whether
     /// one of them is held by another entity (then [`Error::UniqueViolation`]),
     /// or by a row that no longer says anything true (its entity gone or

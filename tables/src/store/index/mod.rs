@@ -2,11 +2,14 @@
 //! (`maintain`), lookups (`lookup`). See
 //! [`guide::secondary_indexes`](crate::guide::secondary_indexes).
 
+mod applier;
 mod lookup;
 pub(crate) mod maintain;
 mod reserve;
 pub(crate) mod verbs;
 
+pub use applier::AppliedIntents;
+pub(crate) use applier::Applying;
 pub use lookup::{find_global, find_local, get_global, get_local, IndexCursor, IndexLookup, IndexPage, IndexQuery};
 pub(crate) use maintain::{reserved_ops, IndexPlan};
 pub(crate) use verbs::{partition_columns, patch_touches, without_intents};

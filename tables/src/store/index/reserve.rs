@@ -234,7 +234,7 @@ impl<T> Store<T> {
         let mut ops = vec![main];
         ops.extend(index_ops);
         match self.send(ops, 1).await {
-            Ok(_) => self.intents_written(&plan.intents),
+            Ok(_) => self.intents_written(&plan),
             Err(e) => {
                 tracing::warn!(table = %self.table, error = %e, "an entity that lost its unique reservation could not be written back")
             }

@@ -83,6 +83,25 @@ fn names_a_partition(filter: Option<&Filter>) -> bool {
 }
 
 impl<T: TableEntity> Store<T> {
+    /// A batch of a type with a global unique index: each entity through
+    /// the whole write (its values reserved first), one at a time.
+    pub(crate) async fn write_reserving(&self, entities: &[T], verb: &crate::store::write::Verb) -> Result<usize> {
+        let at = crate::store::now();
+        let mut encoded = Vec::with_capacity(entities.len());
+        for entity in entities {
+            encoded.push(
+                self.encode(entity, crate::store::write::Stamps::of(verb, entity, at))
+                    .await?,
+            );
+        }
+        crate::store::batch::refuse_repeated_rows(encoded.iter().map(|e| &e.row))?;
+        for (committed, (entity, e)) in entities.iter().zip(encoded).enumerate() {
+            let written = self.write_encoded(e, verb).await;
+            written.map_err(|e| crate::store::batch::batch_failed(committed, entity.key(), e))?;
+        }
+        Ok(entities.len())
+    }
+
     /// Leaves index rows out of a listing of an indexed type, server-side.
     pub(crate) fn exclude_index_rows(&self, request: &mut QueryRequest) -> Result<()> {
         if T::INDEXES.is_empty() {
@@ -161,7 +180,7 @@ impl<T: TableEntity> Store<T> {
             ops.extend(index_ops);
             match self.send(ops, 1).await {
                 Ok(outcome) => {
-                    self.intents_written(&plan.intents);
+                    self.intents_written(&plan);
                     let etag = outcome.etag.unwrap_or_else(|| ETag::new(""));
                     self.confirm_all(T::INDEXES, &reservations, key, &etag, &merged, Some(&stored))
                         .await?;

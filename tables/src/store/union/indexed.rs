@@ -60,7 +60,7 @@ impl<E: TableUnion> UnionStore<E> {
             let reserved = self.store.reserve_all(&plan.reservations).await?;
             let error = match self.store.send(ops, 1).await {
                 Ok(outcome) => {
-                    self.store.intents_written(&plan.intents);
+                    self.store.intents_written(&plan);
                     let etag = outcome.etag.unwrap_or_else(|| ETag::new(""));
                     self.store
                         .confirm_all(self.indexes, &reserved, &key, &etag, &row, stored.as_ref())
@@ -106,7 +106,7 @@ impl<E: TableUnion> UnionStore<E> {
             ops.extend(index_ops);
             match self.store.send(ops, 1).await {
                 Ok(_) => {
-                    self.store.intents_written(&plan.intents);
+                    self.store.intents_written(&plan);
                     return Ok(true);
                 }
                 Err(e) if lost_race(e.kind()) && attempt < RACE_ATTEMPTS => {
@@ -121,6 +121,16 @@ impl<E: TableUnion> UnionStore<E> {
     /// packed per partition into transactions.
     pub(super) async fn batch_indexed(&self, rows: Vec<Row>, insert: bool) -> Result<usize> {
         let total = rows.len();
+        if crate::index::any_unique_global(self.indexes) {
+            // Each value is reserved before its row is written: one row at a time.
+            for (committed, row) in rows.into_iter().enumerate() {
+                let key = Key::new(row.partition_key.clone(), row.row_key.clone());
+                self.write_indexed(row, insert)
+                    .await
+                    .map_err(|e| batch_failed(committed, key, e))?;
+            }
+            return Ok(total);
+        }
         let mut units = Vec::with_capacity(rows.len());
         for row in rows {
             let key = Key::new(row.partition_key.clone(), row.row_key.clone());
@@ -150,7 +160,7 @@ impl<E: TableUnion> UnionStore<E> {
                 }
                 let error = match self.store.send(ops, usize::MAX).await {
                     Ok(_) => {
-                        self.store.intents_written(&index.intents);
+                        self.store.intents_written(&index);
                         committed += range.len();
                         continue;
                     }
