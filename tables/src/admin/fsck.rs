@@ -31,8 +31,10 @@ pub struct FsckOptions {
     /// Also repair what is safe to repair: leftover continuation rows are
     /// deleted (each on the ETag it was read with, once its main row is
     /// checked again), orphan blobs older than the blob store's cleanup grace
-    /// are deleted (each on its ETag). A damaged entity's rows and blobs are
-    /// never touched.
+    /// are deleted (each on its ETag), and index rows of secondary indexes
+    /// whose entity (read again) does not need them are deleted (each on its
+    /// ETag). A damaged entity's rows and blobs are never touched; an entity
+    /// without its index rows is only reported.
     pub repair: bool,
     /// Where progress and findings go as they happen.
     pub observer: Option<Observer>,
@@ -75,6 +77,46 @@ pub enum Finding {
         owner: String,
         /// Whether the repair deleted it.
         repaired: bool,
+    },
+    /// An index row of a secondary index whose entity is gone.
+    IndexOrphan {
+        /// The index.
+        index: String,
+        /// The index row's PartitionKey.
+        partition_key: String,
+        /// The index row's RowKey.
+        row_key: String,
+        /// Whether the repair deleted it (on its version, once its entity was read again).
+        repaired: bool,
+    },
+    /// An index row whose entity holds another value than the row says.
+    IndexStale {
+        /// The index.
+        index: String,
+        /// The index row's PartitionKey.
+        partition_key: String,
+        /// The index row's RowKey.
+        row_key: String,
+        /// Whether the repair deleted it (on its version, once its entity was read again).
+        repaired: bool,
+    },
+    /// An entity without the row of an index the table's index rows
+    /// describe. Not repaired here (a row's projected cells are the
+    /// program's): run `Store::check_indexes` with repair, or `Store::build_index`.
+    IndexMissing {
+        /// The index.
+        index: String,
+        /// The entity's PartitionKey.
+        partition_key: String,
+        /// The entity's RowKey.
+        row_key: String,
+    },
+    /// An intent of a global index write not applied yet (`Store::apply_index_intents` applies it).
+    IndexIntent {
+        /// Its PartitionKey (the entity's).
+        partition_key: String,
+        /// Its RowKey.
+        row_key: String,
     },
     /// A blob of the table's offload shape that no row references.
     OrphanBlob {
@@ -155,6 +197,7 @@ impl Admin {
             partition: options.partition.clone(),
             after: None,
         };
+        let indexes = self.learn_indexes(options.partition.as_deref()).await?;
         let mut scan = self.scan(&range).await?;
         let mut out = FsckReport::default();
         let mut referenced = BTreeSet::new();
@@ -178,6 +221,18 @@ impl Admin {
                 Scanned::Entity { main, continuations } => {
                     out.entities += 1;
                     referenced.extend(blob_paths(&main));
+                    for (index, _) in indexes.missing(&main, options.partition.is_some()) {
+                        let (partition_key, row_key) = (main.partition_key.clone(), main.row_key.clone());
+                        let index = index.to_owned();
+                        found(
+                            &mut out,
+                            Finding::IndexMissing {
+                                index,
+                                partition_key,
+                                row_key,
+                            },
+                        );
+                    }
                     let (pk, rk) = (main.partition_key.clone(), main.row_key.clone());
                     if let Some(Read::Damaged(_, damage)) =
                         self.settle(assemble_with(main, continuations, false), false).await?
@@ -190,7 +245,16 @@ impl Admin {
                         found(&mut out, finding);
                     }
                 }
-                Scanned::Index(_) => {}
+                Scanned::Index(row) => {
+                    if let Some(finding) = self.check_index_row(&indexes, row, options.repair).await? {
+                        let fixed = matches!(
+                            finding,
+                            Finding::IndexOrphan { repaired: true, .. } | Finding::IndexStale { repaired: true, .. }
+                        );
+                        out.repaired += u64::from(fixed);
+                        found(&mut out, finding);
+                    }
+                }
                 Scanned::Leftover(row) => {
                     let repaired = options.repair && self.delete_leftover(&row).await?;
                     out.repaired += u64::from(repaired);

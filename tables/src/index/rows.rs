@@ -7,6 +7,7 @@ use crate::error::{Error, KeyKind, Result};
 use crate::layout::{
     index_key_prefix, intent_key_prefix, is_system_column, INDEX_CONFIRMED, INDEX_INTENT, INDEX_KEYS, INDEX_OF,
     INDEX_ON, INDEX_PARTITION, INDEX_PREFIX, INDEX_RESERVED_AT, INDEX_ROW, INDEX_UNIQUE_ROW, INDEX_VALUE_END,
+    WRITE_TOKEN,
 };
 use crate::service::MAX_KEY_UNITS;
 use crate::value::{DateTime, Row, Value};
@@ -110,19 +111,16 @@ pub fn index_row(def: &IndexDef, entity: &Row) -> Result<Option<Row>> {
     Ok(Some(row))
 }
 
-/// Whether two index rows of one key say the same: their cells, a unique
-/// global row's reservation aside (keys and versions are not compared).
+/// Whether two index rows of one key say the same: their cells, but for a
+/// unique global row's reservation and the write token a request carries
+/// (keys and versions are not compared).
 pub fn same_cells(a: &Row, b: &Row) -> bool {
-    let kept = |row: &Row| {
-        row.properties
-            .iter()
-            .filter(|(name, _)| name.as_str() != INDEX_RESERVED_AT && name.as_str() != INDEX_CONFIRMED)
-            .count()
-    };
-    kept(a) == kept(b)
+    let said = |name: &str| name != INDEX_RESERVED_AT && name != INDEX_CONFIRMED && name != WRITE_TOKEN;
+    let count = |row: &Row| row.properties.keys().filter(|n| said(n)).count();
+    count(a) == count(b)
         && a.properties
             .iter()
-            .filter(|(name, _)| name.as_str() != INDEX_RESERVED_AT && name.as_str() != INDEX_CONFIRMED)
+            .filter(|(name, _)| said(name))
             .all(|(name, v)| b.get(name) == Some(v))
 }
 

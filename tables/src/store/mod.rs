@@ -34,7 +34,10 @@ pub use crate::options::SweepSchedule;
 pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
 pub use concurrency::Outcome;
 pub use converge::{ConvergeOptions, ConvergeStep, Converged};
-pub use index::{AppliedIntents, IndexCursor, IndexLookup, IndexPage, IndexQuery};
+pub use index::{
+    AppliedIntents, BuildIndexOptions, BuildStep, IndexCheckOptions, IndexCursor, IndexFinding, IndexLookup, IndexPage,
+    IndexQuery, IndexReport,
+};
 pub use ordering::Delivery;
 pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use protect::Authorizer;

@@ -18,6 +18,7 @@ pub mod identity;
 pub mod identity_auth;
 pub mod identity_races;
 pub mod index_global;
+pub mod index_tools;
 pub mod index_values;
 pub mod indexes;
 pub mod keys;
@@ -277,6 +278,9 @@ macro_rules! for_each_scenario {
             index_global::global_lookups_drop_stale_hits_and_the_job_finishes_a_crashed_write,
             index_global::global_unique_racing_writers_on_one_value_leave_one_holder,
             index_global::global_unique_reservations_of_stalled_or_dead_writers_expire,
+            index_tools::index_tools_find_drift_and_repair_what_is_safe,
+            index_tools::index_tools_build_an_index_over_existing_rows,
+            index_tools::index_tools_drop_an_index_no_longer_declared,
             identity::identity_registration_normalizes_names_and_finds_users,
             identity::identity_user_names_and_emails_are_unique,
             identity::identity_keys_of_hostile_user_text_are_valid,

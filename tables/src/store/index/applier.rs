@@ -25,7 +25,9 @@ use super::maintain::IndexPlan;
 use crate::backend::{IfMatch, QueryRequest, UpdateMode, WriteOp};
 use crate::entity::{Key, TableEntity};
 use crate::error::Result;
-use crate::index::rows::{entity_of, index_row, intent_keys, is_intent, reservation, set_reservation, RowKeys};
+use crate::index::rows::{
+    entity_of, index_row, intent_keys, is_intent, reservation, same_cells, set_reservation, RowKeys,
+};
 use crate::index::IndexDef;
 use crate::layout::{intent_key_prefix, SPLIT_OF};
 use crate::query::{CmpOp, Filter};
@@ -55,7 +57,7 @@ pub struct AppliedIntents {
 
 /// What applying one intent did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Applied {
+pub(crate) enum Applied {
     /// Applied, and the intent removed.
     Done,
     /// Left for a later run.
@@ -64,7 +66,7 @@ enum Applied {
 
 /// What one step of applying did to one index row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
+pub(crate) enum Step {
     /// The row is as the entity needs it.
     Done,
     /// Another writer changed the row meanwhile: look again.
@@ -174,19 +176,38 @@ impl<T> Store<T> {
     }
 
     /// Applies one intent (see the module docs).
-    async fn apply_intent(&self, defs: &'static [IndexDef], intent: &Row) -> Result<Applied> {
+    pub(crate) async fn apply_intent(&self, defs: &'static [IndexDef], intent: &Row) -> Result<Applied> {
         let Some(row_key) = intent.get(crate::layout::INDEX_ROW).and_then(Value::as_str) else {
             return Ok(Applied::Left);
         };
         let entity_key = Key::new(intent.partition_key.clone(), row_key.to_owned());
         let named: BTreeSet<RowKeys> = intent_keys(intent).into_iter().collect();
+        let applied = self.reconcile(defs, true, &entity_key, &named).await?;
+        if applied == Applied::Done {
+            self.remove_if_unchanged(intent).await?;
+        }
+        Ok(applied)
+    }
+
+    /// Brings the index rows of one entity into line with it: adds the rows
+    /// of `defs` (global ones only, with `only_global`) its values need,
+    /// removes those of `named` it does not need and holds, reads the entity
+    /// again and works again if it moved. `Left` when a row is not this
+    /// entity's to change now (another holder; a young reservation).
+    pub(crate) async fn reconcile(
+        &self,
+        defs: &'static [IndexDef],
+        only_global: bool,
+        entity_key: &Key,
+        named: &BTreeSet<RowKeys>,
+    ) -> Result<Applied> {
         for _ in 0..RACE_ATTEMPTS {
-            let before = self.entity_row(&entity_key).await?;
+            let before = self.entity_row(entity_key).await?;
             let mut steps = Vec::new();
             let desired: Vec<(&IndexDef, Row)> = match &before {
                 Some(e) => defs
                     .iter()
-                    .filter(|d| d.global)
+                    .filter(|d| d.global || !only_global)
                     .filter_map(|d| index_row(d, e).ok().flatten().map(|r| (d, r)))
                     .collect(),
                 None => Vec::new(),
@@ -196,12 +217,12 @@ impl<T> Store<T> {
                 .map(|(_, r)| (r.partition_key.clone(), r.row_key.clone()))
                 .collect();
             for (def, row) in &desired {
-                steps.push(self.ensure_index_row(def, row, &entity_key).await?);
+                steps.push(self.ensure_index_row(def, row, entity_key).await?);
             }
             for keys in named.iter().filter(|k| !wanted.contains(*k)) {
-                steps.push(self.remove_index_row(keys, &entity_key).await?);
+                steps.push(self.remove_index_row(keys, entity_key).await?);
             }
-            let after = self.entity_row(&entity_key).await?;
+            let after = self.entity_row(entity_key).await?;
             // The entity or a row changed while this ran: bring the rows into line again.
             if after.as_ref().map(|r| &r.etag) != before.as_ref().map(|r| &r.etag) || steps.contains(&Step::Raced) {
                 continue;
@@ -209,7 +230,6 @@ impl<T> Store<T> {
             if steps.contains(&Step::Wait) {
                 return Ok(Applied::Left);
             }
-            self.remove_if_unchanged(intent).await?;
             return Ok(Applied::Done);
         }
         Ok(Applied::Left)
@@ -228,7 +248,7 @@ impl<T> Store<T> {
     /// Writes the index row the entity needs. A unique row another entity
     /// holds is left (`false`: the intent waits); one this entity holds is
     /// left to its writer's reservation protocol.
-    async fn ensure_index_row(&self, def: &IndexDef, row: &Row, entity: &Key) -> Result<Step> {
+    pub(crate) async fn ensure_index_row(&self, def: &IndexDef, row: &Row, entity: &Key) -> Result<Step> {
         if !def.unique {
             let op = WriteOp::Upsert {
                 row: row.clone(),
@@ -244,11 +264,27 @@ impl<T> Store<T> {
             .await?;
         let ours = |h: &Row| entity_of(h).is_some_and(|(p, r)| Key::new(p, r) == *entity);
         match held {
-            Some(h) if ours(&h) => Ok(Step::Done),
+            // The entity's own: a global one is its writer's reservation, left to it; a
+            // local one whose cells differ (a projection, drift) is replaced on its version.
+            Some(h) if ours(&h) && (def.global || same_cells(&h, row)) => Ok(Step::Done),
+            Some(h) if ours(&h) => {
+                let op = WriteOp::Update {
+                    row: row.clone(),
+                    mode: UpdateMode::Replace,
+                    condition: h.etag.clone().map_or(IfMatch::Any, IfMatch::ETag),
+                };
+                match self.send(vec![op], 1).await {
+                    Ok(_) => Ok(Step::Done),
+                    Err(e) if lost_race(e.kind()) => Ok(Step::Raced),
+                    Err(e) => Err(e),
+                }
+            }
             Some(_) => Ok(Step::Wait),
             None => {
                 let mut mine = row.clone();
-                set_reservation(&mut mine, DateTime::now(), true);
+                if def.global {
+                    set_reservation(&mut mine, DateTime::now(), true);
+                }
                 match self.send(vec![WriteOp::Insert(mine)], 1).await {
                     Ok(_) => Ok(Step::Done),
                     Err(e) if lost_race(e.kind()) => Ok(Step::Raced),
