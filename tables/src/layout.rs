@@ -286,17 +286,15 @@ pub fn is_index_row(row: &Row) -> bool {
 
 /// The RowKey of a user row; its PartitionKey is the hash of the normalized user name.
 pub const IDENTITY_USER_ROW_KEY: &str = "user";
-/// The RowKey of an email reservation; its PartitionKey is the hash of the normalized email.
-pub const IDENTITY_EMAIL_ROW_KEY: &str = "email";
 /// The RowKey of an external login; its PartitionKey is [`identity_pair_key`] of provider and key.
 pub const IDENTITY_LOGIN_ROW_KEY: &str = "login";
 /// The PartitionKey of every role row; a role's RowKey is the hash of its normalized name.
 pub const IDENTITY_ROLES_PARTITION: &str = "roles";
 /// The table-name suffixes of the identity tables, after the prefix (default `Identity`):
-/// users, email reservations, roles, user-role links, role claims, user claims, logins, tokens.
-pub const IDENTITY_TABLE_SUFFIXES: [&str; 8] = [
+/// users (with the rows of their email index), roles, user-role links, role claims,
+/// user claims, logins, tokens.
+pub const IDENTITY_TABLE_SUFFIXES: [&str; 7] = [
     "Users",
-    "UserEmails",
     "Roles",
     "UserRoles",
     "RoleClaims",

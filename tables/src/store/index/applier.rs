@@ -264,12 +264,16 @@ impl<T> Store<T> {
             .await?;
         let ours = |h: &Row| entity_of(h).is_some_and(|(p, r)| Key::new(p, r) == *entity);
         match held {
-            // The entity's own: a global one is its writer's reservation, left to it; a
-            // local one whose cells differ (a projection, drift) is replaced on its version.
-            Some(h) if ours(&h) && (def.global || same_cells(&h, row)) => Ok(Step::Done),
+            // The entity's own: one whose cells differ (a projection, drift) is replaced on its
+            // version, but for a reservation not confirmed yet, which is its writer's.
+            Some(h) if ours(&h) && (same_cells(&h, row) || (def.global && !reservation(&h).1)) => Ok(Step::Done),
             Some(h) if ours(&h) => {
+                let mut row = row.clone();
+                if let (true, Some(at)) = (def.global, reservation(&h).0) {
+                    set_reservation(&mut row, at, true);
+                }
                 let op = WriteOp::Update {
-                    row: row.clone(),
+                    row,
                     mode: UpdateMode::Replace,
                     condition: h.etag.clone().map_or(IfMatch::Any, IfMatch::ETag),
                 };

@@ -134,9 +134,13 @@ pub(crate) fn plan(
                 (None, None) => false,
                 _ => true,
             };
+            // A unique value the write moves to is claimed by its reservation: the intent
+            // names the value it leaves (to release); other rows both.
             if changed {
                 global_keys.extend(old.as_ref().map(keys));
-                global_keys.extend(fresh.as_ref().map(keys));
+                if !def.unique {
+                    global_keys.extend(fresh.as_ref().map(keys));
+                }
             }
             if def.unique {
                 let moved = fresh
