@@ -46,6 +46,10 @@ pub(crate) struct Reservation {
     row: Row,
     etag: ETag,
     at: DateTime,
+    /// The entity's own row found in place (the entity may hold the value
+    /// already): kept as it is, never released; its confirmation, on
+    /// condition of the version found, tells whether it is still the entity's.
+    kept: bool,
 }
 
 fn age(since: DateTime) -> Duration {
@@ -95,11 +99,17 @@ impl<T> Store<T> {
                 continue; // released between the insert and the read
             };
             let ours = entity_of(&existing).is_some_and(|(p, r)| Key::new(p, r) == claim.entity);
-            if !ours && self.reservation_is_live(claim, &existing).await? {
+            if ours {
+                let (found_at, _) = reservation(&existing);
+                let mut kept = self.reserved(claim, mine, existing.etag.clone(), found_at.unwrap_or(at));
+                kept.kept = true;
+                return Ok(kept);
+            }
+            if self.reservation_is_live(claim, &existing).await? {
                 let holder = entity_of(&existing).map_or_else(|| Key::new("", ""), |(p, r)| Key::new(p, r));
                 return Err(self.violation(claim, holder));
             }
-            // Not live, or this entity's own: take it over (refreshed) on condition of the version read.
+            // Not live: take it over on condition of the version read.
             let condition = existing.etag.clone().map_or(IfMatch::Any, IfMatch::ETag);
             let op = WriteOp::Update {
                 row: mine.clone(),
@@ -122,6 +132,7 @@ impl<T> Store<T> {
             row,
             etag: etag.unwrap_or_else(|| ETag::new("")),
             at,
+            kept: false,
         }
     }
 
@@ -143,7 +154,10 @@ impl<T> Store<T> {
 
     /// Step 2's guard: every reservation younger than half the timeout.
     pub(crate) async fn check_fresh(&self, reserved: &[Reservation]) -> Result<()> {
-        if let Some(stale) = reserved.iter().find(|r| age(r.at) >= self.reservation_timeout() / 2) {
+        if let Some(stale) = reserved
+            .iter()
+            .find(|r| !r.kept && age(r.at) >= self.reservation_timeout() / 2)
+        {
             let entity = stale.claim.entity.clone();
             tracing::debug!(table = %self.table, index = stale.claim.def.name, "a reservation grew older than half its timeout before the write");
             self.release_all(reserved).await;
@@ -155,7 +169,7 @@ impl<T> Store<T> {
     /// Deletes reservations of a write that was refused (each on condition
     /// of its version: one taken over since is left to its new owner).
     pub(crate) async fn release_all(&self, reserved: &[Reservation]) {
-        for r in reserved {
+        for r in reserved.iter().filter(|r| !r.kept) {
             let mut row = r.row.clone();
             row.etag = Some(r.etag.clone());
             if let Err(e) = self.remove_if_unchanged(&row).await {
