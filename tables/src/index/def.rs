@@ -11,7 +11,7 @@ pub enum Projection {
     Keys,
     /// These columns (`project(a, b)`), by stored name.
     Columns(&'static [&'static str]),
-    /// Every ordinary column (`project(all)`): a lookup answers from the index rows alone.
+    /// Every ordinary column (`project(all)`), for readers of the index rows.
     All,
 }
 

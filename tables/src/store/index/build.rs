@@ -2,7 +2,7 @@
 //! and removing the rows of an index no longer declared
 //! ([`Store::drop_index`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -18,6 +18,7 @@ use crate::layout::{index_key_prefix, is_index_key, is_index_row, SPLIT_OF};
 use crate::query::{CmpOp, Filter};
 use crate::service::{next_prefix, MAX_PAGE_SIZE};
 use crate::store::batch::group_by_partition;
+use crate::store::Pages;
 use crate::store::Store;
 use crate::value::{ETag, Row, Value};
 
@@ -58,6 +59,9 @@ struct Build<T> {
     done: bool,
     started: Instant,
     step: BuildStep,
+    /// The entities' pages, read once from the start position and followed
+    /// by their tokens (fetched one ahead).
+    pages: Option<Pages>,
 }
 
 /// `key > after` in (PartitionKey, RowKey) order, within one partition or not.
@@ -74,19 +78,17 @@ fn after_filter(after: &Key, one_partition: bool) -> Filter {
     }
 }
 
-/// `key <= last` in (PartitionKey, RowKey) order.
-fn up_to(last: &Key) -> Filter {
+/// The rows of `partition` from `first` to `last` (row keys, both included).
+fn within(partition: &str, first: &str, last: &str) -> Filter {
     let text = |s: &str| Value::String(s.to_owned());
-    Filter::cmp("PartitionKey", CmpOp::Lt, text(&last.partition_key)).or(Filter::eq(
-        "PartitionKey",
-        text(&last.partition_key),
-    )
-    .and(Filter::cmp("RowKey", CmpOp::Le, text(&last.row_key))))
+    Filter::eq("PartitionKey", text(partition))
+        .and(Filter::cmp("RowKey", CmpOp::Ge, text(first)))
+        .and(Filter::cmp("RowKey", CmpOp::Le, text(last)))
 }
 
 impl<T: TableEntity> Build<T> {
-    /// The entities after the position, a page of them.
-    fn request(&self, last: Option<&Key>, keys_only: bool) -> Result<QueryRequest> {
+    /// The entities after the start position, page by page.
+    fn request(&self) -> Result<QueryRequest> {
         let mut parts = Vec::new();
         if let Some(p) = &self.options.partition {
             parts.push(Filter::eq("PartitionKey", Value::String(p.clone())));
@@ -94,16 +96,41 @@ impl<T: TableEntity> Build<T> {
         if let Some(a) = &self.after {
             parts.push(after_filter(a, self.options.partition.is_some()));
         }
-        if let Some(l) = last {
-            parts.push(up_to(l));
-        }
         let mut request = QueryRequest {
             filter: parts.into_iter().reduce(Filter::and),
-            select: keys_only.then(|| vec!["RowKey".to_owned(), SPLIT_OF.to_owned()]),
+            select: None,
             top: Some(MAX_PAGE_SIZE),
         };
         self.store.exclude_index_rows(&mut request)?;
         Ok(request)
+    }
+
+    /// The versions now stored of the entities `written` (keys only): one
+    /// range query per partition the page spans, from its first written
+    /// entity to its last.
+    async fn versions(&self, written: &[(Key, Option<ETag>, RowKeys)]) -> Result<HashMap<Key, Option<ETag>>> {
+        let mut spans: Vec<(&str, &str, &str)> = Vec::new();
+        for (key, _, _) in written {
+            match spans.last_mut() {
+                Some((p, _, last)) if *p == key.partition_key => *last = &key.row_key,
+                _ => spans.push((&key.partition_key, &key.row_key, &key.row_key)),
+            }
+        }
+        let mut versions = HashMap::new();
+        for (partition, first, last) in spans {
+            let request = QueryRequest {
+                filter: Some(within(partition, first, last)),
+                select: Some(vec!["RowKey".to_owned(), SPLIT_OF.to_owned()]),
+                top: Some(MAX_PAGE_SIZE),
+            };
+            let mut check = self.store.pages(request).await?;
+            while let Some(rows) = check.next(|_| true).await? {
+                for r in rows {
+                    versions.insert(Key::new(r.partition_key, r.row_key), r.etag);
+                }
+            }
+        }
+        Ok(versions)
     }
 
     async fn next(&mut self) -> Result<Option<BuildStep>> {
@@ -111,7 +138,10 @@ impl<T: TableEntity> Build<T> {
             return Ok(None);
         }
         // One page of entities.
-        let mut pages = self.store.pages(self.request(None, false)?).await?;
+        if self.pages.is_none() {
+            self.pages = Some(self.store.pages(self.request()?).await?);
+        }
+        let pages = self.pages.as_mut().expect("set above");
         let rows = loop {
             match pages.next(|_| false).await? {
                 // An empty page with a token is not the end.
@@ -188,13 +218,7 @@ impl<T: TableEntity> Build<T> {
             .try_collect::<Vec<()>>()
             .await?;
         // Entities a writer changed meanwhile: their rows brought into line again.
-        let mut versions = std::collections::HashMap::new();
-        let mut check = self.store.pages(self.request(Some(&last), true)?).await?;
-        while let Some(rows) = check.next(|_| true).await? {
-            for r in rows {
-                versions.insert(Key::new(r.partition_key, r.row_key), r.etag);
-            }
-        }
+        let versions = self.versions(&written).await?;
         let defs = std::slice::from_ref(self.def);
         for (key, etag, keys) in &written {
             if versions.get(key) != Some(etag) {
@@ -262,6 +286,7 @@ impl<T: TableEntity> Store<T> {
             after: options.after.clone(),
             options,
             done: false,
+            pages: None,
             started: Instant::now(),
             step: BuildStep {
                 position: Key::new("", ""),
