@@ -54,12 +54,7 @@ impl<T: TableEntity> Store<T> {
         loop {
             attempt += 1;
             // A continuation row is not an entity: deleting its key is a no-op.
-            let stored = self
-                .tables
-                .backend
-                .get(&self.table, &key.partition_key, &key.row_key)
-                .await?
-                .filter(|row| row.get(SPLIT_OF).is_none());
+            let stored = self.main_row(key).await?;
             let Some(stored) = stored else {
                 return match condition {
                     IfMatch::ETag(_) => Err(crate::Error::not_found(&self.table, key)),

@@ -95,6 +95,19 @@ impl TakenRows<'_> {
     }
 }
 
+impl<T> Store<T> {
+    /// The main row stored under `key` (a continuation row there is not an
+    /// entity: `None`), as the table holds it.
+    pub(crate) async fn main_row(&self, key: &Key) -> Result<Option<Row>> {
+        Ok(self
+            .tables
+            .backend
+            .get(&self.table, &key.partition_key, &key.row_key)
+            .await?
+            .filter(|r| r.get(crate::layout::SPLIT_OF).is_none()))
+    }
+}
+
 impl<T: TableEntity> Store<T> {
     /// Reads one row as an entity together with its version (which entities
     /// without an ETag field cannot carry): from the read cache when it holds

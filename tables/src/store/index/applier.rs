@@ -29,7 +29,7 @@ use crate::index::rows::{
     entity_of, index_row, intent_keys, is_intent, reservation, same_cells, set_reservation, RowKeys,
 };
 use crate::index::IndexDef;
-use crate::layout::{intent_key_prefix, SPLIT_OF};
+use crate::layout::intent_key_prefix;
 use crate::query::{CmpOp, Filter};
 use crate::service::{next_prefix, MAX_PAGE_SIZE};
 use crate::store::write::{lost_race, race_backoff, RACE_ATTEMPTS};
@@ -202,7 +202,7 @@ impl<T> Store<T> {
         named: &BTreeSet<RowKeys>,
     ) -> Result<Applied> {
         for _ in 0..RACE_ATTEMPTS {
-            let before = self.entity_row(entity_key).await?;
+            let before = self.main_row(entity_key).await?;
             let mut steps = Vec::new();
             let desired: Vec<(&IndexDef, Row)> = match &before {
                 Some(e) => defs
@@ -222,7 +222,7 @@ impl<T> Store<T> {
             for keys in named.iter().filter(|k| !wanted.contains(*k)) {
                 steps.push(self.remove_index_row(keys, entity_key).await?);
             }
-            let after = self.entity_row(entity_key).await?;
+            let after = self.main_row(entity_key).await?;
             // The entity or a row changed while this ran: bring the rows into line again.
             if after.as_ref().map(|r| &r.etag) != before.as_ref().map(|r| &r.etag) || steps.contains(&Step::Raced) {
                 continue;
@@ -233,16 +233,6 @@ impl<T> Store<T> {
             return Ok(Applied::Done);
         }
         Ok(Applied::Left)
-    }
-
-    /// The entity's main row, if it is stored.
-    async fn entity_row(&self, key: &Key) -> Result<Option<Row>> {
-        Ok(self
-            .tables
-            .backend
-            .get(&self.table, &key.partition_key, &key.row_key)
-            .await?
-            .filter(|r| r.get(SPLIT_OF).is_none()))
     }
 
     /// Writes the index row the entity needs. A unique row another entity

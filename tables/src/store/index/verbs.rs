@@ -151,12 +151,7 @@ impl<T: TableEntity> Store<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let stored = self
-                .tables
-                .backend
-                .get(&self.table, &key.partition_key, &key.row_key)
-                .await?
-                .filter(|r| r.get(SPLIT_OF).is_none());
+            let stored = self.main_row(key).await?;
             let Some(stored) = stored else {
                 return Err(Error::not_found(&self.table, key));
             };

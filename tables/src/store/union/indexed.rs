@@ -7,7 +7,6 @@ use crate::backend::pack::{op_weight, pack};
 use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::entity::Key;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::SPLIT_OF;
 use crate::store::batch::{batch_failed, group_by_partition};
 use crate::store::index::maintain::{plan, IndexPlan};
 use crate::store::write::{lost_race, race_backoff, RACE_ATTEMPTS};
@@ -38,13 +37,7 @@ fn unit(
 impl<E: TableUnion> UnionStore<E> {
     /// The stored row at `key` (not a continuation row), for a write that replaces it.
     async fn stored(&self, key: &Key) -> Result<Option<Row>> {
-        Ok(self
-            .store
-            .tables
-            .backend
-            .get(&self.store.table, &key.partition_key, &key.row_key)
-            .await?
-            .filter(|r| r.get(SPLIT_OF).is_none()))
+        self.store.main_row(key).await
     }
 
     /// Writes one row and its index rows; an upsert reads the stored row
