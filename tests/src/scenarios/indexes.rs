@@ -610,3 +610,50 @@ pub async fn indexes_an_import_writes_the_index_rows_it_is_given(env: &Env) {
     assert!(matches!(err, Error::UniqueViolation { .. }), "{err}");
     assert_indexes_match(env.backend(), &target, Member::INDEXES, "after a refused import").await;
 }
+
+/// A transaction of an entity and its index rows whose answer is lost (or
+/// times out after it was applied) is settled by its main row's write token:
+/// the write succeeds once, the index rows are exactly those the entity
+/// needs, and a unique value is not refused as its own echo.
+pub async fn indexes_lost_answers_settle_the_index_rows_once(env: &Env) {
+    use crate::scenarios::exactly_once::{faulty_tables, lost, timed_out};
+    use unified_tables::backend::faulty::{FaultTarget, FaultTiming};
+    let (faulty, tables) = faulty_tables(env);
+    let store = tables.store_in::<Member>(&env.table);
+    store.ensure_created().await.unwrap();
+
+    // create: the entity and its index rows in one transaction, the answer lost
+    let mut a = Member::new("t", "a", "a@x.com", "Lviv");
+    faulty.fail_next(FaultTarget::Transaction, FaultTiming::After, lost);
+    store.create(&mut a).await.unwrap();
+    assert_eq!(faulty.pending(), 0);
+    check(env, "after a create whose answer was lost").await;
+
+    // update changing the unique and an indexed value: a read, then the transaction, timed out after it applied
+    a.email = "a2@x.com".into();
+    a.city = "Kyiv".into();
+    faulty.fail_next(FaultTarget::Transaction, FaultTiming::After, timed_out);
+    store.update(&mut a).await.unwrap();
+    assert_eq!(faulty.pending(), 0);
+    check(env, "after an update whose answer was lost").await;
+    let got = Member::get_by_email(&store, "t", "a2@x.com").await.unwrap();
+    assert_eq!(got.map(|m| m.id).as_deref(), Some("a"));
+    assert!(Member::get_by_email(&store, "t", "a@x.com").await.unwrap().is_none());
+
+    // a batch of indexed entities, one transaction's answer lost
+    let many: Vec<Member> = (0..30)
+        .map(|i| Member::new("u", &format!("m{i:02}"), &format!("m{i}@x.com"), "Lviv"))
+        .collect();
+    faulty.fail_next(FaultTarget::Transaction, FaultTiming::After, lost);
+    assert_eq!(store.create_batch(&many).await.unwrap(), 30);
+    assert_eq!(faulty.pending(), 0);
+    check(env, "after a batch whose answer was lost").await;
+    assert_eq!(Member::find_by_city(&store, "u", "Lviv").await.unwrap().len(), 30);
+
+    // delete: the entity and its index rows, the answer lost
+    faulty.fail_next(FaultTarget::Transaction, FaultTiming::After, lost);
+    assert!(store.delete(("t", "a")).await.unwrap());
+    assert_eq!(faulty.pending(), 0);
+    check(env, "after a delete whose answer was lost").await;
+    assert!(Member::get_by_email(&store, "t", "a2@x.com").await.unwrap().is_none());
+}

@@ -273,6 +273,7 @@ macro_rules! for_each_scenario {
             indexes::indexes_keys_under_the_reserved_prefix_are_refused,
             indexes::indexes_union_writes_keep_the_index_rows_of_the_table,
             indexes::indexes_an_import_writes_the_index_rows_it_is_given,
+            indexes::indexes_lost_answers_settle_the_index_rows_once,
             index_values::index_lookups_of_every_value_type_sort_and_range,
             index_global::global_indexes_every_verb_keeps_them_after_the_applier,
             index_global::global_lookups_drop_stale_hits_and_the_job_finishes_a_crashed_write,
