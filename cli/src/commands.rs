@@ -182,6 +182,10 @@ pub async fn run(cli: Cli) -> Result<u8> {
                     "rows               {} ({} continuation rows)",
                     stats.rows, stats.continuation_rows
                 );
+                println!(
+                    "index rows         {} ({} intents not applied)",
+                    stats.index_rows, stats.index_intents
+                );
                 println!("row bytes          {}", indicatif::HumanBytes(stats.row_bytes));
                 for (tier, t) in &stats.large {
                     println!(

@@ -506,3 +506,69 @@ async fn a_stopped_copy_keeps_its_private_work_directory_and_resumes_from_it() {
     assert_eq!(count(&conn, &target).await, 30);
     assert!(!kept.exists(), "removed once the copy finished");
 }
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+struct User {
+    #[table(partition_key)]
+    org: String,
+    #[table(row_key)]
+    id: String,
+    #[unique]
+    email: String,
+    #[index]
+    city: String,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_rows_show_in_get_raw_count_in_stats_and_drift_in_fsck() {
+    let Some(conn) = connection() else { return };
+    let table = unique("ix");
+    let users = tables(&conn).store_in::<User>(&table);
+    for (id, email) in [("1", "a@x.com"), ("2", "b@x.com")] {
+        let mut u = User {
+            org: "o".into(),
+            id: id.into(),
+            email: email.into(),
+            city: "Lviv".into(),
+        };
+        users.create(&mut u).await.unwrap();
+    }
+    let raw = run(&conn, &["get", &table, "o", "1", "--raw"]);
+    assert_eq!(raw.status.code(), Some(0), "{}", text(&raw.stderr));
+    let rows = json_of(&raw);
+    let keys: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["RowKey"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["1", "~ix|city|Lviv!1", "~ix|email|a@x.com!"], "{rows}");
+
+    let stats = run(&conn, &["stats", &table, "--json"]);
+    let stats = json_of(&stats);
+    assert_eq!(
+        (stats["entities"].as_u64(), stats["index_rows"].as_u64()),
+        (Some(2), Some(4)),
+        "{stats}"
+    );
+
+    // An index row whose entity is gone: found, repaired, clean again.
+    users.delete(("o", "2")).await.unwrap();
+    let orphan = Row::new("o", "~ix|city|Lviv!2")
+        .with("_IndexOf", Value::String("city".into()))
+        .with("_IndexOn", Value::String("City".into()))
+        .with("_IndexRow", Value::String("2".into()))
+        .with("City", Value::String("Lviv".into()));
+    let op = WriteOp::Upsert {
+        row: orphan,
+        mode: UpdateMode::Replace,
+    };
+    tables(&conn).backend().execute(&table, op).await.unwrap();
+    let found = run(&conn, &["fsck", &table, "--json"]);
+    assert_eq!(found.status.code(), Some(1), "{}", text(&found.stderr));
+    assert_eq!(json_of(&found)["findings"][0]["finding"], "index_orphan");
+    let repaired = run(&conn, &["fsck", &table, "--repair", "--json"]);
+    assert_eq!(json_of(&repaired)["repaired"], 1);
+    let clean = run(&conn, &["fsck", &table, "--json"]);
+    assert_eq!(clean.status.code(), Some(0), "{}", text(&clean.stdout));
+}

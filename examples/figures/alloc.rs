@@ -80,6 +80,12 @@ pub fn stop() -> usize {
     PEAK.load(Ordering::Relaxed).max(0) as usize
 }
 
+/// The growth still allocated when [`stop`] was called (what the measured
+/// code left behind: in memory, the rows it stored), read after it.
+pub fn retained() -> usize {
+    CURRENT.load(Ordering::Relaxed).max(0) as usize
+}
+
 /// The allocations (calls that grew the heap) since [`start`], read after [`stop`].
 pub fn allocations() -> usize {
     CALLS.load(Ordering::Relaxed).max(0) as usize

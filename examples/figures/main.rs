@@ -39,7 +39,11 @@
 //!     fence against one without, a merged query's requests per page over
 //!     ten pages and its rows per second against one account's, what a
 //!     reshard costs per million moving rows, and its peak heap at 100,000
-//!     moving rows against 10,000.
+//!     moving rows against 10,000;
+//! 12. secondary indexes: a write with one local index against the same
+//!     write without, a lookup by the index against a filtered partition
+//!     query, and `build_index` over 100,000 rows against a raw scan plus
+//!     raw transactions of the same index rows, with its peak heap.
 //!
 //! The ratio is library / reference of the figures as printed (times: lower
 //! is better; MB/s: higher is better); the target, where one is set, says
@@ -51,7 +55,7 @@
 //! ```
 //!
 //! `FIGURES=codec,query` runs only the named sections (`codec`, `layouts`,
-//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `tokens`, `scaling`, `pool`, `soak`, `admin`, `stream`), for work
+//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `tokens`, `scaling`, `pool`, `soak`, `admin`, `stream`, `index`), for work
 //! on one of them; the figures of record are those of a full run.
 //! `FIGURES_RUNS=5` runs them five times and prints, for each figure, the
 //! run whose ratio is the median, with the lowest and highest ratio of the
@@ -68,6 +72,7 @@ mod batch;
 mod cache;
 mod common;
 mod http_floor;
+mod index;
 mod large;
 mod point;
 mod point_token;
@@ -112,6 +117,21 @@ const CACHE_OPS: (usize, usize) = (100_000, 2_000);
 const STREAM_ROWS: (usize, usize) = (100_000, 50_000);
 /// Rows of the toolbox's figures: in memory, and on Azure.
 const ADMIN_ROWS: (usize, usize) = (100_000, 100_000);
+/// The index figures' sizes: in memory, and on Azure.
+const INDEX_SIZES: (index::Sizes, index::Sizes) = (
+    index::Sizes {
+        writes: 20_000,
+        lookups: 200,
+        build_rows: 100_000,
+        rounds: 3,
+    },
+    index::Sizes {
+        writes: 600,
+        lookups: 100,
+        build_rows: 100_000,
+        rounds: 2,
+    },
+);
 
 /// The codec figures: derive against hand-written and against generic serde.
 fn codec_figures() -> Vec<Figure> {
@@ -269,6 +289,16 @@ fn one_run(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<String>), Failu
                 None => (Tables::memory().without_cache(), ADMIN_ROWS.0),
             };
             admin::figures(&db, rows).await
+        })?);
+    }
+    if runs("index") {
+        eprintln!("figures: secondary indexes ..");
+        figures.extend(runtime.block_on(async {
+            let (db, sizes) = match connection {
+                Some(c) => (Tables::connect(c)?.without_cache(), INDEX_SIZES.1),
+                None => (Tables::memory().without_cache(), INDEX_SIZES.0),
+            };
+            index::figures(&db, sizes).await
         })?);
     }
     Ok((figures, notes))

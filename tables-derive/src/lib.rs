@@ -17,14 +17,14 @@ use internals::ctxt::Ctxt;
 use internals::docs::Page;
 
 /// Implements `TableEntity`: a struct stored as one row.
-#[proc_macro_derive(TableEntity, attributes(table, alias, protected, blob_content))]
+#[proc_macro_derive(TableEntity, attributes(table, alias, protected, blob_content, index, unique))]
 pub fn derive_table_entity(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     entity(&input).into()
 }
 
 /// Implements `TableRecord`: a nested struct flattened into `Parent_Child` columns.
-#[proc_macro_derive(TableRecord, attributes(table, alias, protected, blob_content))]
+#[proc_macro_derive(TableRecord, attributes(table, alias, protected, blob_content, index, unique))]
 pub fn derive_table_record(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     record(&input).into()

@@ -132,6 +132,11 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
         Self::cache_cloner().map(|clone| clone(self))
     }
 
+    /// The secondary indexes of the type (`#[index]`, `#[unique]`,
+    /// `#[table(index(..))]`): every write keeps them, see
+    /// [`guide::secondary_indexes`](crate::guide::secondary_indexes).
+    const INDEXES: &'static [crate::index::IndexDef] = &[];
+
     /// Whether [`decode_page`](TableEntity::decode_page) reads pages (the
     /// derive sets it for types of plain cells only: no large value, file,
     /// flattened record, JSON or binary field, alias, soft-delete stamp or

@@ -71,6 +71,21 @@ pub enum Error {
         /// said so; `None` from the in-memory backend.
         request_id: Option<String>,
     },
+    /// A write would give a second entity the value of a unique index
+    /// (`#[unique]`): nothing of it was stored. Choose another value, or
+    /// change or delete the entity that holds it
+    /// (see [`guide::secondary_indexes`](crate::guide::secondary_indexes)).
+    #[error("{table}: index `{index}` is unique and the value {value} is held by the entity with PartitionKey `{}` and RowKey `{}`; nothing was written", holder.partition_key, holder.row_key)]
+    UniqueViolation {
+        /// The table.
+        table: String,
+        /// The index's name.
+        index: String,
+        /// The value, as the lookup shows it (text in quotes, numbers and dates as written).
+        value: String,
+        /// The keys of the entity holding the value.
+        holder: Box<crate::entity::Key>,
+    },
     /// A conditional write lost an optimistic race: the row was modified by
     /// another writer since it was read (its ETag no longer matches).
     #[error("{table}: the entity with PartitionKey `{partition_key}` and RowKey `{row_key}` was modified by another writer since it was read; read it again and re-apply the change{}", request_id_note(request_id.as_deref()))]

@@ -12,6 +12,7 @@ pub(crate) mod codec;
 mod entity;
 mod error;
 pub mod guide;
+pub mod index;
 pub mod keys;
 pub(crate) mod large;
 pub mod layout;
@@ -76,6 +77,7 @@ pub use options::BlobOptions;
 pub use options::{MutateAttempts, SweepSchedule};
 pub use stamp::{KeyPart, Stamp};
 pub use store::union::{UnionColumns, UnionEntry, UnionPage, UnionQuery, UnionStore, UnionStream, UnionWrite};
+pub use store::{AppliedIntents, IndexCursor, IndexLookup, IndexPage, IndexQuery};
 pub use store::{
     CachePolicy, Concurrency, Count, Cursor, EntityPage, EntityStream, Lookup, Outcome, QueryOptions, ReadCache,
     ReadCacheBuilder, Store, StoreOptions,
@@ -114,6 +116,10 @@ pub mod __private {
         LargeEncoding, LargeForm, ProbeClone, ProbeNoClone, Schema, TableEntity, TableRecord,
     };
     pub use crate::error::{Error, Result};
+    pub use crate::index::{
+        stored_cell, Global as GlobalIndex, Index, IndexDef, IndexKey, IndexValue, Local as LocalIndex, Projection,
+        UniqueGlobal as UniqueGlobalIndex, UniqueLocal as UniqueLocalIndex,
+    };
     pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};
     pub use crate::large::{encode_large_bytes, encode_large_json, encode_large_json_value, encode_large_text};
     pub use crate::layout::JSON_SUFFIX;
@@ -124,8 +130,10 @@ pub mod __private {
         decode_deletion_stamp, encode_deletion_stamp, DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete,
     };
     pub use crate::stamp::{KeyPart, Stamp};
+    pub use crate::store::index::{find_global, find_local, get_global, get_local};
     pub use crate::store::settle::without_write_tokens;
     pub use crate::store::Authorizer;
+    pub use crate::store::{IndexQuery, Store};
     pub use crate::union::{TableUnion, UnionVariant};
     pub use crate::update::refusal::{
         ETagIsNotAColumn, KeysCannotBeUpdated, LargeFieldsCannotBePatched, MergeCannotClearAField,
@@ -138,6 +146,7 @@ pub mod __private {
     pub use core::default::Default;
     pub use core::option::Option::{self, None, Some};
     pub use core::result::Result::{Err, Ok};
+    pub use futures::future::BoxFuture;
     pub use std::string::String;
 
     /// Error for a required column that is absent.

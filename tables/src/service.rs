@@ -64,6 +64,23 @@ pub(crate) fn shown(text: &str) -> String {
     }
 }
 
+/// The smallest string greater than every string starting with `prefix`,
+/// in the service's ordinal UTF-16 order of keys: drop trailing U+FFFF units
+/// and increment the last remaining UTF-16 unit. `None` when the prefix is
+/// all U+FFFF.
+pub fn next_prefix(prefix: &str) -> Option<String> {
+    let mut units: Vec<u16> = prefix.encode_utf16().collect();
+    while let Some(&last) = units.last() {
+        if last == 0xFFFF {
+            units.pop();
+            continue;
+        }
+        *units.last_mut()? = last + 1;
+        return Some(String::from_utf16_lossy(&units));
+    }
+    None
+}
+
 /// Checks a table name: `^[A-Za-z][A-Za-z0-9]{2,62}$`, not `tables`.
 pub fn check_table_name(name: &str) -> Result<()> {
     let ok = (3..=63).contains(&name.len())

@@ -7,6 +7,11 @@
 //! `tests/chaos.rs`. Each version is of one tier, chosen by the version:
 //! small, split over cells of the main row, on continuation rows (text and
 //! a gzip value), offloaded to a blob, or with a file and a binary value.
+//! The document also carries indexes: a local one on its tier, a local
+//! unique one on its tag and a global one on its shard, so a kill can fall
+//! between any two requests of an indexed write. (A global unique index is
+//! refused on a type with large values; the differential test kills its
+//! writers between every two requests.)
 
 use std::time::Duration;
 
@@ -21,6 +26,8 @@ pub const PARTITION: &str = "chaos";
 pub const THRESHOLD_BYTES: usize = 512 * 1024;
 /// How long a released blob is kept before a replace or delete removes it.
 pub const GRACE: Duration = Duration::from_secs(1);
+/// Shards of the global index.
+pub const SHARDS: i64 = 3;
 
 /// A document of every large-value tier.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
@@ -33,8 +40,15 @@ pub struct ChaosDoc {
     pub rk: String,
     /// The version every other field is derived from.
     pub version: i64,
-    /// The tier the version chose, by name.
+    /// The tier the version chose, by name; indexed in the partition.
+    #[index]
     pub tier: String,
+    /// `version % SHARDS`; indexed across partitions.
+    #[index(global)]
+    pub shard: i64,
+    /// `{rk}-{version}`: unique in the partition.
+    #[unique]
+    pub tag: String,
     /// Text split over cells, rows or a blob.
     #[table(split = "text")]
     pub body: String,
@@ -92,6 +106,8 @@ impl ChaosDoc {
             rk: rk.into(),
             version,
             tier: tier.into(),
+            shard: version.rem_euclid(SHARDS),
+            tag: format!("{rk}-{version}"),
             body: text(100, seed),
             notes: None,
             data: Vec::new(),

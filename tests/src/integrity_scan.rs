@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use unified_tables::backend::blob::BlobBackend;
 use unified_tables::backend::{Backend, QueryRequest};
 use unified_tables::layout::{
-    blob_paths, chunk_cell, continuation_key, enc_cell, escape_segment, is_blob_cell, is_continuation_key, len_cell,
-    parse_split_cell, sha256_cell, split_parts, BlobRef, SplitCell, SPLIT_INDEX, SPLIT_OF,
+    blob_paths, chunk_cell, continuation_key, enc_cell, escape_segment, is_blob_cell, is_continuation_key,
+    is_index_row, len_cell, parse_split_cell, sha256_cell, split_parts, BlobRef, SplitCell, SPLIT_INDEX, SPLIT_OF,
 };
 use unified_tables::{Row, Value};
 
@@ -27,6 +27,8 @@ pub struct ScanReport {
     pub main_rows: usize,
     /// Continuation rows read.
     pub continuation_rows: usize,
+    /// Index rows and intents of secondary indexes read (checked by the index tools, not here).
+    pub index_rows: usize,
     /// Split values reassembled and checked.
     pub split_values: usize,
     /// Blob references checked.
@@ -133,6 +135,10 @@ pub async fn scan(
     let mut referenced = BTreeSet::new();
     for ((pk, rk), row) in &by_key {
         let at = format!("{pk}/{rk}");
+        if is_index_row(row) {
+            report.index_rows += 1;
+            continue;
+        }
         if is_continuation_key(rk) {
             report.continuation_rows += 1;
             let main = row.get(SPLIT_OF).and_then(|v| v.as_str()).unwrap_or("");

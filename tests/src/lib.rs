@@ -15,6 +15,7 @@ pub mod connect;
 pub mod differential;
 pub mod fault_proxy;
 pub mod gate;
+pub mod index_model;
 pub mod integrity_scan;
 pub mod model;
 pub mod pool;

@@ -9,6 +9,12 @@
 //! cleanup grace, and an independent scan finds no damaged value, no
 //! continuation row without its main row and no unreferenced blob.
 //!
+//! The documents carry a local, a global and a global unique index. After
+//! every kill the local index answers exactly the entities read, and a
+//! lookup through a global one returns only entities holding the value; at
+//! the end the operator's job and a repair leave 0 index rows that differ
+//! from those the entities need.
+//!
 //! Azure / Azurite only: the in-memory backend lives in the writer's
 //! process and dies with it, so a kill has nothing to leave behind there.
 //! `UNIFIED_TABLES_CHAOS_KILLS` sets the number of kills (default 50),
@@ -19,8 +25,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rand::{Rng as _, SeedableRng as _};
-use unified_tables::Store;
-use unified_tables_tests::chaos::{self, row_key, ChaosDoc, Step, KEYS, PARTITION, TIERS};
+use unified_tables::store::IndexCheckOptions;
+use unified_tables::{Store, TableEntity};
+use unified_tables_tests::chaos::{self, row_key, ChaosDoc, Step, KEYS, PARTITION, SHARDS, TIERS};
+use unified_tables_tests::index_model::{all_rows, divergence};
 use unified_tables_tests::integrity_scan::{scan, ScanReport};
 use unified_tables_tests::{azure_env, Env, CONNECTION_VAR};
 
@@ -66,8 +74,10 @@ fn spawn(env: &Env, container: &str, seed: u64, run: usize) -> Child {
         .expect("the writer starts")
 }
 
-/// Reads every key: each must be one complete version among `allowed(key)`.
+/// Reads every key: each must be one complete version among `allowed(key)`;
+/// then the lookups must agree with the entities read.
 async fn check_reads(store: &Store<ChaosDoc>, known: &Known, in_flight: &Option<(String, Option<i64>)>, kill: usize) {
+    let mut read = BTreeMap::new();
     for (rk, last) in known {
         let got = store
             .get((PARTITION, rk.as_str()))
@@ -86,7 +96,57 @@ async fn check_reads(store: &Store<ChaosDoc>, known: &Known, in_flight: &Option<
                     .await
                     .unwrap_or_else(|e| panic!("kill {kill}: the file of {rk} does not read: {e}"));
             }
+            read.insert(rk.clone(), doc);
         }
+    }
+    check_lookups(store, &read, kill).await;
+}
+
+/// The local indexes answer exactly the entities `read` (they are written
+/// in their transactions): every tier's entities, each entity by its
+/// unique tag; a global lookup returns only entities holding the value
+/// (read repair).
+async fn check_lookups(store: &Store<ChaosDoc>, read: &BTreeMap<String, ChaosDoc>, kill: usize) {
+    for tier in TIERS {
+        let found = ChaosDoc::find_by_tier(store, PARTITION, tier)
+            .await
+            .unwrap_or_else(|e| panic!("kill {kill}: find_by_tier({tier}) failed: {e}"));
+        let found: Vec<&str> = found.iter().map(|d| d.rk.as_str()).collect();
+        let want: Vec<&str> = read
+            .values()
+            .filter(|d| d.tier == tier)
+            .map(|d| d.rk.as_str())
+            .collect();
+        assert_eq!(found, want, "kill {kill}: find_by_tier({tier})");
+    }
+    for shard in 0..SHARDS {
+        let found = ChaosDoc::find_by_shard(store, shard)
+            .await
+            .unwrap_or_else(|e| panic!("kill {kill}: find_by_shard({shard}) failed: {e}"));
+        for doc in found {
+            assert_eq!(
+                doc.shard, shard,
+                "kill {kill}: find_by_shard({shard}) returned {}",
+                doc.rk
+            );
+            let entity = read.get(&doc.rk).map(|d| d.version);
+            assert_eq!(
+                Some(doc.version),
+                entity,
+                "kill {kill}: find_by_shard({shard}) returned a version not stored"
+            );
+        }
+    }
+    for doc in read.values() {
+        let found = ChaosDoc::get_by_tag(store, PARTITION, &doc.tag)
+            .await
+            .unwrap_or_else(|e| panic!("kill {kill}: get_by_tag({}) failed: {e}", doc.tag));
+        assert_eq!(
+            found.map(|d| d.rk),
+            Some(doc.rk.clone()),
+            "kill {kill}: get_by_tag({})",
+            doc.tag
+        );
     }
 }
 
@@ -173,13 +233,51 @@ async fn killed_writers_leave_every_entity_whole_and_nothing_behind() {
         report.split_values > 0 && report.blob_refs > 0 && report.continuation_rows > 0,
         "{report:?}"
     );
+    // The operator's job and a repair leave exactly the index rows the entities need.
+    let applied = store.apply_index_intents(None).await.expect("the job");
+    let repair = IndexCheckOptions {
+        repair: true,
+        ..IndexCheckOptions::default()
+    };
+    let repaired = store.check_indexes(repair).await.expect("the repair");
+    let rows = all_rows(env.backend(), &env.table).await;
+    let wrong = divergence(ChaosDoc::INDEXES, &rows);
+    assert!(
+        wrong.is_empty(),
+        "{} divergent index rows:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    let after = store
+        .check_indexes(IndexCheckOptions::default())
+        .await
+        .expect("the check");
+    assert!(after.is_clean(), "after the repair: {:?}", after.findings);
+    let read: BTreeMap<String, ChaosDoc> = store
+        .query(unified_tables::QueryOptions::partition(PARTITION))
+        .await
+        .expect("the entities")
+        .into_iter()
+        .map(|d| (d.rk.clone(), d))
+        .collect();
+    check_lookups(&store, &read, kills).await;
+    for shard in 0..SHARDS {
+        let found = ChaosDoc::find_by_shard(&store, shard).await.expect("a lookup");
+        assert_eq!(
+            found.len(),
+            read.values().filter(|d| d.shard == shard).count(),
+            "find_by_shard({shard})"
+        );
+    }
     eprintln!(
-        "chaos: {kills} kills ({mid_write} mid-write), {writes} writes reported, at most {orphans_seen} orphan blobs between kills, {} swept at the end, final scan {} rows + {} continuation rows, {} split values, {} blobs: clean, in {:.1} s",
+        "chaos: {kills} kills ({mid_write} mid-write), {writes} writes reported, at most {orphans_seen} orphan blobs between kills, {} swept at the end, final scan {} rows + {} continuation rows + {} index rows, {} split values, {} blobs: clean; index job {applied:?}, repair found {} findings, 0 divergent index rows, in {:.1} s",
         swept.deleted,
         report.main_rows,
         report.continuation_rows,
+        report.index_rows,
         report.split_values,
         report.blobs,
+        repaired.findings.len(),
         started.elapsed().as_secs_f64()
     );
     assert!(

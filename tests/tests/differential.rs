@@ -73,6 +73,22 @@ fn differential_cached<T: Subject>(kind: Kind) {
     differential_of::<T>(kind, true)
 }
 
+/// A runner of `cases` sequences from `seed`, shrinking a failure at most `shrinks` times.
+fn runner(cases: u32, seed: u64, shrinks: u32) -> TestRunner {
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: shrinks,
+        max_shrink_time: 180_000,
+        ..Config::default()
+    };
+    let mut bytes = [0u8; 32];
+    for chunk in bytes.chunks_mut(8) {
+        chunk.copy_from_slice(&seed.to_le_bytes());
+    }
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+}
+
 fn differential_of<T: Subject>(kind: Kind, cached: bool) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -90,18 +106,7 @@ fn differential_of<T: Subject>(kind: Kind, cached: bool) {
         T::NAME,
         if cached { " (cached)" } else { "" }
     );
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: if kind == Kind::Memory { 2_000 } else { 100 },
-        max_shrink_time: 180_000,
-        ..Config::default()
-    };
-    let mut bytes = [0u8; 32];
-    for chunk in bytes.chunks_mut(8) {
-        chunk.copy_from_slice(&seed.to_le_bytes());
-    }
-    let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
+    let mut runner = runner(cases, seed, if kind == Kind::Memory { 2_000 } else { 100 });
     let result = runner.run(&sequence(max_ops), |ops| {
         rt.block_on(async {
             let env = fresh_env(kind).await.expect("checked above");
@@ -306,4 +311,48 @@ mod regressions {
         ])
         .await;
     }
+}
+
+/// Secondary indexes under crashes: random writes of an entity with every
+/// kind of index, each through a handle that may die between any two of its
+/// requests; after the operator's job and a repair, 0 divergent index rows.
+fn indexed(kind: Kind) {
+    use unified_tables_tests::differential::indexed;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    if rt.block_on(fresh_env(kind)).is_none() {
+        return;
+    }
+    let (cases, max_ops) = budget(kind);
+    let cases = (cases / 2).max(1);
+    let seed = seed();
+    eprintln!("differential indexed on {kind:?}: {cases} sequences of up to {max_ops} writes, UNIFIED_TABLES_DIFF_SEED={seed}");
+    let mut runner = runner(cases, seed, if kind == Kind::Memory { 500 } else { 50 });
+    let result = runner.run(&indexed::sequence(max_ops), |ops| {
+        rt.block_on(async {
+            let env = fresh_env(kind).await.expect("checked above");
+            indexed::run(&env, &ops).await
+        })
+        .map_err(TestCaseError::fail)
+    });
+    match result {
+        Ok(()) => {}
+        Err(TestError::Fail(reason, ops)) => panic!(
+            "differential indexed on {kind:?} failed (UNIFIED_TABLES_DIFF_SEED={seed}): {reason}\nshrunk sequence:\n{ops:#?}"
+        ),
+        Err(TestError::Abort(reason)) => panic!("differential indexed on {kind:?} aborted: {reason}"),
+    }
+}
+
+#[test]
+fn memory_indexed_under_crashes() {
+    indexed(Kind::Memory);
+}
+
+#[test]
+fn azure_indexed_under_crashes() {
+    indexed(Kind::Azure);
 }

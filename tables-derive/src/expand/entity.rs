@@ -221,6 +221,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
     let set_key_body = super::typed::set_key(cont);
     let blob_accessors = blob_accessors(cont);
     let (soft_delete_const, lifecycle_impls) = super::lifecycle::expand(cont);
+    let (indexes_const, index_items) = super::indexes::expand(cont);
 
     let write_token = !cont.attrs.no_write_token;
     // Checked where the schema is known whole: a flattened record's columns come from its own derive.
@@ -308,6 +309,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
 
             #blob_accessors
             #soft_delete_const
+            #indexes_const
 
             type Columns = #columns_ty;
 
@@ -331,6 +333,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
         }
 
         #lifecycle_impls
+        #index_items
     })
 }
 

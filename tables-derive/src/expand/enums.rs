@@ -48,6 +48,15 @@ pub(crate) fn expand(e: &Enum) -> TokenStream {
         #[automatically_derived]
         impl #p::Filterable for #ident {}
 
+        // An index looks an enum up by its stored name (no ranges: names do not sort as variants do).
+        #[automatically_derived]
+        impl #p::IndexValue for #ident {
+            type Arg<'__a> = Self;
+            fn arg_cell(arg: Self) -> #p::Result<#p::Value> {
+                #p::stored_cell(&arg)
+            }
+        }
+
         #[automatically_derived]
         impl #p::TableValue for #ident {
             const KIND: #p::ValueKind = #p::ValueKind::Cell(#p::EdmType::String);

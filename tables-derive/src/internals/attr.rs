@@ -68,6 +68,7 @@ pub(crate) struct Container {
     pub(crate) ids: Option<Spanned_<IdMode>>,
     /// `#[table(no_write_token)]`: rows are written without a write token.
     pub(crate) no_write_token: bool,
+    pub(crate) indexes: Vec<super::index::IndexAttr>,
 }
 
 impl Container {
@@ -75,6 +76,7 @@ impl Container {
         let mut name = Slot::new(cx, "");
         let mut ids = Slot::new(cx, "");
         let mut no_write_token = Slot::new(cx, "");
+        let mut indexes = Vec::new();
         for attr in attrs {
             if attr.path().is_ident(TABLE) {
                 let res = attr.parse_nested_meta(|meta| {
@@ -99,6 +101,8 @@ impl Container {
                         }
                         // #[table(no_write_token)]
                         NO_WRITE_TOKEN => no_write_token.set(meta.path.span(), "#[table(no_write_token)]", ()),
+                        // #[table(index(name = "..", fields(a, b), ..))]
+                        INDEX => indexes.push(super::index::container_index(&meta)?),
                         _ if FIELD_KEYS.contains(&key.as_str()) => {
                             return Err(meta.error(format!(
                                 "#[table({key})] belongs on a field, not on the struct: move it to the field it describes"
@@ -114,6 +118,7 @@ impl Container {
             } else if attr.path().is_ident(ALIAS)
                 || attr.path().is_ident(PROTECTED)
                 || attr.path().is_ident(BLOB_CONTENT)
+                || super::index::is_index_attr(attr)
             {
                 let name = path_text(attr.path());
                 cx.error_spanned_by(
@@ -126,6 +131,7 @@ impl Container {
             name: name.get(),
             ids: ids.get(),
             no_write_token: no_write_token.get().is_some(),
+            indexes,
         }
     }
 }
@@ -231,6 +237,8 @@ pub(crate) struct Field {
     pub(crate) blob_content: Option<Spanned_<()>>,
     pub(crate) soft_delete: Option<Spanned_<()>>,
     pub(crate) ordering: Option<Spanned_<()>>,
+    /// `#[index(..)]` and `#[unique(..)]`.
+    pub(crate) indexes: Vec<super::index::IndexAttr>,
 }
 
 impl Field {
@@ -249,6 +257,7 @@ impl Field {
         let mut blob = Slot::new(cx, "");
         let mut soft_delete = Slot::new(cx, "");
         let mut ordering = Slot::new(cx, "");
+        let mut indexes = Vec::new();
 
         for attr in attrs {
             if attr.path().is_ident(TABLE) {
@@ -375,6 +384,9 @@ impl Field {
                     ));
                 }
                 blob.set(attr.path().span(), "#[blob_content]", ());
+            } else if super::index::is_index_attr(attr) {
+                // #[index], #[index(..)], #[unique], #[unique(..)]
+                indexes.extend(super::index::field_index(cx, attr));
             }
         }
         Field {
@@ -392,6 +404,7 @@ impl Field {
             blob_content: blob.get(),
             soft_delete: soft_delete.get(),
             ordering: ordering.get(),
+            indexes,
         }
     }
 }

@@ -24,6 +24,7 @@ pub(crate) fn check(cx: &Ctxt, cont: &Container) {
         check_lifecycle_fields(cx, cont);
     }
     check_columns(cx, cont);
+    super::index::check(cx, cont);
 }
 
 fn err(cx: &Ctxt, span: Span, msg: impl Into<String>) {

@@ -35,6 +35,7 @@ fn anchor(key: &str) -> Option<&'static str> {
         "blob_content" => "blob_content",
         "table(soft_delete" => "tablesoft_delete",
         "table(ordering" => "tableordering",
+        "index" | "unique" | "table(index" => "index-and-unique",
         _ => return None,
     })
 }

@@ -6,6 +6,7 @@ pub(crate) mod case;
 pub(crate) mod check;
 pub(crate) mod ctxt;
 pub(crate) mod docs;
+pub(crate) mod index;
 pub(crate) mod symbol;
 pub(crate) mod ty;
 pub(crate) mod union;

@@ -9,7 +9,17 @@ pub(crate) const BLOB_CONTENT: &str = "blob_content";
 pub(crate) const NAME: &str = "name";
 pub(crate) const IDS: &str = "ids";
 pub(crate) const NO_WRITE_TOKEN: &str = "no_write_token";
-pub(crate) const CONTAINER_KEYS: &[&str] = &[NAME, IDS, NO_WRITE_TOKEN];
+pub(crate) const CONTAINER_KEYS: &[&str] = &[NAME, IDS, NO_WRITE_TOKEN, INDEX];
+
+// Secondary indexes: #[index(..)] / #[unique(..)] on a field,
+// #[table(index(name = "..", fields(a, b), unique, global, protocol = "..", project(..)))] on the struct.
+pub(crate) const INDEX: &str = "index";
+pub(crate) const UNIQUE: &str = "unique";
+pub(crate) const GLOBAL: &str = "global";
+pub(crate) const PROTOCOL: &str = "protocol";
+pub(crate) const PROJECT: &str = "project";
+pub(crate) const FIELDS: &str = "fields";
+pub(crate) const ALL: &str = "all";
 
 // Field keys.
 pub(crate) const PARTITION_KEY: &str = "partition_key";

@@ -131,7 +131,9 @@ pub struct LogicalEntity {
     pub large: Vec<LargeValue>,
     /// The blobs the entity references.
     pub blobs: Vec<EntityBlob>,
-    /// The rows as stored: the main row first, then its continuation rows.
+    /// The rows as stored: the main row first, then its continuation rows
+    /// (and, from [`Admin::get`](crate::admin::Admin::get), the rows of its
+    /// secondary indexes and intents after them).
     pub raw: Vec<Row>,
 }
 

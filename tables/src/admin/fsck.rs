@@ -13,6 +13,7 @@ use super::{report, Admin, Event, Observer, Stop};
 use crate::backend::blob::BlobCondition;
 use crate::backend::{IfMatch, WriteOp};
 use crate::error::{ErrorKind, Result};
+use crate::index::rows::is_intent;
 use crate::large::stream::well_formed_count;
 use crate::layout::{
     blob_paths, chunk_cell, escape_segment, is_offload_shape, len_cell, partition_prefix, split_parts, BlobRef,
@@ -32,8 +33,10 @@ pub struct FsckOptions {
     /// checked again), orphan blobs that were already older than the blob
     /// store's cleanup grace when the check started are deleted (each on its
     /// ETag; a blob written while the check runs is never deleted, however
-    /// long the check takes). A damaged entity's rows and blobs are never
-    /// touched.
+    /// long the check takes), and index rows of secondary indexes whose
+    /// entity (read again) does not need them are deleted (each on its ETag).
+    /// A damaged entity's rows and blobs are never touched; an entity without
+    /// its index rows is only reported.
     pub repair: bool,
     /// Where progress and findings go as they happen.
     pub observer: Option<Observer>,
@@ -76,6 +79,46 @@ pub enum Finding {
         owner: String,
         /// Whether the repair deleted it.
         repaired: bool,
+    },
+    /// An index row of a secondary index whose entity is gone.
+    IndexOrphan {
+        /// The index.
+        index: String,
+        /// The index row's PartitionKey.
+        partition_key: String,
+        /// The index row's RowKey.
+        row_key: String,
+        /// Whether the repair deleted it (on its version, once its entity was read again).
+        repaired: bool,
+    },
+    /// An index row whose entity holds another value than the row says.
+    IndexStale {
+        /// The index.
+        index: String,
+        /// The index row's PartitionKey.
+        partition_key: String,
+        /// The index row's RowKey.
+        row_key: String,
+        /// Whether the repair deleted it (on its version, once its entity was read again).
+        repaired: bool,
+    },
+    /// An entity without the row of an index the table's index rows
+    /// describe. Not repaired here (a row's projected cells are the
+    /// program's): run `Store::check_indexes` with repair, or `Store::build_index`.
+    IndexMissing {
+        /// The index.
+        index: String,
+        /// The entity's PartitionKey.
+        partition_key: String,
+        /// The entity's RowKey.
+        row_key: String,
+    },
+    /// An intent of a global index write not applied yet (`Store::apply_index_intents` applies it).
+    IndexIntent {
+        /// Its PartitionKey (the entity's).
+        partition_key: String,
+        /// Its RowKey.
+        row_key: String,
     },
     /// A blob of the table's offload shape that no row references.
     OrphanBlob {
@@ -130,6 +173,10 @@ pub struct Stats {
     pub entities: u64,
     /// Continuation rows.
     pub continuation_rows: u64,
+    /// Rows of secondary indexes (local and global index rows).
+    pub index_rows: u64,
+    /// Intents of global index writes not applied yet.
+    pub index_intents: u64,
     /// Stored bytes of every cell of every row.
     pub row_bytes: u64,
     /// Large values by tier (`split`, `continuation`, `blob`).
@@ -162,6 +209,7 @@ impl Admin {
                     (true, Some(blobs)) => Some(self.cutoff(blobs.options.cleanup_grace).await?),
                     _ => None,
                 };
+                let indexes = self.learn_indexes(options.partition.as_deref()).await?;
                 let mut scan = self.scan(&range).await?;
                 let mut out = FsckReport::default();
                 let mut referenced = BTreeSet::new();
@@ -185,6 +233,18 @@ impl Admin {
                         Scanned::Entity { main, continuations } => {
                             out.entities += 1;
                             referenced.extend(blob_paths(&main));
+                            for (index, _) in indexes.missing(&main, options.partition.is_some()) {
+                                let (partition_key, row_key) = (main.partition_key.clone(), main.row_key.clone());
+                                let index = index.to_owned();
+                                found(
+                                    &mut out,
+                                    Finding::IndexMissing {
+                                        index,
+                                        partition_key,
+                                        row_key,
+                                    },
+                                );
+                            }
                             let (pk, rk) = (main.partition_key.clone(), main.row_key.clone());
                             if let Some(Read::Damaged(_, damage)) =
                                 self.settle(assemble_with(main, continuations, false), false).await?
@@ -194,6 +254,17 @@ impl Admin {
                                     row_key: rk,
                                     damage,
                                 };
+                                found(&mut out, finding);
+                            }
+                        }
+                        Scanned::Index(row) => {
+                            if let Some(finding) = self.check_index_row(&indexes, row, options.repair).await? {
+                                let fixed = matches!(
+                                    finding,
+                                    Finding::IndexOrphan { repaired: true, .. }
+                                        | Finding::IndexStale { repaired: true, .. }
+                                );
+                                out.repaired += u64::from(fixed);
                                 found(&mut out, finding);
                             }
                         }
@@ -381,8 +452,17 @@ impl Admin {
                     },
                 );
                 while let Some(item) = scan.next().await? {
-                    let Scanned::Entity { main, continuations } = item else {
-                        continue;
+                    let (main, continuations) = match item {
+                        Scanned::Entity { main, continuations } => (main, continuations),
+                        Scanned::Index(row) if is_intent(&row) => {
+                            stats.index_intents += 1;
+                            continue;
+                        }
+                        Scanned::Index(_) => {
+                            stats.index_rows += 1;
+                            continue;
+                        }
+                        Scanned::Leftover(_) => continue,
                     };
                     if last_partition.as_deref() != Some(main.partition_key.as_str()) {
                         stats.partitions += 1;

@@ -54,6 +54,14 @@ pub struct ImportOptions {
     pub observer: Option<Observer>,
     /// Stops the import after the transaction being written.
     pub stop: Stop,
+    /// The secondary indexes to write with each entity (the entity type's
+    /// [`TableEntity::INDEXES`](crate::TableEntity::INDEXES)): each entity's
+    /// index rows go in its transaction, a taken unique value stops the
+    /// import with [`Error::UniqueViolation`], and global indexes get
+    /// intents for [`Store::apply_index_intents`](crate::Store::apply_index_intents).
+    /// Exports hold no index rows: without this, build the indexes after the
+    /// import with [`Store::build_index`](crate::Store::build_index).
+    pub indexes: &'static [crate::index::IndexDef],
 }
 
 impl std::fmt::Debug for ImportOptions {
@@ -62,6 +70,7 @@ impl std::fmt::Debug for ImportOptions {
             .field("mode", &self.mode)
             .field("resume", &self.resume)
             .field("position_file", &self.position_file)
+            .field("indexes", &self.indexes.iter().map(|d| d.name).collect::<Vec<_>>())
             .finish()
     }
 }
@@ -98,6 +107,8 @@ struct Unit {
     ops: Vec<WriteOp>,
     uploads: Vec<crate::store::Upload>,
     weight: usize,
+    /// Its index step (what a refusal on a unique index row means).
+    index: crate::store::index::IndexPlan,
 }
 
 /// Column names of large values, kept for the life of the process (the
@@ -237,14 +248,17 @@ impl Admin {
                             continue;
                         }
                         bytes += line.len() as u64 + 1;
-                        let unit = self.unit(dir, &line, options.mode).await.map_err(|e| match e {
-                            Error::Archive { reason, source, .. } => Error::Archive {
-                                path: path.display().to_string(),
-                                reason: format!("line {line_no}: {reason}"),
-                                source,
-                            },
-                            other => other,
-                        })?;
+                        let unit = self
+                            .unit(dir, &line, options.mode, options.indexes)
+                            .await
+                            .map_err(|e| match e {
+                                Error::Archive { reason, source, .. } => Error::Archive {
+                                    path: path.display().to_string(),
+                                    reason: format!("line {line_no}: {reason}"),
+                                    source,
+                                },
+                                other => other,
+                            })?;
                         let same_partition = batch.first().is_none_or(|u| u.key.0 == unit.key.0);
                         let ops: usize = batch.iter().map(|u| u.ops.len()).sum();
                         let weight: usize = batch.iter().map(|u| u.weight).sum();
@@ -314,7 +328,13 @@ impl Admin {
 
     /// The writes of one exported entity: its blob files under this
     /// table's names, its large values planned anew.
-    async fn unit(&self, dir: &Path, line: &str, mode: ImportMode) -> Result<Unit> {
+    async fn unit(
+        &self,
+        dir: &Path,
+        line: &str,
+        mode: ImportMode,
+        indexes: &'static [crate::index::IndexDef],
+    ) -> Result<Unit> {
         let (mut row, large) = entity_from_line(line)?;
         row.etag = None;
         row.timestamp = None;
@@ -362,6 +382,16 @@ impl Admin {
             blobs: blobs.is_some(),
             extra_ops: stale.len(),
         };
+        let stored = match (mode, indexes.is_empty()) {
+            (ImportMode::Replace, false) => self.tables.backend.get(&self.table, &pk, &rk).await?,
+            _ => None,
+        };
+        let key = crate::entity::Key::new(pk.clone(), rk.clone());
+        let (index_ops, index) = crate::store::index::maintain::plan(indexes, &key, stored.as_ref(), Some(&row))?;
+        let limits = Limits {
+            extra_ops: limits.extra_ops + index_ops.len(),
+            ..limits
+        };
         let planned = plan(&self.table, Cow::Owned(row), &columns, limits)?;
         uploads.extend(planned.blobs.into_iter().map(crate::store::Upload::from));
         let new_parts = planned.continuations.len();
@@ -385,12 +415,14 @@ impl Admin {
                 });
             }
         }
+        ops.extend(index_ops);
         let weight = ops.iter().map(op_weight).sum();
         Ok(Unit {
             key: (pk, rk),
             ops,
             uploads,
             weight,
+            index,
         })
     }
 
@@ -435,6 +467,15 @@ impl Admin {
                     out.rows += rows;
                     return Ok(skipped);
                 }
+                // A unique index row taken: another entity holds the value (the import stops), or a stale row (removed, sent again).
+                Err(Error::Transaction { index, source })
+                    if source.kind() == ErrorKind::AlreadyExists && claims_at(&batch, index) =>
+                {
+                    let claims: Vec<_> = batch.iter().flat_map(|u| u.index.claims.iter().cloned()).collect();
+                    if !self.store.unique_conflict(&claims).await? {
+                        return Err(Error::Transaction { index, source });
+                    }
+                }
                 Err(Error::Transaction { index, source })
                     if source.kind() == ErrorKind::AlreadyExists && (mode == ImportMode::Skip || tolerate_present) =>
                 {
@@ -476,6 +517,19 @@ fn as_transaction(error: Error, ops: usize) -> Error {
         },
         other => other,
     }
+}
+
+/// Whether operation `index` of a batch's transaction is a unit's index
+/// operation (not its entity's main row).
+fn claims_at(batch: &[Unit], index: usize) -> bool {
+    let mut at = index;
+    for u in batch {
+        if at < u.ops.len() {
+            return at > 0 && !u.index.claims.is_empty();
+        }
+        at -= u.ops.len();
+    }
+    false
 }
 
 /// Copies a table into another (on the same account or another): an

@@ -58,6 +58,7 @@ mod entity;
 mod export;
 mod fsck;
 mod import;
+mod index_check;
 mod lines;
 mod query;
 mod read;

@@ -5,7 +5,7 @@ use super::read::Read;
 use super::Admin;
 use crate::backend::QueryRequest;
 use crate::error::{Error, Result};
-use crate::layout::{split_parts, SPLIT_OF};
+use crate::layout::{is_index_row, split_parts, INDEX_OF, SPLIT_OF};
 use crate::query::{CmpOp, Filter};
 use crate::service::MAX_PAGE_SIZE;
 use crate::store::{next_prefix, Cursor};
@@ -65,6 +65,7 @@ impl AdminQuery {
         }
         let select = self.select.clone().map(|mut s| {
             s.push(SPLIT_OF.to_owned());
+            s.push(INDEX_OF.to_owned());
             s
         });
         Ok(QueryRequest {
@@ -85,8 +86,8 @@ impl AdminQuery {
 
 impl Admin {
     /// Reads one page of logical entities. Large values are reassembled
-    /// and checked (unless the query selects columns); continuation rows are
-    /// never listed as entities. Send the page's cursor back in
+    /// and checked (unless the query selects columns); continuation rows and
+    /// the rows of secondary indexes are never listed as entities. Send the page's cursor back in
     /// [`AdminQuery::after`] (with the same query) for the next page.
     pub async fn query(&self, query: &AdminQuery) -> Result<AdminPage> {
         self.store
@@ -103,7 +104,8 @@ impl Admin {
                     cursor: page.next.as_ref().map(|next| Cursor::encode(&fingerprint, next)),
                 };
                 for row in page.rows {
-                    if row.get(SPLIT_OF).is_some() {
+                    // Continuation rows and index rows are never entities.
+                    if row.get(SPLIT_OF).is_some() || is_index_row(&row) {
                         continue;
                     }
                     if query.select.is_some() {

@@ -116,7 +116,9 @@ impl Admin {
     }
 
     /// Reads one entity by its keys as one version: `None` when there is
-    /// no such entity (or the keys name a continuation row).
+    /// no such entity (or the keys name a continuation row). Its raw rows
+    /// include the rows of its secondary indexes and its intents (what
+    /// `get --raw` shows).
     pub async fn get(&self, partition_key: &str, row_key: &str) -> Result<Option<Read>> {
         self.store
             .op("get")
@@ -132,7 +134,11 @@ impl Admin {
                 let rows = self
                     .continuation_rows(partition_key, row_key, split_parts(&main))
                     .await?;
-                self.settle(assemble(main, rows), true).await
+                let mut read = self.settle(assemble(main, rows), true).await?;
+                if let Some(Read::Whole(e) | Read::Damaged(e, _)) = &mut read {
+                    e.raw.extend(self.index_rows_of(partition_key, row_key).await?);
+                }
+                Ok(read)
             })
             .await
     }

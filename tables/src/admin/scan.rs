@@ -13,7 +13,7 @@ use std::collections::{HashMap, VecDeque};
 use super::Admin;
 use crate::backend::QueryRequest;
 use crate::error::Result;
-use crate::layout::{continuation_key, split_parts, SPLIT_OF};
+use crate::layout::{continuation_key, is_index_row, split_parts, SPLIT_OF};
 use crate::query::{CmpOp, Filter};
 use crate::service::MAX_PAGE_SIZE;
 use crate::store::{continuation_index, Pages};
@@ -26,6 +26,8 @@ pub(crate) enum Scanned {
     Entity { main: Row, continuations: Vec<Row> },
     /// A continuation row no main row of the pass declares.
     Leftover(Row),
+    /// An index row or intent of a secondary index (never an entity).
+    Index(Row),
 }
 
 /// Where a pass reads.
@@ -141,7 +143,19 @@ impl Scanner {
             }
             self.release_front();
         }
-        if let Some(owner) = row.get(SPLIT_OF).and_then(Value::as_str).map(str::to_owned) {
+        if is_index_row(&row) {
+            if self.queue.is_empty() {
+                self.ready.push_back(Scanned::Index(row));
+            } else {
+                // Kept in key order behind the entities still waiting.
+                self.queue.push_back(Waiting {
+                    main: row,
+                    continuations: Vec::new(),
+                    missing: 0,
+                    last_key: String::new(),
+                });
+            }
+        } else if let Some(owner) = row.get(SPLIT_OF).and_then(Value::as_str).map(str::to_owned) {
             let claimed = self.waiting.get(&owner).copied().and_then(|seq| {
                 let at = usize::try_from(seq.checked_sub(self.base)?).ok()?;
                 let w = self.queue.get_mut(at)?;
@@ -193,6 +207,10 @@ impl Scanner {
     fn release_front(&mut self) {
         let Some(w) = self.queue.pop_front() else { return };
         self.base += 1;
+        if is_index_row(&w.main) {
+            self.ready.push_back(Scanned::Index(w.main));
+            return;
+        }
         if w.main.get(SPLIT_OF).is_some() {
             self.ready.push_back(Scanned::Leftover(w.main));
             return;

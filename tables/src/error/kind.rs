@@ -49,7 +49,7 @@ impl crate::Error {
         use crate::Error;
         match self {
             Error::NotFound { .. } => ErrorKind::NotFound,
-            Error::AlreadyExists { .. } => ErrorKind::AlreadyExists,
+            Error::AlreadyExists { .. } | Error::UniqueViolation { .. } => ErrorKind::AlreadyExists,
             Error::Conflict { .. } => ErrorKind::PreconditionFailed,
             Error::Transaction { source, .. } | Error::BatchFailed { source, .. } => source.kind(),
             Error::Service { status, code, .. } => match (*status, code.as_str()) {

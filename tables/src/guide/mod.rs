@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`getting_started`] | a first type and store, in memory, then on Azurite and Azure |
 //! | [`storage_format`] | what a row holds, cell by cell, for readers in other languages |
+//! | [`secondary_indexes`] | a second way in: indexes declared on the derive, kept by every write, looked up by typed functions |
 //! | [`dotnet`] | sharing tables with services that use the .NET library |
 //! | [`testing`] | testing an application: the in-memory backend, injected faults, counted round trips |
 //! | [`production`] | the read cache across processes, sweeping orphan blobs, retries, limits, backups |
@@ -25,6 +26,9 @@ pub mod getting_started {}
 
 #[doc = include_str!("../../docs/guide/storage_format.md")]
 pub mod storage_format {}
+
+#[doc = include_str!("../../docs/guide/secondary_indexes.md")]
+pub mod secondary_indexes {}
 
 #[doc = include_str!("../../docs/guide/dotnet.md")]
 pub mod dotnet {}

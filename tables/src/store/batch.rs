@@ -9,7 +9,7 @@ use super::write::{lost_race, reads_first, Encoded, Stamps, Unit, Verb};
 use super::Store;
 use crate::backend::pack::{op_weight, pack};
 use crate::entity::{Key, TableEntity};
-use crate::error::{Error, KeyKind, Result};
+use crate::error::{Error, ErrorKind, KeyKind, Result};
 use crate::value::Row;
 
 /// Groups items by partition key, keeping the order in which partitions and
@@ -65,6 +65,9 @@ impl<T: TableEntity> Store<T> {
     /// whole entities, packed per partition into transactions.
     async fn write_batch(&self, entities: &[T], verb: Verb) -> Result<usize> {
         crate::telemetry::record_batch_size(entities.len());
+        if const { crate::index::any_unique_global(T::INDEXES) } {
+            return self.write_reserving(entities, &verb).await;
+        }
         let at = super::now();
         let mut encoded = Vec::with_capacity(entities.len());
         for entity in entities {
@@ -76,7 +79,7 @@ impl<T: TableEntity> Store<T> {
         self.ensure_created().await?;
         // Only types whose plan depends on the stored row read it (large
         // values); batches do not check protected fields.
-        let read = const { T::SCHEMA.has_large_values() } && reads_first::<T>(&verb);
+        let read = const { T::SCHEMA.has_large_values() || !T::INDEXES.is_empty() } && reads_first::<T>(&verb);
         let mut units: Vec<(String, (usize, Unit))> = Vec::with_capacity(encoded.len());
         for (i, e) in encoded.into_iter().enumerate() {
             let stored = match read {
@@ -120,17 +123,20 @@ impl<T: TableEntity> Store<T> {
                 let mut ops = Vec::new();
                 let mut books = Vec::with_capacity(tx.len());
                 let released_before = released.len();
+                let mut index = super::index::IndexPlan::default();
                 for (i, unit) in tx {
                     owners.extend(std::iter::repeat_n(i, unit.ops.len()));
                     if !unit.old_refs.is_empty() {
                         released.push((unit.key(), unit.old_refs.clone(), unit.new_refs()));
                     }
                     books.push(i);
+                    index.absorb(unit.index);
                     ops.extend(unit.ops);
                 }
                 let n = books.len();
                 let error = match self.send(ops, usize::MAX).await {
                     Ok(_) => {
+                        self.intents_written(&index);
                         committed += n;
                         continue;
                     }
@@ -138,12 +144,18 @@ impl<T: TableEntity> Store<T> {
                 };
                 // Nothing of this transaction was applied: nothing of it is released.
                 released.truncate(released_before);
-                let (index, source) = match error {
+                let (at_op, source) = match error {
                     Error::Transaction { index, source } => (index, *source),
                     other => (0, other),
                 };
-                let failed = entities[owners.get(index).copied().unwrap_or(books[0])].key();
-                if read && lost_race(source.kind()) {
+                let failed = entities[owners.get(at_op).copied().unwrap_or(books[0])].key();
+                // A unique index row taken by another entity fails the batch; a stale one was removed.
+                let stale = source.kind() == ErrorKind::AlreadyExists
+                    && match self.unique_conflict(&index.claims).await {
+                        Ok(stale) => stale,
+                        Err(e) => return Err(batch_failed(committed, failed, e)),
+                    };
+                if (read && lost_race(source.kind())) || stale {
                     // An upsert planned on a version that moved: the transaction applied
                     // nothing; write its entities one by one, each retrying as a single write does.
                     for i in books {

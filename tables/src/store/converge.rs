@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use futures::Stream;
 
-use super::read::is_continuation_row;
+use super::read::is_not_an_entity;
 use super::write::{race_backoff, RACE_ATTEMPTS};
 use super::Store;
 use crate::backend::{IfMatch, QueryRequest};
@@ -187,7 +187,7 @@ impl<T: TableEntity> State<T> {
     async fn next(&mut self) -> Result<Option<ConvergeStep>> {
         loop {
             if let Some(row) = self.rows.pop_front() {
-                if is_continuation_row(&row) {
+                if is_not_an_entity(&row) {
                     continue;
                 }
                 return self.judge(row).await.map(Some);

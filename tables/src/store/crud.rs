@@ -2,7 +2,7 @@
 //! pipeline (`write.rs`) and the read path (`read.rs`).
 
 use super::conditions::caller_version;
-use super::read::is_continuation_row;
+use super::read::is_not_an_entity;
 use super::write::Verb;
 use super::{Concurrency, Lookup, Store};
 use crate::backend::IfMatch;
@@ -68,7 +68,7 @@ impl<T: TableEntity> Store<T> {
                     .get(&self.table, &key.partition_key, &key.row_key)
                     .await?;
                 // A continuation row of a large value is not an entity.
-                let Some(row) = row.filter(|row| !is_continuation_row(row) && self.admits(row)) else {
+                let Some(row) = row.filter(|row| !is_not_an_entity(row) && self.admits(row)) else {
                     return Ok(false);
                 };
                 // A large value is never assembled to answer whether the row exists.

@@ -42,7 +42,7 @@ impl<T: TableEntity> Store<T> {
         check_condition(&condition)?;
         self.ensure_created().await?;
         let about = |e: crate::Error| e.about_entity(&self.table, &key.partition_key, &key.row_key);
-        if !const { T::SCHEMA.has_large_values() } {
+        if !const { T::SCHEMA.has_large_values() || !T::INDEXES.is_empty() } {
             let op = delete_op(&key.partition_key, key.row_key.clone(), condition.clone());
             return match self.send(vec![op], 1).await {
                 Ok(_) => Ok(true),
@@ -54,12 +54,7 @@ impl<T: TableEntity> Store<T> {
         loop {
             attempt += 1;
             // A continuation row is not an entity: deleting its key is a no-op.
-            let stored = self
-                .tables
-                .backend
-                .get(&self.table, &key.partition_key, &key.row_key)
-                .await?
-                .filter(|row| row.get(SPLIT_OF).is_none());
+            let stored = self.main_row(key).await?;
             let Some(stored) = stored else {
                 return match condition {
                     IfMatch::ETag(_) => Err(crate::Error::not_found(&self.table, key)),
@@ -82,8 +77,11 @@ impl<T: TableEntity> Store<T> {
                     (1..=parts).map(|i| delete_op(&key.partition_key, continuation_key(&key.row_key, i), IfMatch::Any)),
                 );
             }
+            let (index_ops, indexed) = self.plan_indexes(key, Some(&stored), None)?;
+            ops.extend(index_ops);
             match self.send(ops, 1).await {
                 Ok(_) => {
+                    self.intents_written(&indexed);
                     if !together {
                         self.delete_continuation_rows(key).await?;
                     }
@@ -136,6 +134,7 @@ impl<T: TableEntity> Store<T> {
                 validate_key(KeyKind::PartitionKey, partition_key)?;
                 let large = const { T::SCHEMA.has_large_values() };
                 let mut select = vec!["RowKey".to_owned()];
+                select.extend(super::index::partition_columns::<T>());
                 if large {
                     select.push(SPLIT_OF.to_owned());
                     for c in T::SCHEMA.columns {
@@ -156,7 +155,13 @@ impl<T: TableEntity> Store<T> {
                     for row in &rows {
                         self.evict(partition_key, &row.row_key);
                     }
-                    let units = delete_units(partition_key, rows);
+                    // An entity of a type with global indexes leaves an intent for the applier.
+                    let mut intents = self.partition_intents(&rows)?;
+                    let mut units = delete_units(partition_key, super::index::without_intents(rows));
+                    for unit in units.iter_mut().filter(|u| u.entity) {
+                        let row_key = unit.ops[0].keys().1.to_owned();
+                        unit.ops.extend(intents.remove(&row_key));
+                    }
                     let ranges = pack(units.iter().map(|u| (u.ops.len(), u.ops.iter().map(op_weight).sum())));
                     let mut units = units.into_iter();
                     for range in ranges {
@@ -180,6 +185,7 @@ impl<T: TableEntity> Store<T> {
                         }
                     }
                 }
+                self.partition_intents_written(T::INDEXES, partition_key);
                 Ok(deleted)
             })
             .await
@@ -196,7 +202,7 @@ fn delete_units(partition_key: &str, rows: Vec<Row>) -> Vec<DeleteUnit> {
         match owner.and_then(|o| by_key.get(&o).copied()) {
             Some(u) => units[u].ops.push(delete_op(partition_key, row.row_key, IfMatch::Any)),
             None => {
-                let entity = row.get(SPLIT_OF).is_none();
+                let entity = row.get(SPLIT_OF).is_none() && !crate::layout::is_index_key(&row.row_key);
                 if entity {
                     by_key.insert(row.row_key.clone(), units.len());
                 }

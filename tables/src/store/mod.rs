@@ -9,6 +9,7 @@ mod continuation;
 mod converge;
 mod crud;
 mod delete;
+pub(crate) mod index;
 mod large_read;
 mod logs;
 mod ordering;
@@ -33,6 +34,10 @@ pub use crate::options::SweepSchedule;
 pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
 pub use concurrency::Outcome;
 pub use converge::{ConvergeOptions, ConvergeStep, Converged};
+pub use index::{
+    AppliedIntents, BuildIndexOptions, BuildStep, IndexCheckOptions, IndexCursor, IndexFinding, IndexLookup, IndexPage,
+    IndexQuery, IndexReport,
+};
 pub use ordering::Delivery;
 pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use protect::Authorizer;
@@ -94,6 +99,12 @@ pub struct StoreOptions {
     /// [`Error::Conflict`] (or [`Outcome::Conflicted`]). See
     /// [`Store::mutate`] for the pauses.
     pub mutate_budget: std::time::Duration,
+    /// How long an unconfirmed reservation of a global unique index's value
+    /// holds it (default 60 s): a writer that stops between reserving and
+    /// writing blocks the value this long; a write is sent only while its
+    /// reservations are younger than half of it (see
+    /// [`guide::secondary_indexes`](crate::guide::secondary_indexes#keeping-them-right)).
+    pub unique_reservation_timeout: std::time::Duration,
 }
 
 impl StoreOptions {
@@ -108,6 +119,7 @@ impl Default for StoreOptions {
             implicit_last_writer_wins: false,
             mutate_attempts: crate::MutateAttempts::default(),
             mutate_budget: Self::DEFAULT_MUTATE_BUDGET,
+            unique_reservation_timeout: std::time::Duration::from_secs(60),
         }
     }
 }

@@ -172,6 +172,7 @@ impl<T: TableEntity> Store<T> {
         };
         let mut request = options.request()?;
         self.scope_request(&mut request)?;
+        self.exclude_index_rows(&mut request)?;
         if let Some(selection) = &options.select {
             request.select = super::projection::select_list(T::SCHEMA, selection)?;
         }

@@ -79,12 +79,15 @@ impl<T: TableEntity> Store<T> {
                     Some(etag) => caller_version(&etag)?,
                     None => IfMatch::Any,
                 };
+                self.ensure_created().await?;
+                if super::index::patch_touches::<T>(&row) {
+                    return self.patch_indexed(&key, row, condition).await;
+                }
                 let op = WriteOp::Update {
                     row,
                     mode: UpdateMode::Merge,
                     condition,
                 };
-                self.ensure_created().await?;
                 let outcome = self
                     .send(vec![op], 1)
                     .await

@@ -304,21 +304,7 @@ pub(crate) fn key_range(partition: Option<&str>, prefix: Option<&str>, start: &s
     Ok(parts)
 }
 
-/// The smallest string greater than every string starting with `prefix`:
-/// drop trailing U+FFFF units and increment the last remaining UTF-16 unit.
-/// `None` when the prefix is all U+FFFF.
-pub fn next_prefix(prefix: &str) -> Option<String> {
-    let mut units: Vec<u16> = prefix.encode_utf16().collect();
-    while let Some(&last) = units.last() {
-        if last == 0xFFFF {
-            units.pop();
-            continue;
-        }
-        *units.last_mut()? = last + 1;
-        return Some(String::from_utf16_lossy(&units));
-    }
-    None
-}
+pub use crate::service::next_prefix;
 
 /// Walks the pages of one query, following page tokens (an empty page
 /// with a token is not the end), with the next page fetched while the
@@ -343,22 +329,25 @@ impl Pages {
     }
 }
 
-impl<T: TableEntity> Store<T> {
-    /// Decodes one listed row: `None` for a continuation row of a large value
-    /// (or a main row deleted while its parts were read).
-    pub(crate) async fn decode_listed(&self, row: Row) -> Result<Option<T>> {
-        if super::read::is_continuation_row(&row) {
-            return Ok(None);
-        }
-        self.decode_row(row).await
-    }
-
+// Reading pages does not depend on the entity type (the index applier reads through it).
+impl<T> Store<T> {
     /// The pages of a request (the table is created first if needed).
     pub(crate) async fn pages(&self, request: QueryRequest) -> Result<Pages> {
         self.ensure_created().await?;
         Ok(Pages {
             fetcher: super::read_ahead::PageFetcher::new(self.tables.backend.clone(), &self.table, request),
         })
+    }
+}
+
+impl<T: TableEntity> Store<T> {
+    /// Decodes one listed row: `None` for a continuation row of a large value
+    /// (or a main row deleted while its parts were read).
+    pub(crate) async fn decode_listed(&self, row: Row) -> Result<Option<T>> {
+        if super::read::is_not_an_entity(&row) {
+            return Ok(None);
+        }
+        self.decode_row(row).await
     }
 
     /// Reads every entity the options select, following page tokens.
@@ -392,7 +381,7 @@ impl<T: TableEntity> Store<T> {
                         if out.len() >= limit {
                             break;
                         }
-                        if super::read::is_continuation_row(&row) {
+                        if super::read::is_not_an_entity(&row) {
                             continue;
                         }
                         if let Some((entity, size)) = self.decode_weighed(row, keeping.is_some()).await? {
@@ -449,7 +438,11 @@ impl<T: TableEntity> Store<T> {
             .run(async move {
                 let mut request = self.request_for(&options)?;
                 // Continuation rows of large values are not entities: read the marker to skip them.
-                request.select = Some(vec!["RowKey".to_owned(), crate::layout::SPLIT_OF.to_owned()]);
+                request.select = Some(vec![
+                    "RowKey".to_owned(),
+                    crate::layout::SPLIT_OF.to_owned(),
+                    crate::layout::INDEX_OF.to_owned(),
+                ]);
                 request.top = Some(MAX_PAGE_SIZE);
                 let limit = options.take.map_or(u64::MAX, |t| t as u64);
                 let mut pages = self.pages(request).await?;
@@ -458,7 +451,7 @@ impl<T: TableEntity> Store<T> {
                     let Some(rows) = pages.next(|rows| n.saturating_add(rows.len() as u64) < limit).await? else {
                         break;
                     };
-                    n += rows.iter().filter(|r| r.get(crate::layout::SPLIT_OF).is_none()).count() as u64;
+                    n += rows.iter().filter(|r| !super::read::is_not_an_entity(r)).count() as u64;
                 }
                 Ok(n.min(limit))
             })
@@ -475,5 +468,9 @@ mod tests {
         assert_eq!(next_prefix("abc").as_deref(), Some("abd"));
         assert_eq!(next_prefix("a\u{FFFF}").as_deref(), Some("b"));
         assert_eq!(next_prefix("\u{FFFF}"), None);
+        assert_eq!(
+            next_prefix(crate::layout::INDEX_PREFIX).as_deref(),
+            Some(crate::layout::INDEX_PREFIX_END)
+        );
     }
 }

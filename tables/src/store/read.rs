@@ -55,6 +55,12 @@ pub(crate) fn is_continuation_row(row: &Row) -> bool {
     row.get(SPLIT_OF).is_some()
 }
 
+/// Whether a row is never an entity: a continuation row of a large value,
+/// or an index row or intent of a secondary index.
+pub(crate) fn is_not_an_entity(row: &Row) -> bool {
+    is_continuation_row(row) || crate::layout::is_index_row(row)
+}
+
 /// The continuation rows of one main row taken so far.
 struct TakenRows<'r> {
     main_key: &'r str,
@@ -89,6 +95,19 @@ impl TakenRows<'_> {
     }
 }
 
+impl<T> Store<T> {
+    /// The main row stored under `key` (a continuation row there is not an
+    /// entity: `None`), as the table holds it.
+    pub(crate) async fn main_row(&self, key: &Key) -> Result<Option<Row>> {
+        Ok(self
+            .tables
+            .backend
+            .get(&self.table, &key.partition_key, &key.row_key)
+            .await?
+            .filter(|r| r.get(crate::layout::SPLIT_OF).is_none()))
+    }
+}
+
 impl<T: TableEntity> Store<T> {
     /// Reads one row as an entity together with its version (which entities
     /// without an ETag field cannot carry): from the read cache when it holds
@@ -106,7 +125,7 @@ impl<T: TableEntity> Store<T> {
         let keeping = self.read_ticket(key);
         self.ensure_created().await?;
         let (row, prefetched) = self.get_main_row(key).await?;
-        let Some(row) = row.filter(|row| !is_continuation_row(row) && self.admits(row)) else {
+        let Some(row) = row.filter(|row| !is_not_an_entity(row) && self.admits(row)) else {
             return Ok(None);
         };
         let decoded = match self.decode_prefetched(row, keeping.is_some(), prefetched).await {

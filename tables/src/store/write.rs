@@ -146,6 +146,8 @@ pub(crate) struct Unit {
     pub(crate) uploads: Vec<Upload>,
     /// Blobs the replaced version referenced.
     pub(crate) old_refs: BTreeSet<String>,
+    /// What the index step added (its operations follow the entity's).
+    pub(crate) index: super::index::IndexPlan,
 }
 
 impl Unit {
@@ -159,7 +161,11 @@ impl Unit {
     }
 
     pub(crate) fn key(&self) -> Key {
-        let (pk, rk) = self.ops[0].keys();
+        Unit::key_of(&self.ops)
+    }
+
+    fn key_of(ops: &[WriteOp]) -> Key {
+        let (pk, rk) = ops[0].keys();
         Key::new(pk, rk)
     }
 }
@@ -168,7 +174,8 @@ impl Unit {
 /// plan or guard depends on it (large values, protected fields), and never
 /// for a create.
 pub(crate) fn reads_first<T: TableEntity>(verb: &Verb) -> bool {
-    !matches!(verb, Verb::Create) && const { T::SCHEMA.has_large_values() || T::SCHEMA.has_protected() }
+    !matches!(verb, Verb::Create)
+        && const { T::SCHEMA.has_large_values() || T::SCHEMA.has_protected() || !T::INDEXES.is_empty() }
 }
 
 impl<T: TableEntity> Store<T> {
@@ -229,7 +236,7 @@ impl<T: TableEntity> Store<T> {
         let limits = Limits {
             threshold: self.blobs().map_or(usize::MAX, |b| b.options.threshold_bytes),
             blobs: self.blobs().is_some(),
-            extra_ops: old_parts,
+            extra_ops: old_parts + super::index::reserved_ops(T::INDEXES),
         };
         let planned = plan(&self.table, row, &large_columns(T::SCHEMA.columns), limits)?;
         check_row_limits(&planned.main)?;
@@ -278,6 +285,8 @@ impl<T: TableEntity> Store<T> {
                 });
             }
         }
+        let (index_ops, index) = self.plan_indexes(&Unit::key_of(&ops), stored, ops[0].row())?;
+        ops.extend(index_ops);
         let mut uploads: Vec<Upload> = planned.blobs.into_iter().map(Upload::from).collect();
         uploads.extend(files.uploads.iter().cloned());
         Ok(Unit {
@@ -285,6 +294,7 @@ impl<T: TableEntity> Store<T> {
             new_parts,
             uploads,
             old_refs: stored.map(blob_paths).unwrap_or_default(),
+            index,
         })
     }
 }
@@ -422,15 +432,20 @@ impl<T: TableEntity> Store<T> {
                 false => Cow::Owned(std::mem::take(&mut encoded_row)),
             };
             let mut unit = self.plan_unit(verb, read, row, &files, stored.as_ref(), &leftovers)?;
+            let reserved = self.reserve_all(&unit.index.reservations).await?;
             Box::pin(self.upload_all(std::mem::take(&mut unit.uploads))).await?;
             let new_refs = if unit.old_refs.is_empty() {
                 BTreeSet::new()
             } else {
                 unit.new_refs()
             };
-            let (old_refs, new_parts) = (unit.old_refs, unit.new_parts);
+            let (old_refs, new_parts, indexed) = (unit.old_refs, unit.new_parts, unit.index);
             let error = match self.send_settled(unit.ops, new_parts + 1).await {
                 Ok((outcome, settled)) => {
+                    self.intents_written(&indexed);
+                    let etag = outcome.etag.clone().unwrap_or_else(|| ETag::new(""));
+                    self.confirm_all(T::INDEXES, &reserved, &key, &etag, &encoded_row, stored.as_ref())
+                        .await?;
                     if !old_refs.is_empty() {
                         Box::pin(self.release_blobs(&key, &old_refs, &new_refs)).await;
                     }
@@ -448,6 +463,14 @@ impl<T: TableEntity> Store<T> {
                 other => (0, other),
             };
             let kind = error.kind();
+            self.release_all(&reserved).await;
+            // A unique index row taken: by another entity (refused) or by a stale row (removed, tried again).
+            if kind == ErrorKind::AlreadyExists
+                && attempt < RACE_ATTEMPTS
+                && self.unique_conflict(&indexed.claims).await?
+            {
+                continue;
+            }
             // A continuation key already taken: our own leftover is reclaimed, a foreign row fails the write.
             if index > 0 && index <= new_parts && kind == ErrorKind::AlreadyExists {
                 let taken = continuation_key(&key.row_key, index);

@@ -57,6 +57,8 @@ pub struct Tables {
     pub(crate) retry: RetryPolicy,
     /// Whether writes carry a write token (off only to measure what it costs).
     pub(crate) write_tokens: bool,
+    /// The background tasks applying the intents of this handle's global index writes.
+    pub(crate) applying: Arc<crate::store::index::Applying>,
 }
 
 /// A blob backend and its options.
@@ -143,6 +145,7 @@ impl Tables {
             continuation_hints: Arc::default(),
             retry: RetryPolicy::default(),
             write_tokens: true,
+            applying: Arc::default(),
         }
     }
 

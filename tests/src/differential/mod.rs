@@ -13,6 +13,7 @@
 //!   reference model, [`driver`] the code that runs a sequence on both.
 
 pub mod driver;
+pub mod indexed;
 pub mod model;
 pub mod ops;
 pub mod outcome;

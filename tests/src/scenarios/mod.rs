@@ -17,6 +17,10 @@ pub mod hostile_rows;
 pub mod identity;
 pub mod identity_auth;
 pub mod identity_races;
+pub mod index_global;
+pub mod index_tools;
+pub mod index_values;
+pub mod indexes;
 pub mod interleavings;
 pub mod keys;
 pub mod large;
@@ -275,6 +279,22 @@ macro_rules! for_each_scenario {
             sessions::large_session_data_is_stored_at_any_size_or_refused_by_name,
             sessions::session_errors_say_what_failed_and_never_hold_the_id,
             sessions::hostile_session_ids_never_reach_the_table,
+            indexes::indexes_every_verb_keeps_a_local_index_right,
+            indexes::indexes_soft_delete_keeps_index_rows_and_lookups_follow_the_view,
+            indexes::indexes_a_unique_value_has_one_holder,
+            indexes::indexes_racing_writers_on_one_unique_value_leave_one_holder,
+            indexes::indexes_keys_under_the_reserved_prefix_are_refused,
+            indexes::indexes_union_writes_keep_the_index_rows_of_the_table,
+            indexes::indexes_an_import_writes_the_index_rows_it_is_given,
+            indexes::indexes_lost_answers_settle_the_index_rows_once,
+            index_values::index_lookups_of_every_value_type_sort_and_range,
+            index_global::global_indexes_every_verb_keeps_them_after_the_applier,
+            index_global::global_lookups_drop_stale_hits_and_the_job_finishes_a_crashed_write,
+            index_global::global_unique_racing_writers_on_one_value_leave_one_holder,
+            index_global::global_unique_reservations_of_stalled_or_dead_writers_expire,
+            index_tools::index_tools_find_drift_and_repair_what_is_safe,
+            index_tools::index_tools_build_an_index_over_existing_rows,
+            index_tools::index_tools_drop_an_index_no_longer_declared,
             identity::identity_registration_normalizes_names_and_finds_users,
             identity::identity_user_names_and_emails_are_unique,
             identity::identity_keys_of_hostile_user_text_are_valid,

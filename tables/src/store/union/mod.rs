@@ -8,6 +8,7 @@
 //! commit through the same send step as [`Store<T>`](crate::Store) and
 //! batches are packed by the same packer.
 
+mod indexed;
 mod query;
 mod read;
 mod write;
@@ -56,12 +57,14 @@ use crate::value::{utf16_len, DateTime, ETag, Value};
 #[doc = include_str!("../../../docs/union_store.md")]
 pub struct UnionStore<E> {
     store: Store<E>,
+    indexes: &'static [crate::index::IndexDef],
 }
 
 impl<E> Clone for UnionStore<E> {
     fn clone(&self) -> Self {
         UnionStore {
             store: self.store.clone(),
+            indexes: self.indexes,
         }
     }
 }
@@ -79,6 +82,7 @@ impl Tables {
     pub fn union_store<E: TableUnion>(&self, table: impl Into<String>) -> UnionStore<E> {
         UnionStore {
             store: Store::new(self.clone(), table.into()),
+            indexes: &[],
         }
     }
 }
@@ -95,6 +99,37 @@ impl<E: TableUnion> UnionStore<E> {
             .op("ensure_created")
             .run(async move { self.store.ensure_created().await })
             .await
+    }
+
+    /// This store, keeping the secondary indexes `indexes` on every write
+    /// (an entity type's [`TableEntity::INDEXES`](crate::TableEntity::INDEXES)
+    /// when the union shares its table with that type): each item's row and
+    /// its index rows are written in one transaction, as
+    /// [`Store`](crate::Store) writes them, with the columns an index names
+    /// read from the item's row. An insert of a value another row holds in a
+    /// unique index is [`Error::UniqueViolation`].
+    ///
+    /// ```
+    /// # use unified_tables::{TableEntity, TableRecord, TableUnion, Tables};
+    /// #[derive(TableEntity)]
+    /// struct Order { #[table(partition_key)] customer: String, #[table(row_key)] id: String, #[index] status: String }
+    ///
+    /// #[derive(TableRecord, Debug, Clone, PartialEq)]
+    /// struct Placed { status: String }
+    /// #[derive(TableUnion, Debug, Clone, PartialEq)]
+    /// enum OrderRow { Placed(Placed) }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let db = Tables::memory();
+    /// let rows = db.union_store::<OrderRow>("Orders").with_indexes(Order::INDEXES);
+    /// rows.insert(("c1", "o1"), &OrderRow::Placed(Placed { status: "open".into() })).await?;
+    /// let orders = db.store_in::<Order>("Orders");
+    /// assert_eq!(Order::find_by_status(&orders, "c1", "open").await?.len(), 1);
+    /// # Ok::<(), unified_tables::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn with_indexes(mut self, indexes: &'static [crate::index::IndexDef]) -> Self {
+        self.indexes = indexes;
+        self
     }
 }
 

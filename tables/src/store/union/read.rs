@@ -11,7 +11,7 @@ use crate::entity::Key;
 use crate::error::{Error, Result};
 use crate::large::named_stream::named_stream;
 use crate::layout::{is_system_column, TYPE_NAME, WRITE_TOKEN};
-use crate::store::read::is_continuation_row;
+use crate::store::read::is_not_an_entity;
 use crate::union::TableUnion;
 use crate::value::{ETag, Row, Value};
 
@@ -56,7 +56,7 @@ impl<E: TableUnion> UnionStore<E> {
                     .get(&self.store.table, &key.partition_key, &key.row_key)
                     .await?;
                 match row {
-                    Some(row) if !is_continuation_row(&row) => self.entry(row).map(Some),
+                    Some(row) if !is_not_an_entity(&row) => self.entry(row).map(Some),
                     _ => Ok(None),
                 }
             })
@@ -82,7 +82,7 @@ impl<E: TableUnion> UnionStore<E> {
                         if out.len() >= limit {
                             return Ok(out);
                         }
-                        if !is_continuation_row(&row) {
+                        if !is_not_an_entity(&row) {
                             out.push(self.entry(row)?);
                         }
                     }
@@ -115,7 +115,7 @@ impl<E: TableUnion> UnionStore<E> {
                 let page = self.fetch(&request, token.as_ref()).await?;
                 let mut entries = Vec::with_capacity(page.rows.len());
                 for row in page.rows {
-                    if !is_continuation_row(&row) {
+                    if !is_not_an_entity(&row) {
                         entries.push(self.entry(row)?);
                     }
                 }
@@ -186,7 +186,7 @@ impl<E: TableUnion> UnionStore<E> {
                     return Ok(None);
                 }
                 if let Some(row) = st.buffer.pop_front() {
-                    if is_continuation_row(&row) {
+                    if is_not_an_entity(&row) {
                         continue;
                     }
                     st.left = st.left.map(|n| n - 1);

@@ -139,6 +139,9 @@ impl<E: TableUnion> UnionStore<E> {
                 let key = key.into();
                 key.validate()?;
                 self.store.ensure_created().await?;
+                if !self.indexes.is_empty() {
+                    return self.delete_indexed(&key).await.map_err(|e| self.about(e, &key));
+                }
                 let op = WriteOp::Delete {
                     partition_key: key.partition_key.clone(),
                     row_key: key.row_key.clone(),
@@ -184,6 +187,10 @@ impl<E: TableUnion> UnionStore<E> {
     async fn write_one(&self, write: UnionWrite<'_, E>, mode: Mode) -> Result<ETag> {
         let row = self.encode(&write)?;
         self.store.ensure_created().await?;
+        if !self.indexes.is_empty() {
+            let written = self.write_indexed(row, mode == Mode::Insert).await;
+            return written.map_err(|e| self.about(e, &write.key));
+        }
         match self.store.send(vec![mode.op(row)], 1).await {
             Ok(outcome) => Ok(outcome.etag.unwrap_or_else(|| ETag::new(""))),
             Err(e) => Err(self.about(e, &write.key)),
@@ -239,6 +246,9 @@ impl<E: TableUnion> UnionStore<E> {
             return Ok(0);
         }
         self.store.ensure_created().await?;
+        if !self.indexes.is_empty() {
+            return self.batch_indexed(rows, mode == Mode::Insert).await;
+        }
         let ops = rows
             .into_iter()
             .map(|r| (r.partition_key.clone(), mode.op(r)))

@@ -88,7 +88,18 @@ pub enum IdentityError {
     Hashing(#[source] tokio::task::JoinError),
     /// The table service failed.
     #[error(transparent)]
-    Storage(#[from] crate::Error),
+    Storage(crate::Error),
+}
+
+impl From<crate::Error> for IdentityError {
+    /// A taken email address (the user rows' unique index) is
+    /// [`IdentityError::DuplicateEmail`]; anything else is `Storage`.
+    fn from(e: crate::Error) -> IdentityError {
+        match e {
+            crate::Error::UniqueViolation { .. } => IdentityError::DuplicateEmail,
+            other => IdentityError::Storage(other),
+        }
+    }
 }
 
 /// The result of an identity operation.

@@ -58,11 +58,6 @@ pub(super) fn user_partition(normalized_user_name: &str) -> String {
     identity_text_key(normalized_user_name)
 }
 
-/// The partition of an email reservation: the hash of the normalized address.
-pub(super) fn email_partition(normalized_email: &str) -> String {
-    identity_text_key(normalized_email)
-}
-
 /// The row key of a role: the hash of its normalized name.
 pub(super) fn role_key(normalized_role_name: &str) -> String {
     identity_text_key(normalized_role_name)

@@ -7,9 +7,9 @@
 //! row ever replaced is one whose owner no longer exists (a deleted user),
 //! and only on condition of the version read.
 
-use super::email::lost;
 use super::keys::{check_name, login_partition};
 use super::rows::LoginRow;
+use super::users::lost;
 use super::{ExternalLogin, Identity, IdentityError, IdentityResult, User, UserId};
 use crate::layout::IDENTITY_LOGIN_ROW_KEY;
 use crate::{ErrorKind, QueryOptions, TableEntity};

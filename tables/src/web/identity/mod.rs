@@ -98,9 +98,10 @@
 //! key, and the service lets exactly one insert through. A user's id is that
 //! hash and a GUID drawn at registration (`{hash}:{guid}`); claims, tokens
 //! and role links are partitions named by the id, so rows left behind by a
-//! deleted user never attach to a later user of the same name. Emails, role
-//! names, claims (type and value), login providers and keys, and token names
-//! are hashed the same way, so `/`, `\`, `#`, `?`, quotes, control
+//! deleted user never attach to a later user of the same name. Role names,
+//! claims (type and value), login providers and keys, and token names are
+//! hashed the same way (the email index's keys hold the normalized address
+//! in an escaped text form, which takes any text as well), so `/`, `\`, `#`, `?`, quotes, control
 //! characters and any length of text are all valid input. User names, emails,
 //! role names and providers are refused when empty, over 256 characters or
 //! holding control characters. The layout is this crate's own; the .NET
@@ -112,18 +113,23 @@
 //!
 //! An entity-group transaction covers one partition, and the user's
 //! partition is its name's, so an email address cannot be indexed in the
-//! same transaction. Its uniqueness rests on a reservation row in the
-//! partition of the address, written in three steps:
+//! same transaction. The user row's normalized email is a global unique
+//! secondary index instead (`#[unique(global, protocol = "reserve")]`, see
+//! [`guide::secondary_indexes`](crate::guide::secondary_indexes)): its row
+//! lives in the partition of the address, in the users table, and the store
+//! keeps it with the reservation protocol:
 //!
-//! 1. *Reserve*: create the reservation (owner, address, the time, not
+//! 1. *Reserve*: create the address's index row (owner, the time, not
 //!    confirmed). If one exists and is live, the address is taken
 //!    ([`IdentityError::DuplicateEmail`]); if it is not live, take it over
 //!    by a replace conditional on the version read, so of racing takers one wins.
 //! 2. *Write the user* holding the address, only while the reservation is
-//!    younger than half of [`IdentityOptions::reservation_timeout`].
+//!    younger than half of [`IdentityOptions::reservation_timeout`]
+//!    (otherwise [`IdentityError::Contended`]).
 //! 3. *Confirm* the reservation, conditional on the version of step 1. If it
 //!    moved, another writer took the address over: the user row of step 2 is
-//!    deleted again and the call fails with `DuplicateEmail`.
+//!    written back as it was (a new user deleted again) and the call fails
+//!    with `DuplicateEmail`.
 //!
 //! A reservation is live while its owner's user row holds the address, or,
 //! when not yet confirmed, for the reservation timeout after it was made.
@@ -133,22 +139,18 @@
 //!   default), then free;
 //! - after step 2: the user exists and holds the address, which is right;
 //! - a deleted user, a removed address or an address changed to another
-//!   (the old one's release is the last step of [`Identity::set_email`])
-//!   frees the reservation at once, whatever was left behind.
+//!   frees its row at once (it is not live), and the store's index applier
+//!   removes it.
 //!
-//! Look-ups by address read the reservation, then its owner, and answer the
-//! owner only when its row holds the address, so a stale reservation never
-//! names the wrong user. What the protocol assumes: clocks of the hosts
-//! agree within a fraction of the timeout, and a write the service accepts
-//! takes effect within half the timeout of being sent. A writer whose user
-//! row lands later than that, and that then stops before step 3, leaves a
-//! user whose row names an address it does not own: `find_by_email` does
-//! not return that user, and the address belongs to its reservation's owner.
+//! Look-ups by address read the index row, then its owner, and answer the
+//! owner only when its row holds the address, so a stale row never names
+//! the wrong user. What the protocol assumes: clocks of the hosts agree
+//! within a fraction of the timeout, and a write the service accepts takes
+//! effect within half the timeout of being sent.
 #![doc = include_str!("../../../docs/identity.md")]
 
 mod backend;
 mod claims;
-mod email;
 mod error;
 mod keys;
 mod logins;
@@ -169,13 +171,13 @@ pub use options::{IdentityOptions, IdentityTables, Lockout};
 pub use types::{Claim, Credentials, ExternalLogin, NewUser, Role, SignIn, User, UserId};
 
 use crate::{MutateAttempts, Store, StoreOptions, Tables};
-use rows::{ClaimRow, EmailRow, LoginRow, RoleRow, TokenRow, UserRoleRow, UserRow};
+use rows::{ClaimRow, LoginRow, RoleRow, TokenRow, UserRoleRow, UserRow};
 
 /// The identity store: users, roles, claims, logins and tokens over one
 /// [`Tables`] handle, and axum-login's backend. Cheap to clone (one `Arc`).
 ///
 /// Every row that decides who a user is or what they may do right now —
-/// users (password hash, security stamp, lockout), email reservations,
+/// users (password hash, security stamp, lockout), the email index,
 /// user–role links, user claims, logins and tokens — is read from the table
 /// every time, whatever read cache the handle carries: a password change, a
 /// lockout or a revoked role takes effect at once on every host. Roles and
@@ -204,7 +206,6 @@ pub struct Identity {
 struct Inner {
     options: IdentityOptions,
     users: Store<UserRow>,
-    emails: Store<EmailRow>,
     roles: Store<RoleRow>,
     user_roles: Store<UserRoleRow>,
     role_claims: Store<ClaimRow>,
@@ -229,6 +230,7 @@ impl Identity {
     pub fn with_options(tables: &Tables, options: IdentityOptions) -> Identity {
         let store_options = StoreOptions {
             mutate_attempts: MutateAttempts::new(ATTEMPTS).expect("a valid attempt count"),
+            unique_reservation_timeout: options.reservation_timeout,
             ..StoreOptions::default()
         };
         let fresh = tables.clone().without_cache().with_options(store_options.clone());
@@ -237,7 +239,6 @@ impl Identity {
         Identity {
             inner: Arc::new(Inner {
                 users: fresh.store_in(names.users),
-                emails: fresh.store_in(names.emails),
                 roles: cached.store_in(names.roles),
                 user_roles: fresh.store_in(names.user_roles),
                 role_claims: cached.store_in(names.role_claims),

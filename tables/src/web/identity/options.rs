@@ -113,7 +113,7 @@ impl IdentityOptions {
     /// The default email reservation timeout: two minutes.
     pub const DEFAULT_RESERVATION_TIMEOUT: Duration = Duration::from_secs(120);
     /// The longest table prefix: 53 characters (table names have at most
-    /// 63, and the longest suffix, `UserEmails`, has 10).
+    /// 63, and the longest suffix, `UserClaims`, has 10).
     pub const MAX_PREFIX_LEN: usize = 53;
 
     /// The defaults: [`Lockout::default`], prefix `Identity`, reservation timeout two minutes.
@@ -181,11 +181,10 @@ impl IdentityOptions {
 
     /// The names of the tables these options lead to.
     pub fn tables(&self) -> IdentityTables {
-        let [users, emails, roles, user_roles, role_claims, user_claims, logins, tokens] =
+        let [users, roles, user_roles, role_claims, user_claims, logins, tokens] =
             IDENTITY_TABLE_SUFFIXES.map(|suffix| format!("{}{suffix}", self.table_prefix));
         IdentityTables {
             users,
-            emails,
             roles,
             user_roles,
             role_claims,
@@ -206,10 +205,9 @@ impl Default for IdentityOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct IdentityTables {
-    /// Users, keyed by the hash of the normalized user name.
+    /// Users, keyed by the hash of the normalized user name, and the rows
+    /// of their unique email index (see the module documentation).
     pub users: String,
-    /// Email reservations, keyed by the hash of the normalized email.
-    pub emails: String,
     /// Roles, keyed by the hash of the normalized role name.
     pub roles: String,
     /// User–role links, a partition per user.

@@ -103,7 +103,7 @@ impl Identity {
         };
         match self.inner.roles.delete_entity(&role).await {
             Ok(()) => {}
-            Err(e) if super::email::lost(&e) => return Ok(false),
+            Err(e) if super::users::lost(&e) => return Ok(false),
             Err(e) => return Err(e.into()),
         }
         self.inner

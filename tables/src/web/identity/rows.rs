@@ -6,7 +6,8 @@ use crate::{DateTime, ETag, Guid, TableEntity};
 
 /// A user. PartitionKey: hash of the normalized user name; RowKey: `user`.
 /// The row is its own user-name index: a second user of the same normalized
-/// name meets this row's key.
+/// name meets this row's key. Its normalized email is a global unique index
+/// (one holder across partitions, reserved before the row is written).
 #[derive(TableEntity, Debug, Clone, PartialEq, Eq)]
 #[table(name = "IdentityUsers")]
 pub(super) struct UserRow {
@@ -18,6 +19,7 @@ pub(super) struct UserRow {
     pub(super) user_name: String,
     pub(super) normalized_user_name: String,
     pub(super) email: Option<String>,
+    #[unique(global, protocol = "reserve", name = "email")]
     pub(super) normalized_email: Option<String>,
     pub(super) email_confirmed: bool,
     pub(super) password_hash: Option<String>,
@@ -26,25 +28,6 @@ pub(super) struct UserRow {
     pub(super) lockout_end: Option<DateTime>,
     pub(super) access_failed_count: u32,
     pub(super) created_at: DateTime,
-    #[table(etag)]
-    pub(super) etag: Option<ETag>,
-}
-
-/// An email reservation. PartitionKey: hash of the normalized email; RowKey: `email`.
-#[derive(TableEntity, Debug, Clone)]
-#[table(name = "IdentityUserEmails")]
-pub(super) struct EmailRow {
-    #[table(partition_key)]
-    pub(super) pk: String,
-    #[table(row_key)]
-    pub(super) rk: String,
-    /// The user id (`UserId` as text) the address is reserved for.
-    pub(super) user_id: String,
-    pub(super) normalized_email: String,
-    /// When the reservation was made or taken over (the reserver's clock).
-    pub(super) reserved_at: DateTime,
-    /// Set once the owner's user row holds the address.
-    pub(super) confirmed: bool,
     #[table(etag)]
     pub(super) etag: Option<ETag>,
 }

@@ -1,11 +1,15 @@
 //! Users: registration, look-ups, deletion and the fields a user changes.
 
-use super::email::lost;
 use super::keys::{check_email, check_name, check_password, normalize, user_partition};
 use super::rows::UserRow;
 use super::{password, Identity, IdentityError, IdentityResult, NewUser, User, UserId};
 use crate::layout::IDENTITY_USER_ROW_KEY;
 use crate::{DateTime, ErrorKind, Guid, Outcome};
+
+/// A conditional write that found another version, or no row: another writer was first.
+pub(super) fn lost(e: &crate::Error) -> bool {
+    matches!(e.kind(), ErrorKind::PreconditionFailed | ErrorKind::NotFound)
+}
 
 /// A new random security stamp: 32 hex digits.
 pub(super) fn new_stamp() -> String {
@@ -23,9 +27,9 @@ impl UserRow {
 
 impl Identity {
     /// Registers a user: validates the input, hashes the password (argon2,
-    /// on a blocking thread), reserves the email address if one is given, and
-    /// creates the user row, whose key is the hash of the normalized user
-    /// name.
+    /// on a blocking thread), and creates the user row, whose key is the hash
+    /// of the normalized user name (its email address, if one is given, is
+    /// reserved first by the users' unique email index).
     ///
     /// Fails with [`IdentityError::DuplicateUserName`] when another user has
     /// the same user name in any letter case, [`IdentityError::DuplicateEmail`]
@@ -83,33 +87,16 @@ impl Identity {
             created_at: DateTime::now(),
             etag: None,
         };
-        let reservation = match &normalized_email {
-            Some(email) => Some(self.reserve_email(email, &id).await?),
-            None => None,
-        };
-        if let Some(r) = &reservation {
-            if !self.reservation_is_fresh(r) {
-                self.release_email(r).await?;
-                return Err(IdentityError::Contended);
-            }
-        }
         if let Err(e) = self.inner.users.create(&mut row).await {
             let stored = e.kind() == ErrorKind::OutcomeUnknown && self.user(&id).await.ok().flatten().is_some();
             if !stored {
-                if let Some(r) = &reservation {
-                    self.release_email(r).await?;
-                }
-                return Err(match e.kind() {
-                    ErrorKind::AlreadyExists => IdentityError::DuplicateUserName,
-                    _ => e.into(),
+                return Err(match e {
+                    crate::Error::UniqueViolation { .. } => IdentityError::DuplicateEmail,
+                    // A reservation that could not be made fresh, or kept being taken: try again.
+                    crate::Error::Conflict { .. } => IdentityError::Contended,
+                    e if e.kind() == ErrorKind::AlreadyExists => IdentityError::DuplicateUserName,
+                    e => e.into(),
                 });
-            }
-        }
-        if let Some(r) = &reservation {
-            if !self.confirm_reservation(r).await? {
-                // Another writer took the address over while this one stalled: undo.
-                let _ = self.inner.users.delete_entity(&row).await;
-                return Err(IdentityError::DuplicateEmail);
             }
         }
         Ok(row.to_user())
@@ -137,25 +124,24 @@ impl Identity {
     }
 
     /// The user who owns this email address (any letter case), or `None`.
-    /// Read through the address's reservation, and answered only when the
-    /// reservation's owner holds the address.
+    /// Read through the users' unique email index, and answered only when the
+    /// index row's owner holds the address.
     pub async fn find_by_email(&self, email: &str) -> IdentityResult<Option<User>> {
-        self.email_holder(&normalize(email)).await
+        let row = UserRow::get_by_email(&self.inner.users, &normalize(email)).await?;
+        Ok(row.map(|r| r.to_user()))
     }
 
-    /// Deletes the user and everything of theirs: the email reservation,
+    /// Deletes the user and everything of theirs: the email index row,
     /// role links, claims, logins and tokens. `Ok(false)` if there was no
     /// such user. The user row goes first, so a deletion that stops part way
     /// leaves rows of an id no user will ever have again (ids are never
     /// reused); the email address and logins such rows name are free for
     /// others at once.
     pub async fn delete_user(&self, id: &UserId) -> IdentityResult<bool> {
-        let Some(row) = self.delete_user_row(id).await? else {
+        if self.delete_user_row(id).await?.is_none() {
             return Ok(false);
-        };
-        if let Some(email) = &row.normalized_email {
-            self.release_email_of(email, id).await?;
         }
+        self.inner.users.settle_indexes().await;
         let partition = id.to_string();
         self.inner.user_roles.delete_partition(&partition).await?;
         self.inner.user_claims.delete_partition(&partition).await?;
@@ -200,31 +186,17 @@ impl Identity {
         }
     }
 
-    /// Changes the email address (or removes it with `None`): reserves the
-    /// new address, writes it on the user (unconfirmed, with a new security
-    /// stamp), then releases the old one.
+    /// Changes the email address (or removes it with `None`): the user row
+    /// is written (unconfirmed, with a new security stamp) with the new
+    /// address reserved first by the users' unique email index; it returns
+    /// once the old address's index row is removed.
     /// [`IdentityError::DuplicateEmail`] when another user has the address.
     pub async fn set_email(&self, id: &UserId, email: Option<&str>) -> IdentityResult<User> {
         if let Some(e) = email {
             check_email(e)?;
         }
-        let current = self
-            .user_row(id)
-            .await?
-            .ok_or_else(|| IdentityError::UserNotFound(id.clone()))?;
         let normalized = email.map(normalize);
-        let reservation = match &normalized {
-            Some(n) if current.normalized_email.as_ref() != Some(n) => Some(self.reserve_email(n, id).await?),
-            _ => None,
-        };
-        if let Some(r) = &reservation {
-            if !self.reservation_is_fresh(r) {
-                self.release_email(r).await?;
-                return Err(IdentityError::Contended);
-            }
-        }
-        let old = current.normalized_email.clone();
-        let written = self
+        let row = self
             .change_user(id, |row| {
                 row.email = email.map(str::to_owned);
                 if row.normalized_email != normalized {
@@ -233,35 +205,8 @@ impl Identity {
                 row.normalized_email = normalized.clone();
                 row.security_stamp = new_stamp();
             })
-            .await;
-        let row = match written {
-            Ok(row) => row,
-            Err(e) => {
-                if let Some(r) = &reservation {
-                    self.release_email(r).await?;
-                }
-                return Err(e);
-            }
-        };
-        if let Some(r) = &reservation {
-            if !self.confirm_reservation(r).await? {
-                // Taken over while this call stalled: put the old address back.
-                let restored = self
-                    .change_user(id, |row| {
-                        if row.normalized_email == normalized {
-                            row.email = current.email.clone();
-                            row.normalized_email = current.normalized_email.clone();
-                            row.email_confirmed = current.email_confirmed;
-                        }
-                    })
-                    .await;
-                restored?;
-                return Err(IdentityError::DuplicateEmail);
-            }
-        }
-        if let Some(old) = old.filter(|o| Some(o) != normalized.as_ref()) {
-            self.release_email_of(&old, id).await?;
-        }
+            .await?;
+        self.inner.users.settle_indexes().await;
         Ok(row.to_user())
     }
 

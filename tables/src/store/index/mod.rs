@@ -1,0 +1,19 @@
+//! Secondary indexes in the store: the index step of the write pipeline
+//! (`maintain`), lookups (`lookup`). See
+//! [`guide::secondary_indexes`](crate::guide::secondary_indexes).
+
+mod applier;
+mod build;
+mod check;
+mod lookup;
+pub(crate) mod maintain;
+mod reserve;
+pub(crate) mod verbs;
+
+pub use applier::AppliedIntents;
+pub(crate) use applier::Applying;
+pub use build::{BuildIndexOptions, BuildStep};
+pub use check::{IndexCheckOptions, IndexFinding, IndexReport};
+pub use lookup::{find_global, find_local, get_global, get_local, IndexCursor, IndexLookup, IndexPage, IndexQuery};
+pub(crate) use maintain::{reserved_ops, IndexPlan};
+pub(crate) use verbs::{partition_columns, patch_touches, without_intents};
