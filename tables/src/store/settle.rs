@@ -353,7 +353,7 @@ impl<T> Store<T> {
             let holds = row.as_ref().is_some_and(|r| token_of(r) == Some(token));
             stored[i] = Some(row);
             if holds {
-                return Ok(Evidence::Applied(self.applied(ops, &mut stored, i).await?));
+                return Ok(Evidence::Applied(self.outcomes_proven(ops, &mut stored, i).await?));
             }
         }
         for (i, op) in ops.iter().enumerate() {
@@ -387,7 +387,7 @@ impl<T> Store<T> {
     /// The outcomes of a request proven applied by the row of `ops[proof]`:
     /// the first operation's (the one callers read) and the proof's, each
     /// with its row's version when the row is exactly what it wrote.
-    async fn applied(
+    async fn outcomes_proven(
         &self,
         ops: &[WriteOp],
         stored: &mut [Option<Option<Row>>],

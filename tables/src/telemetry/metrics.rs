@@ -43,6 +43,7 @@ mod on {
         }
     }
 
+    #[cfg_attr(not(feature = "azure"), allow(dead_code))]
     pub(crate) fn bytes(sent: usize, received: usize, resource: &'static str) {
         ::metrics::counter!(BYTES_SENT, "resource" => resource).increment(sent as u64);
         ::metrics::counter!(BYTES_RECEIVED, "resource" => resource).increment(received as u64);
@@ -80,4 +81,5 @@ pub(crate) fn cache(_hit: bool, _cache: &'static str) {}
 /// Counts the bytes of one request and its answer.
 #[cfg(not(feature = "metrics"))]
 #[inline(always)]
+#[cfg_attr(not(feature = "azure"), allow(dead_code))]
 pub(crate) fn bytes(_sent: usize, _received: usize, _resource: &'static str) {}

@@ -32,6 +32,7 @@ pub(crate) struct Peer {
 
 impl Peer {
     /// The account `namespace` at `endpoint` (`scheme://host[:port]/...`).
+    #[cfg_attr(not(feature = "azure"), allow(dead_code))]
     pub(crate) fn new(namespace: &str, endpoint: &str) -> Peer {
         let (scheme, rest) = endpoint.split_once("://").unwrap_or(("https", endpoint));
         let authority = rest.split('/').next().unwrap_or("");

@@ -105,7 +105,7 @@ impl<E: TableUnion> UnionStore<E> {
     /// (an entity type's [`TableEntity::INDEXES`](crate::TableEntity::INDEXES)
     /// when the union shares its table with that type): each item's row and
     /// its index rows are written in one transaction, as
-    /// [`Store`](crate::Store) writes them, with the columns an index names
+    /// [`Store`] writes them, with the columns an index names
     /// read from the item's row. An insert of a value another row holds in a
     /// unique index is [`Error::UniqueViolation`].
     ///
