@@ -436,8 +436,7 @@ fn expand(columns: &'static [Column], prefix: &str, out: &mut Vec<String>) {
 }
 
 mod column_value;
-mod keys;
 mod probe;
+pub(crate) use crate::value::{normalize_id, Key};
 pub use column_value::IntoColumnValue;
-pub use keys::{normalize_id, restore_id, Key};
 pub use probe::{CloneProbe, ProbeClone, ProbeNoClone};

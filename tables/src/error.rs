@@ -84,7 +84,7 @@ pub enum Error {
         /// The value, as the lookup shows it (text in quotes, numbers and dates as written).
         value: String,
         /// The keys of the entity holding the value.
-        holder: Box<crate::entity::Key>,
+        holder: Box<crate::value::Key>,
     },
     /// A conditional write lost an optimistic race: the row was modified by
     /// another writer since it was read (its ETag no longer matches).

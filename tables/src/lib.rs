@@ -64,8 +64,7 @@ pub use backend::retry::{RetryPolicy, RetryPolicyBuilder};
 pub use blob_container::{BlobContainer, Revalidated, StoredBlob};
 pub use codec::{EncodeOptions, JsonValue, OversizedCellPolicy, TableValue};
 pub use entity::{
-    normalize_id, restore_id, Column, ColumnKind, HasETag, IntoColumnValue, Key, KeyMode, LargeEncoding, Schema,
-    TableEntity, TableRecord,
+    Column, ColumnKind, HasETag, IntoColumnValue, KeyMode, LargeEncoding, Schema, TableEntity, TableRecord,
 };
 pub use error::{redact, BoxError, Error, ErrorKind, KeyKind, Result, SweepFailure};
 pub use large::{BlobContent, BlobContentStream};
@@ -99,8 +98,8 @@ pub use unified_tables_derive::TableUnion;
 pub use union::{TableUnion, UnionVariant};
 pub use value::wire;
 pub use value::{
-    cmp_utf16, sha256_hex, utf16_len, ColumnName, DateTime, ETag, EdmType, Guid, ParseGuidError, Properties, Row,
-    ToColumnName, Value,
+    cmp_utf16, normalize_id, restore_id, sha256_hex, utf16_len, ColumnName, DateTime, ETag, EdmType, Guid, Key,
+    ParseGuidError, Properties, Row, ToColumnName, Value,
 };
 
 /// Items the derive's generated code refers to. Not a public API.
@@ -112,8 +111,8 @@ pub mod __private {
         take_scalar_value, EncodeOptions, JoinedName, JsonValue, Prefix, TableValue, ValueKind,
     };
     pub use crate::entity::{
-        normalize_id, protected_in, restore_id, CloneProbe, Column, ColumnKind, HasETag, IntoColumnValue, Key, KeyMode,
-        LargeEncoding, LargeForm, ProbeClone, ProbeNoClone, Schema, TableEntity, TableRecord,
+        protected_in, CloneProbe, Column, ColumnKind, HasETag, IntoColumnValue, KeyMode, LargeEncoding, LargeForm,
+        ProbeClone, ProbeNoClone, Schema, TableEntity, TableRecord,
     };
     pub use crate::error::{Error, Result};
     pub use crate::index::{
@@ -142,6 +141,7 @@ pub mod __private {
     pub use crate::update::{Authorized, MaySetProtected, RecordUpdater, Unauthorized, Update, UpdateBuilder};
     pub use crate::value::wire::{page_into, WireRow};
     pub use crate::value::{names_are_distinct, DateTime, ETag, EdmType, Properties, Row, Value};
+    pub use crate::value::{normalize_id, restore_id, Key};
     pub use crate::{concat_names, joined_names};
     pub use core::default::Default;
     pub use core::option::Option::{self, None, Some};

@@ -27,7 +27,7 @@ fn invalid(option: &str, reason: String) -> Error {
 
 impl BlobOptions {
     /// The default blob container of large values and files.
-    pub const DEFAULT_CONTAINER: &'static str = "unified-tables-values";
+    pub const DEFAULT_CONTAINER: &'static str = crate::layout::DEFAULT_CONTAINER;
     /// The default offload threshold: values over 3,145,728 encoded bytes go to a blob.
     pub const DEFAULT_THRESHOLD_BYTES: usize = 3_145_728;
     /// The default cleanup grace: 5 minutes.
@@ -294,7 +294,7 @@ mod tests {
                 defaults.threshold_bytes(),
                 defaults.cleanup_grace()
             ),
-            ("unified-tables-values", 3_145_728, Duration::from_secs(300))
+            (crate::layout::DEFAULT_CONTAINER, 3_145_728, Duration::from_secs(300))
         );
     }
 

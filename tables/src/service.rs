@@ -5,7 +5,7 @@
 //! a write before sending it) reads it from here.
 
 use crate::error::{Error, KeyKind, Result};
-use crate::value::{utf16_len, Row};
+use crate::value::{utf16_len, Key, Row};
 
 // --- Tables ----------------------------------------------------------------
 
@@ -51,6 +51,16 @@ pub fn validate_key(which: KeyKind, key: &str) -> Result<()> {
         });
     }
     Ok(())
+}
+
+impl Key {
+    /// Checks both keys against the service's rules: at most 1024 UTF-16
+    /// units, none of `/ \ # ?`, no control characters (U+0000..U+001F,
+    /// U+007F..U+009F).
+    pub fn validate(&self) -> Result<()> {
+        validate_key(KeyKind::PartitionKey, &self.partition_key)?;
+        validate_key(KeyKind::RowKey, &self.row_key)
+    }
 }
 
 /// A key or name for a message: its first 64 characters.

@@ -8,6 +8,7 @@
 
 mod binary;
 mod dates;
+mod gzip_cells;
 mod ids;
 mod json;
 mod json_value;

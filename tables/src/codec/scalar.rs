@@ -1,7 +1,7 @@
 //! Native Edm cells: strings, characters and booleans; the
 //! cell reader every scalar shares.
 
-use super::json::{gunzip_base64, gzip_base64, GunzipError};
+use super::gzip_cells::{gunzip_cell, gzip_base64};
 use super::{
     has_any_form, type_mismatch, EncodeOptions, OversizedCellPolicy, TableValue, ValueKind, GZIP_SUFFIX, JSON_SUFFIX,
     MAX_CELL_BYTES, TRUNCATED_SUFFIX,
@@ -124,27 +124,6 @@ fn decode_string_slow(row: &mut Row, column: &str, plain: Option<Value>) -> Resu
                 None => Ok(String::new()),
             }
         }
-    }
-}
-
-/// Unpacks a `{Col}__GZip` cell: a damaged one is a [`Error::Decode`], one
-/// that unpacks past [`super::MAX_GZIP_CELL_INFLATED_BYTES`] an [`Error::Integrity`].
-pub(super) fn gunzip_cell(column: &str, cell: &Value) -> Result<Vec<u8>> {
-    match cell {
-        Value::String(text) => gunzip_base64(text).map_err(|e| match e {
-            GunzipError::Damaged(reason) => Error::Decode {
-                column: format!("{column}{GZIP_SUFFIX}"),
-                expected: "base64 of gzip data".into(),
-                found: reason,
-            },
-            GunzipError::TooLarge { limit } => Error::Integrity {
-                column: format!("{column}{GZIP_SUFFIX}"),
-                reason: format!(
-                    "the gzip data unpacks to more than {limit} bytes, more than any cell the service accepts can hold"
-                ),
-            },
-        }),
-        other => Err(type_mismatch(&format!("{column}{GZIP_SUFFIX}"), "a string", other)),
     }
 }
 

@@ -280,19 +280,6 @@ pub(crate) fn chunks(value: &Value, stored: &[u8], encoding: LargeEncoding) -> V
     }
 }
 
-/// Reassembles a split value from the cells of its rows (merged into one
-/// row), checking the manifest and the hash. Returns the one-cell form.
-#[cfg(test)]
-pub(crate) fn assemble(column: &str, cells: &Row, form: LargeForm) -> Result<Value> {
-    let mut row = cells.clone();
-    let mut assembler = super::stream::SplitAssembler::default();
-    assembler.start(column, form, &row);
-    assembler.feed(&mut row);
-    assembler
-        .finish(column)
-        .unwrap_or_else(|| unreachable!("the value was started"))
-}
-
 /// The manifest cells of a split value whose `len` stored bytes hash to `sha256`.
 pub(crate) fn manifest(
     column: &str,
@@ -314,6 +301,18 @@ mod tests {
     use super::*;
     use crate::layout::chunk_cell;
     use flate2::{write::GzEncoder, Compression};
+
+    /// Reassembles a split value from the cells of its rows (merged into one
+    /// row), checking the manifest and the hash. Returns the one-cell form.
+    fn assemble(column: &str, cells: &Row, form: LargeForm) -> Result<Value> {
+        let mut row = cells.clone();
+        let mut assembler = crate::large::stream::SplitAssembler::default();
+        assembler.start(column, form, &row);
+        assembler.feed(&mut row);
+        assembler
+            .finish(column)
+            .unwrap_or_else(|| unreachable!("the value was started"))
+    }
 
     #[test]
     fn stored_bytes_and_their_hash_at_every_size() {

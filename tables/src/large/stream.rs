@@ -2,7 +2,7 @@
 //! (for `gzip`) unpacked when it is fed, so the check and the gunzip overlap
 //! the reads of the rows still to come instead of following the last one.
 //!
-//! The checks and their order are those of [`assemble`](super::cells::assemble):
+//! The checks and their order are those of reading a split value whole:
 //! a damaged manifest, a chunk that is not text or binary, a missing chunk,
 //! a length that differs from the manifest, a SHA-256 mismatch, and only
 //! then damaged gzip or text — every one an [`Error::Integrity`], found no

@@ -10,8 +10,6 @@ use std::fmt;
 
 use super::{ColumnName, Value};
 
-pub use super::to_column_name::ToColumnName;
-
 /// Whether no two of `names` are the same (a `const fn`, for generated code
 /// to check its list at compile time).
 pub const fn names_are_distinct(names: &[&str]) -> bool {
@@ -484,6 +482,37 @@ impl fmt::Debug for Properties {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
     }
+}
+
+/// What names a column where a [`Properties`] takes one: `&str` (copied,
+/// or borrowed when it is one of the row's [expected
+/// names](Properties::expecting)), `String`, `&String`, or a
+/// [`ColumnName`] (kept as it is).
+pub trait ToColumnName: sealed::Sealed {
+    /// The name, as `properties` keeps it.
+    #[doc(hidden)]
+    fn to_column_name(self, properties: &mut Properties) -> ColumnName;
+    /// The name's text.
+    #[doc(hidden)]
+    fn text(&self) -> &str;
+    /// The text, for a name given by reference (`&str`): it may be the very
+    /// text of one of the row's expected names.
+    #[doc(hidden)]
+    #[inline]
+    fn borrowed(&self) -> Option<&str> {
+        None
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for &str {}
+    impl Sealed for String {}
+    impl Sealed for &String {}
+    impl Sealed for super::ColumnName {}
+    impl Sealed for &super::ColumnName {}
+    impl Sealed for std::sync::Arc<str> {}
+    impl Sealed for Box<str> {}
 }
 
 #[cfg(test)]

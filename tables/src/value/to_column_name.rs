@@ -1,37 +1,8 @@
-//! [`ToColumnName`]: what a [`Properties`] accepts as a column's name.
+//! The names a [`Properties`] accepts for a column: the [`ToColumnName`]
+//! impls of `&str`, `String`, `&String`, [`ColumnName`], `Arc<str>` and `Box<str>`.
 
+use super::properties::ToColumnName;
 use super::{ColumnName, Properties};
-
-/// What names a column where a [`Properties`] takes one: `&str` (copied,
-/// or borrowed when it is one of the row's [expected
-/// names](Properties::expecting)), `String`, `&String`, or a
-/// [`ColumnName`] (kept as it is).
-pub trait ToColumnName: sealed::Sealed {
-    /// The name, as `properties` keeps it.
-    #[doc(hidden)]
-    fn to_column_name(self, properties: &mut Properties) -> ColumnName;
-    /// The name's text.
-    #[doc(hidden)]
-    fn text(&self) -> &str;
-    /// The text, for a name given by reference (`&str`): it may be the very
-    /// text of one of the row's expected names.
-    #[doc(hidden)]
-    #[inline]
-    fn borrowed(&self) -> Option<&str> {
-        None
-    }
-}
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for &str {}
-    impl Sealed for String {}
-    impl Sealed for &String {}
-    impl Sealed for super::ColumnName {}
-    impl Sealed for &super::ColumnName {}
-    impl Sealed for std::sync::Arc<str> {}
-    impl Sealed for Box<str> {}
-}
 
 impl ToColumnName for &str {
     #[inline]

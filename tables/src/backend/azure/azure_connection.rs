@@ -12,7 +12,6 @@ use super::connection_string;
 use super::connection_string::ConnectionString;
 use super::credential::Auth;
 use super::transport::{http_client, HttpClient};
-use super::{AzureBackend, AzureBlobBackend};
 use crate::backend::retry::RetryPolicy;
 use crate::error::{Error, Result};
 use rustls_pki_types::pem::PemObject as _;
@@ -206,16 +205,6 @@ impl AzureConnection {
     /// The retry policy.
     pub fn retry(&self) -> &RetryPolicy {
         &self.retry
-    }
-
-    /// The table backend. Nothing is sent until its first operation.
-    pub fn table_backend(&self) -> Result<AzureBackend> {
-        AzureBackend::build(self)
-    }
-
-    /// The blob backend, or [`Error::Config`] when no blob endpoint is known.
-    pub fn blob_backend(&self) -> Result<AzureBlobBackend> {
-        AzureBlobBackend::build(self)
     }
 
     pub(crate) fn auth(&self) -> &Auth {

@@ -99,6 +99,13 @@ impl fmt::Debug for AzureBlobBackend {
     }
 }
 
+impl AzureConnection {
+    /// The blob backend, or [`Error::Config`] when no blob endpoint is known.
+    pub fn blob_backend(&self) -> Result<AzureBlobBackend> {
+        AzureBlobBackend::build(self)
+    }
+}
+
 impl AzureBlobBackend {
     /// Connects with a storage connection string (the forms
     /// [`ConnectionString`] accepts). Nothing is sent until the first

@@ -119,6 +119,13 @@ impl fmt::Debug for AzureBackend {
     }
 }
 
+impl AzureConnection {
+    /// The table backend. Nothing is sent until its first operation.
+    pub fn table_backend(&self) -> Result<AzureBackend> {
+        AzureBackend::build(self)
+    }
+}
+
 impl AzureBackend {
     /// Connects with a storage connection string: `UseDevelopmentStorage=true`,
     /// `DefaultEndpointsProtocol=..;AccountName=..;AccountKey=..;EndpointSuffix=..`,

@@ -54,7 +54,7 @@ use base64::Engine as _;
 
 use super::blob_answers::{
     blob_not_found, check_condition, check_read_condition, condition_not_met, container_not_found,
-    invalid_query_parameter, unsatisfiable_condition,
+    invalid_query_parameter, unsatisfiable_condition, whole_seconds,
 };
 use super::lease::Lease;
 use crate::backend::blob::{
@@ -65,7 +65,6 @@ use crate::error::{Error, Result};
 use crate::service::{check_container_name, BlobName, DEFAULT_CONTENT_TYPE, MAX_LIST_RESULTS, MAX_PUT_BLOB_BYTES};
 use crate::value::{cmp_utf16, DateTime};
 
-const TICKS_PER_SECOND: i64 = 10_000_000;
 /// The prefix of the opaque listing markers this backend hands out.
 const MARKER_PREFIX: &str = "m1!";
 
@@ -231,11 +230,6 @@ struct Blob {
     /// Shared with the writer's buffer when it was put shared, and with streamed reads.
     bytes: Arc<Vec<u8>>,
     lease: Lease,
-}
-
-/// `at`, truncated to the whole second.
-pub(super) fn whole_seconds(at: DateTime) -> DateTime {
-    DateTime::from_ticks(at.ticks() - at.ticks().rem_euclid(TICKS_PER_SECOND)).unwrap_or(at)
 }
 
 fn encode_marker(name: &str) -> String {
@@ -444,6 +438,7 @@ impl BlobBackend for MemoryBlobBackend {
 mod tests {
     use super::*;
     use crate::backend::blob::BlobCondition;
+    use crate::backend::memory::blob_answers::TICKS_PER_SECOND;
 
     const C: &str = "blobs";
 

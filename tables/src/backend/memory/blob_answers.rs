@@ -2,9 +2,17 @@
 //! words: its errors, and the checks of write and read conditions against
 //! a blob's properties.
 
-use super::blob::whole_seconds;
 use crate::backend::blob::{BlobCondition, BlobProperties, ReadCondition};
 use crate::error::{Error, Result};
+use crate::value::DateTime;
+
+/// Ticks (100 ns) in one second.
+pub(super) const TICKS_PER_SECOND: i64 = 10_000_000;
+
+/// `at`, truncated to the whole second.
+pub(super) fn whole_seconds(at: DateTime) -> DateTime {
+    DateTime::from_ticks(at.ticks() - at.ticks().rem_euclid(TICKS_PER_SECOND)).unwrap_or(at)
+}
 
 pub(super) fn container_not_found(name: &str) -> Error {
     Error::service(

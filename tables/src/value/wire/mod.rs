@@ -9,11 +9,11 @@
 //! without one, a number is typed from its token (a `.` or exponent means
 //! Double, otherwise Int32, or Int64 when it does not fit).
 
-mod direct;
+mod page_into;
 mod read;
 mod write;
 
-pub use direct::{page_into, WireRow};
+pub use page_into::{page_into, WireRow};
 pub use read::{page_from_slice, row_from_slice};
 pub use write::{row_body, write_row};
 

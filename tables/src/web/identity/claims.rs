@@ -2,7 +2,7 @@
 //! its type and value (so any text is a valid claim, and adding one twice
 //! stores one row).
 
-use super::keys::claim_key;
+use super::row_keys::claim_key;
 use super::rows::ClaimRow;
 use super::{Claim, Identity, IdentityError, IdentityResult, User, UserId};
 use crate::{QueryOptions, TableEntity};

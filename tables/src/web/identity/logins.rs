@@ -7,7 +7,7 @@
 //! row ever replaced is one whose owner no longer exists (a deleted user),
 //! and only on condition of the version read.
 
-use super::keys::{check_name, login_partition};
+use super::row_keys::{check_name, login_partition};
 use super::rows::LoginRow;
 use super::users::lost;
 use super::{ExternalLogin, Identity, IdentityError, IdentityResult, User, UserId};
@@ -51,7 +51,7 @@ impl Identity {
     pub async fn add_login(&self, user: &UserId, login: &ExternalLogin) -> IdentityResult<()> {
         check_name("provider", &login.provider)?;
         if login.provider_key.is_empty() {
-            return Err(super::error::invalid("provider_key", "is empty"));
+            return Err(super::types::invalid("provider_key", "is empty"));
         }
         if self.user_row(user).await?.is_none() {
             return Err(IdentityError::UserNotFound(user.clone()));

@@ -151,12 +151,11 @@
 
 mod backend;
 mod claims;
-mod error;
-mod keys;
 mod logins;
 mod options;
 mod password;
 mod roles;
+mod row_keys;
 mod rows;
 mod sign_in;
 mod tokens;
@@ -166,9 +165,9 @@ mod users;
 use std::fmt;
 use std::sync::Arc;
 
-pub use error::{IdentityError, IdentityResult};
 pub use options::{IdentityOptions, IdentityTables, Lockout};
 pub use types::{Claim, Credentials, ExternalLogin, NewUser, Role, SignIn, User, UserId};
+pub use types::{IdentityError, IdentityResult};
 
 use crate::{MutateAttempts, Store, StoreOptions, Tables};
 use rows::{ClaimRow, LoginRow, RoleRow, TokenRow, UserRoleRow, UserRow};

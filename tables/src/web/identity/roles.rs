@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use super::keys::{check_name, claim_key, normalize, role_key};
+use super::row_keys::{check_name, claim_key, normalize, role_key};
 use super::rows::{ClaimRow, RoleRow, UserRoleRow};
 use super::{Claim, Identity, IdentityError, IdentityResult, Role, User, UserId};
 use crate::layout::IDENTITY_ROLES_PARTITION;

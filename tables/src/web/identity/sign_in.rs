@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::keys::{check_password, normalize, user_partition};
+use super::row_keys::{check_password, normalize, user_partition};
 use super::users::new_stamp;
 use super::{password, Credentials, Identity, IdentityError, IdentityResult, SignIn, User, UserId};
 use crate::layout::IDENTITY_USER_ROW_KEY;

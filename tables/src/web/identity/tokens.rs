@@ -2,7 +2,7 @@
 //! codes, refresh tokens). A partition per user, a row per token keyed by the
 //! hash of provider and name.
 
-use super::keys::token_key;
+use super::row_keys::token_key;
 use super::rows::TokenRow;
 use super::{Identity, IdentityError, IdentityResult, UserId};
 

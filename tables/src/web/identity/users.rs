@@ -1,6 +1,6 @@
 //! Users: registration, look-ups, deletion and the fields a user changes.
 
-use super::keys::{check_email, check_name, check_password, normalize, user_partition};
+use super::row_keys::{check_email, check_name, check_password, normalize, user_partition};
 use super::rows::UserRow;
 use super::{password, Identity, IdentityError, IdentityResult, NewUser, User, UserId};
 use crate::layout::IDENTITY_USER_ROW_KEY;
@@ -216,7 +216,7 @@ impl Identity {
             .change_user(id, |row| row.email_confirmed = row.email.is_some())
             .await?;
         if row.email.is_none() {
-            return Err(super::error::invalid(
+            return Err(super::types::invalid(
                 "email",
                 "the user has no email address to confirm",
             ));

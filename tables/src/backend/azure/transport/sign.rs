@@ -60,7 +60,7 @@ impl Signer {
                 }
             }
             Credentials::SharedAccessSignature(sas) => {
-                crate::backend::azure::credential::check_sas(sas)?;
+                crate::backend::azure::connection_string::check_sas(sas)?;
                 Signer::Sas(sas.trim().trim_start_matches('?').to_owned())
             }
         })

@@ -1,7 +1,5 @@
 //! The keys of one entity and the composite ids built from them.
 
-use crate::error::{KeyKind, Result};
-
 /// The keys of one entity.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
@@ -42,14 +40,6 @@ impl Key {
         } else {
             format!("{}|{}", self.partition_key, self.row_key)
         }
-    }
-
-    /// Checks both keys against the service's rules: at most 1024 UTF-16
-    /// units, none of `/ \ # ?`, no control characters (U+0000..U+001F,
-    /// U+007F..U+009F).
-    pub fn validate(&self) -> Result<()> {
-        crate::service::validate_key(KeyKind::PartitionKey, &self.partition_key)?;
-        crate::service::validate_key(KeyKind::RowKey, &self.row_key)
     }
 }
 

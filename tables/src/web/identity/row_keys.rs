@@ -1,6 +1,6 @@
 //! Normalization, validation and the keys of user text.
 
-use super::error::invalid;
+use super::types::invalid;
 use super::IdentityResult;
 use crate::layout::{identity_pair_key, identity_text_key};
 
