@@ -44,7 +44,7 @@ pub fn legacy_table(table: &str) -> std::result::Result<String, String> {
 /// Tables over a connection string; its secrets never reach an error.
 fn connect(connection: &str, container: &str, grace: Option<Duration>) -> Result<Tables> {
     let parsed = AzureConnection::parse(connection);
-    #[cfg(feature = "identity")]
+    #[cfg(feature = "entra-id")]
     let parsed = parsed.or_else(|_| AzureConnection::with_default_credential(connection));
     let connection = parsed.map_err(|e| anyhow::anyhow!("the connection string is not usable: {e}"))?;
     let mut options = BlobOptions::new().with_container(container)?;

@@ -10,7 +10,7 @@ use azure_data_tables::clients::TableServiceClientBuilder;
 use azure_data_tables::prelude::TableServiceClient;
 use azure_storage::{CloudLocation, StorageCredentials};
 use serde::{Deserialize, Serialize};
-use unified_tables::backend::azure::{ConnectionString, Credentials};
+use unified_tables::backend::azure::{AccountCredentials, ConnectionString};
 use unified_tables::TableEntity;
 
 /// Any error, reported by `main`.
@@ -112,8 +112,10 @@ pub fn crate_client(connection: &ConnectionString) -> Result<TableServiceClient,
 /// The crate's client builder for the account and endpoint.
 fn crate_builder(connection: &ConnectionString) -> Result<TableServiceClientBuilder, Failure> {
     let credentials = match &connection.credentials {
-        Credentials::AccountKey(key) => StorageCredentials::access_key(connection.account_name.clone(), key.clone()),
-        Credentials::SharedAccessSignature(sas) => StorageCredentials::sas_token(sas.as_str())?,
+        AccountCredentials::AccountKey(key) => {
+            StorageCredentials::access_key(connection.account_name.clone(), key.clone())
+        }
+        AccountCredentials::SharedAccessSignature(sas) => StorageCredentials::sas_token(sas.as_str())?,
     };
     let location = CloudLocation::Custom {
         account: connection.account_name.clone(),

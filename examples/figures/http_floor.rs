@@ -10,7 +10,7 @@
 use azure_core::auth::Secret;
 use azure_core::date;
 use azure_core::hmac::hmac_sha256;
-use unified_tables::backend::azure::{ConnectionString, Credentials};
+use unified_tables::backend::azure::{AccountCredentials, ConnectionString};
 
 use crate::common::{Failure, RawReading, RawReadingOwned};
 
@@ -31,7 +31,7 @@ pub struct Floor {
 impl Floor {
     /// The floor for `table` on `connection`: `None` without an account key.
     pub fn new(connection: &ConnectionString, table: &str) -> Result<Option<Floor>, Failure> {
-        let Credentials::AccountKey(key) = &connection.credentials else {
+        let AccountCredentials::AccountKey(key) = &connection.credentials else {
             return Ok(None);
         };
         let table_url = format!("{}/{table}", connection.table_endpoint);

@@ -103,19 +103,27 @@ fn a_circle_is_named_and_test_code_does_not_count() {
     assert_eq!(check(&tree.0, &floors).findings, Vec::<String>::new());
 }
 
-/// A module on no floor, and a floor naming a path that does not exist,
-/// are findings (the table cannot drift from the tree).
+/// A module on no floor, a floor naming a path that does not exist, and a
+/// `foo.rs` beside a folder `foo/` are findings (the table cannot drift
+/// from the tree, and a folder's module is its `mod.rs`).
 #[test]
 fn the_table_and_the_tree_name_the_same_files() {
     let tree = Planted::new(
         "drift",
-        &[("lib.rs", "mod low;\nmod stray;\n"), ("low.rs", ""), ("stray.rs", "")],
+        &[
+            ("lib.rs", "mod low;\nmod stray;\n"),
+            ("low.rs", "mod inner;\n"),
+            ("low/inner.rs", ""),
+            ("stray.rs", ""),
+        ],
     );
     let floors = floor_table(TABLE).unwrap();
     assert_eq!(
         check(&tree.0, &floors).findings,
         vec![
             "`high.rs` is in the floor table but not in the tree",
+            "`low.rs` sits beside the folder `low/`: make it `low/mod.rs`",
+            "`low::inner` (low/inner.rs) is on no floor of the table",
             "`stray` (stray.rs) is on no floor of the table",
         ]
     );
@@ -210,6 +218,16 @@ fn check(src: &Path, floors: &[Floor]) -> Report {
                 report
                     .findings
                     .push(format!("`{p}` is in the floor table but not in the tree"));
+            }
+        }
+    }
+    // One module style: a folder's module is its `mod.rs`, never a `foo.rs` beside `foo/`.
+    for m in modules.values() {
+        if let Some(stem) = m.file.strip_suffix(".rs") {
+            if modules.values().any(|other| other.file.starts_with(&format!("{stem}/"))) {
+                report
+                    .findings
+                    .push(format!("`{}` sits beside the folder `{stem}/`: make it `{stem}/mod.rs`", m.file));
             }
         }
     }

@@ -333,7 +333,7 @@ async fn no_secret_reaches_a_log_line_a_span_or_an_error() {
 /// The SAS query of a parsed SAS connection string.
 fn secrets_query(connection: &ConnectionString) -> String {
     match &connection.credentials {
-        unified_tables::backend::azure::Credentials::SharedAccessSignature(s) => s.clone(),
+        unified_tables::backend::azure::AccountCredentials::SharedAccessSignature(s) => s.clone(),
         other => panic!("a SAS connection string: {other:?}"),
     }
 }

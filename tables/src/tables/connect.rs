@@ -8,7 +8,7 @@ use crate::telemetry::Peer;
 #[cfg_attr(docsrs, doc(cfg(feature = "azure")))]
 impl Tables {
     /// Tables over Azure Table Storage or Azurite as `connection` describes
-    /// it: shared key, shared access signature or (feature `identity`) a
+    /// it: shared key, shared access signature or (feature `entra-id`) a
     /// token credential; the [`RetryPolicy`](crate::RetryPolicy); extra
     /// trusted certificates. Large values and files go to the account's blob
     /// endpoint when it has one. Nothing is sent until the first operation.

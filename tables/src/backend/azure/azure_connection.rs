@@ -4,10 +4,10 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-#[cfg(feature = "identity")]
+#[cfg(feature = "entra-id")]
 use azure_core::auth::TokenCredential;
 
-#[cfg(feature = "identity")]
+#[cfg(feature = "entra-id")]
 use super::connection_string;
 use super::connection_string::ConnectionString;
 use super::credential::Auth;
@@ -111,8 +111,8 @@ impl AzureConnection {
     /// # let _ = db;
     /// # Ok::<(), unified_tables::Error>(())
     /// ```
-    #[cfg(feature = "identity")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "identity")))]
+    #[cfg(feature = "entra-id")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "entra-id")))]
     pub fn with_token_credential(endpoints: &str, credential: Arc<dyn TokenCredential>) -> Result<AzureConnection> {
         let endpoints = connection_string::parse_endpoints(endpoints)?;
         for (name, url) in [
@@ -154,8 +154,8 @@ impl AzureConnection {
     /// # let _ = db;
     /// # Ok::<(), unified_tables::Error>(())
     /// ```
-    #[cfg(feature = "identity")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "identity")))]
+    #[cfg(feature = "entra-id")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "entra-id")))]
     pub fn with_default_credential(endpoints: &str) -> Result<AzureConnection> {
         let credential = azure_identity::create_credential()
             .map_err(|e| Error::config("cannot create the default Azure credential").with_source(e))?;

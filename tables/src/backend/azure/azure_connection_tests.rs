@@ -24,7 +24,7 @@ const BUSY: (u16, &str, &str) = (
 fn connection_at(endpoint: &str) -> AzureConnection {
     AzureConnection::from_parsed(ConnectionString {
         account_name: EMULATOR_ACCOUNT.into(),
-        credentials: Credentials::AccountKey(EMULATOR_ACCOUNT_KEY.into()),
+        credentials: AccountCredentials::AccountKey(EMULATOR_ACCOUNT_KEY.into()),
         table_endpoint: endpoint.into(),
         blob_endpoint: endpoint.into(),
     })
@@ -297,7 +297,7 @@ fn a_sas_without_its_signature_or_version_is_refused() {
     let ok = ConnectionString::parse(&format!("SharedAccessSignature=?sv=2018-11-09&sig=abc%3D;{table}")).unwrap();
     assert_eq!(
         ok.credentials,
-        Credentials::SharedAccessSignature("sv=2018-11-09&sig=abc%3D".into())
+        AccountCredentials::SharedAccessSignature("sv=2018-11-09&sig=abc%3D".into())
     );
     assert_eq!(ok.account_name, "a");
 }
@@ -311,7 +311,7 @@ fn trusted_certificates_must_be_pem() {
     assert!(err.to_string().contains("trusted certificates"), "{err}");
 }
 
-#[cfg(feature = "identity")]
+#[cfg(feature = "entra-id")]
 mod token {
     use super::*;
     use azure_core::auth::{AccessToken, TokenCredential};

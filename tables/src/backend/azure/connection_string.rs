@@ -14,20 +14,22 @@ pub const EMULATOR_ACCOUNT_KEY: &str =
 const EMULATOR_TABLE_ENDPOINT: &str = "http://127.0.0.1:10002/devstoreaccount1";
 const EMULATOR_BLOB_ENDPOINT: &str = "http://127.0.0.1:10000/devstoreaccount1";
 
-/// How requests are authorised.
+/// The credential a connection string carries: the account key (Shared
+/// Key) or a shared access signature. (Entra ID tokens are given to an
+/// [`AzureConnection`](super::AzureConnection) instead.)
 #[derive(Clone, PartialEq, Eq)]
-pub enum Credentials {
+pub enum AccountCredentials {
     /// Shared Key with the account key (base64).
     AccountKey(String),
     /// A shared access signature (the query string, without a leading `?`).
     SharedAccessSignature(String),
 }
 
-impl fmt::Debug for Credentials {
+impl fmt::Debug for AccountCredentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Credentials::AccountKey(_) => f.write_str("AccountKey(..)"),
-            Credentials::SharedAccessSignature(_) => f.write_str("SharedAccessSignature(..)"),
+            AccountCredentials::AccountKey(_) => f.write_str("AccountKey(..)"),
+            AccountCredentials::SharedAccessSignature(_) => f.write_str("SharedAccessSignature(..)"),
         }
     }
 }
@@ -48,8 +50,10 @@ impl fmt::Debug for Credentials {
 pub struct ConnectionString {
     /// The storage account name.
     pub account_name: String,
-    /// How requests are authorised.
-    pub credentials: Credentials,
+    /// The credential a connection string carries: the account key (Shared
+    /// Key) or a shared access signature. (Entra ID tokens are given to an
+    /// [`AzureConnection`](super::AzureConnection) instead.)
+    pub credentials: AccountCredentials,
     /// The table service endpoint, without a trailing `/` (e.g.
     /// `https://acct.table.core.windows.net` or `http://127.0.0.1:10002/devstoreaccount1`).
     pub table_endpoint: String,
@@ -120,7 +124,7 @@ impl ConnectionString {
     pub fn development() -> ConnectionString {
         ConnectionString {
             account_name: EMULATOR_ACCOUNT.to_owned(),
-            credentials: Credentials::AccountKey(EMULATOR_ACCOUNT_KEY.to_owned()),
+            credentials: AccountCredentials::AccountKey(EMULATOR_ACCOUNT_KEY.to_owned()),
             table_endpoint: EMULATOR_TABLE_ENDPOINT.to_owned(),
             blob_endpoint: EMULATOR_BLOB_ENDPOINT.to_owned(),
         }
@@ -152,7 +156,7 @@ pub(crate) struct Endpoints {
 /// Parses the endpoints of a connection string that carries no credentials
 /// (`AccountName=..`, optionally `EndpointSuffix=..`, or `TableEndpoint=..;BlobEndpoint=..`),
 /// for a credential given another way.
-#[cfg(any(feature = "identity", test))]
+#[cfg(any(feature = "entra-id", test))]
 pub(crate) fn parse_endpoints(text: &str) -> Result<Endpoints> {
     match parse_parts(text)? {
         (None, endpoints) => Ok(endpoints),
@@ -163,7 +167,7 @@ pub(crate) fn parse_endpoints(text: &str) -> Result<Endpoints> {
 }
 
 /// The credentials (if any) and endpoints of a connection string.
-fn parse_parts(text: &str) -> Result<(Option<Credentials>, Endpoints)> {
+fn parse_parts(text: &str) -> Result<(Option<AccountCredentials>, Endpoints)> {
     let mut dev = false;
     let mut protocol: Option<String> = None;
     let mut account: Option<String> = None;
@@ -251,12 +255,12 @@ fn parse_parts(text: &str) -> Result<(Option<Credentials>, Endpoints)> {
         }
         (Some(k), None) => {
             check_account_key(&k)?;
-            Some(Credentials::AccountKey(k))
+            Some(AccountCredentials::AccountKey(k))
         }
         (None, Some(s)) => {
             let sas = s.trim_start_matches('?').to_owned();
             check_sas(&sas)?;
-            Some(Credentials::SharedAccessSignature(sas))
+            Some(AccountCredentials::SharedAccessSignature(sas))
         }
         (None, None) => None,
     };
@@ -331,7 +335,7 @@ pub(crate) fn with_account_key(account_name: &str, key: &str) -> Result<Connecti
     }
     Ok(ConnectionString {
         account_name: account_name.to_owned(),
-        credentials: Credentials::AccountKey(key.to_owned()),
+        credentials: AccountCredentials::AccountKey(key.to_owned()),
         table_endpoint: String::new(),
         blob_endpoint: String::new(),
     })

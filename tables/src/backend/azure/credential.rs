@@ -1,11 +1,11 @@
 //! How requests are authorised: Shared Key with the account key, a shared
-//! access signature, or (feature `identity`) an Entra ID token credential.
+//! access signature, or (feature `entra-id`) an Entra ID token credential.
 
 use std::fmt;
-#[cfg(feature = "identity")]
+#[cfg(feature = "entra-id")]
 use std::sync::Arc;
 
-use super::connection_string::Credentials;
+use super::connection_string::AccountCredentials;
 use super::transport::Signer;
 use crate::error::Result;
 
@@ -13,10 +13,10 @@ use crate::error::Result;
 #[derive(Clone)]
 pub(crate) enum Auth {
     /// From a connection string: the account key or a SAS.
-    Parsed(Credentials),
+    Parsed(AccountCredentials),
     /// Bearer tokens from a token credential, for the scope
     /// `https://storage.azure.com/.default`, cached for the connection.
-    #[cfg(feature = "identity")]
+    #[cfg(feature = "entra-id")]
     Token(Arc<super::transport::token::TokenCache>),
 }
 
@@ -24,7 +24,7 @@ impl fmt::Debug for Auth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Auth::Parsed(credentials) => credentials.fmt(f),
-            #[cfg(feature = "identity")]
+            #[cfg(feature = "entra-id")]
             Auth::Token(_) => f.write_str("TokenCredential(..)"),
         }
     }
@@ -35,7 +35,7 @@ impl Auth {
     pub(crate) fn signer(&self, account: &str) -> Result<Signer> {
         match self {
             Auth::Parsed(credentials) => Signer::of(account, credentials),
-            #[cfg(feature = "identity")]
+            #[cfg(feature = "entra-id")]
             Auth::Token(cache) => Ok(Signer::Token(cache.clone())),
         }
     }

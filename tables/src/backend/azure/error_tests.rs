@@ -427,7 +427,7 @@ async fn errors_built_from_an_answer_keep_its_request_id() {
     assert_eq!(err.request_id(), Some("answer-0"), "{err:?}");
 }
 
-#[cfg(feature = "identity")]
+#[cfg(feature = "entra-id")]
 #[tokio::test]
 async fn a_credential_error_prints_no_token() {
     use azure_core::auth::{AccessToken, TokenCredential};

@@ -1,6 +1,6 @@
 //! Azure Table Storage and Blob Storage (and Azurite), spoken by this
 //! crate itself over one transport ([`transport`]): no `azure_*` crate and
-//! no `reqwest` build or send a request (the `identity` feature adds
+//! no `reqwest` build or send a request (the `entra-id` feature adds
 //! `azure_identity` for its token credentials only).
 //!
 //! - **One transport.** Every request of an [`AzureConnection`] (entities,
@@ -9,7 +9,7 @@
 //!   roots and the connection's own), one proxy rule (`HTTPS_PROXY`,
 //!   `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`), one retry loop and one signer
 //!   for its credential: Shared Key (the table and the blob service's
-//!   canonical forms), a shared access signature, or (feature `identity`)
+//!   canonical forms), a shared access signature, or (feature `entra-id`)
 //!   bearer tokens from a token credential, cached and refreshed five
 //!   minutes ahead of their expiry. The signer applies the credential to
 //!   each request right before `hyper` takes it: no dependency sees an
@@ -74,11 +74,11 @@ mod tests;
 pub use azure_connection::AzureConnection;
 /// The Entra ID credentials of the same `azure_core` generation (managed
 /// identity, workload identity, client secret, Azure CLI, the default chain).
-#[cfg(feature = "identity")]
-#[cfg_attr(docsrs, doc(cfg(feature = "identity")))]
+#[cfg(feature = "entra-id")]
+#[cfg_attr(docsrs, doc(cfg(feature = "entra-id")))]
 pub use azure_identity;
 pub use blob::AzureBlobBackend;
-pub use connection_string::{ConnectionString, Credentials, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY};
+pub use connection_string::{AccountCredentials, ConnectionString, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY};
 
 use std::fmt;
 

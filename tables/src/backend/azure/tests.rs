@@ -66,7 +66,10 @@ fn typed_row(pk: &str, rk: &str) -> Row {
 fn development_storage_uses_the_emulator_defaults() {
     let cs = ConnectionString::parse("UseDevelopmentStorage=true").unwrap();
     assert_eq!(cs.account_name, "devstoreaccount1");
-    assert_eq!(cs.credentials, Credentials::AccountKey(EMULATOR_ACCOUNT_KEY.into()));
+    assert_eq!(
+        cs.credentials,
+        AccountCredentials::AccountKey(EMULATOR_ACCOUNT_KEY.into())
+    );
     assert_eq!(cs.table_endpoint, "http://127.0.0.1:10002/devstoreaccount1");
     assert_eq!(cs.blob_endpoint, "http://127.0.0.1:10000/devstoreaccount1");
     let b = AzureBackend::from_connection_string("UseDevelopmentStorage=true;").unwrap();

@@ -31,7 +31,7 @@
 
 mod connector;
 mod sign;
-#[cfg(feature = "identity")]
+#[cfg(feature = "entra-id")]
 pub(crate) mod token;
 pub(crate) mod wire;
 

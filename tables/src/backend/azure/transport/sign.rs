@@ -8,7 +8,7 @@
 //!   blob service also the content and condition headers, every `x-ms-`
 //!   header and every query parameter.
 //! - **A shared access signature**: its parameters added to every URL.
-//! - **Bearer tokens** (feature `identity`): `Authorization: Bearer ..`
+//! - **Bearer tokens** (feature `entra-id`): `Authorization: Bearer ..`
 //!   from the connection's token cache ([`super::token`]).
 
 use base64::Engine as _;
@@ -17,7 +17,7 @@ use hyper::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use sha2::Sha256;
 
 use super::Service;
-use crate::backend::azure::connection_string::Credentials;
+use crate::backend::azure::connection_string::AccountCredentials;
 use crate::error::{Error, Result};
 
 /// How the requests of one connection are authorised.
@@ -28,7 +28,7 @@ pub(crate) enum Signer {
     /// A shared access signature: its query, added to every URL as given.
     Sas(String),
     /// Bearer tokens from a token credential.
-    #[cfg(feature = "identity")]
+    #[cfg(feature = "entra-id")]
     Token(std::sync::Arc<super::token::TokenCache>),
 }
 
@@ -45,9 +45,9 @@ pub(crate) struct Signing<'a> {
 
 impl Signer {
     /// The signer of `credentials` for `account`.
-    pub(crate) fn of(account: &str, credentials: &Credentials) -> Result<Signer> {
+    pub(crate) fn of(account: &str, credentials: &AccountCredentials) -> Result<Signer> {
         Ok(match credentials {
-            Credentials::AccountKey(key) => {
+            AccountCredentials::AccountKey(key) => {
                 let key = base64::engine::general_purpose::STANDARD
                     .decode(key.trim())
                     .map_err(|e| Error::config("connection string: AccountKey is not base64").with_source(e))?;
@@ -59,7 +59,7 @@ impl Signer {
                     mac,
                 }
             }
-            Credentials::SharedAccessSignature(sas) => {
+            AccountCredentials::SharedAccessSignature(sas) => {
                 crate::backend::azure::connection_string::check_sas(sas)?;
                 Signer::Sas(sas.trim().trim_start_matches('?').to_owned())
             }
@@ -90,7 +90,7 @@ impl Signer {
                 HeaderValue::try_from(format!("SharedKey {account}:{signature}"))
                     .map_err(|e| Error::config("the account name cannot stand in a header").with_source(e))?
             }
-            #[cfg(feature = "identity")]
+            #[cfg(feature = "entra-id")]
             Signer::Token(cache) => cache.authorization().await?,
         };
         let mut value = value;
@@ -198,7 +198,7 @@ mod tests {
         // The emulator's well-known key.
         let signer = Signer::of(
             "devstoreaccount1",
-            &Credentials::AccountKey(crate::backend::azure::EMULATOR_ACCOUNT_KEY.to_owned()),
+            &AccountCredentials::AccountKey(crate::backend::azure::EMULATOR_ACCOUNT_KEY.to_owned()),
         )
         .unwrap();
         let mut headers = headers.clone();
@@ -215,7 +215,7 @@ mod tests {
 
     #[test]
     fn a_key_that_is_not_base64_is_refused_by_name() {
-        let Err(e) = Signer::of("acct", &Credentials::AccountKey("not base64!".into())) else {
+        let Err(e) = Signer::of("acct", &AccountCredentials::AccountKey("not base64!".into())) else {
             panic!("a key that is not base64 was taken")
         };
         assert!(e.to_string().contains("AccountKey"), "{e}");
@@ -223,7 +223,7 @@ mod tests {
 
     #[test]
     fn the_authorization_header_is_marked_sensitive() {
-        let signer = Signer::of("a", &Credentials::AccountKey("a2V5".into())).unwrap();
+        let signer = Signer::of("a", &AccountCredentials::AccountKey("a2V5".into())).unwrap();
         let mut headers = HeaderMap::new();
         let request = Signing {
             service: Service::Table,

@@ -95,7 +95,7 @@
 //! network) to `Backend`. Each message says which operation failed on which
 //! table and why. Messages never hold the session id: it is the bearer's
 //! secret, and errors end up in logs.
-#![doc = include_str!("../../docs/sessions.md")]
+#![doc = include_str!("../../../docs/sessions.md")]
 
 mod record;
 mod sweep;

@@ -43,7 +43,7 @@ impl fmt::Display for KeyKind {
 /// value) means nothing was sent or stored.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-#[doc = include_str!("../docs/errors.md")]
+#[doc = include_str!("../../docs/errors.md")]
 pub enum Error {
     /// The entity (or table) does not exist.
     #[error("{table}: no entity with PartitionKey `{partition_key}` and RowKey `{row_key}`{}", request_id_note(request_id.as_deref()))]
