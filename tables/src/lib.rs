@@ -16,6 +16,7 @@ pub mod index;
 pub mod keys;
 pub(crate) mod large;
 pub mod layout;
+mod named_stream;
 mod options;
 mod ordering;
 
@@ -62,12 +63,12 @@ pub(crate) mod fuzz {
 
 pub use backend::retry::{RetryPolicy, RetryPolicyBuilder};
 pub use blob_container::{BlobContainer, Revalidated, StoredBlob};
+pub use codec::{BlobContent, BlobContentStream};
 pub use codec::{EncodeOptions, JsonValue, OversizedCellPolicy, TableValue};
 pub use entity::{
     Column, ColumnKind, HasETag, IntoColumnValue, KeyMode, LargeEncoding, Schema, TableEntity, TableRecord,
 };
 pub use error::{redact, BoxError, Error, ErrorKind, KeyKind, Result, SweepFailure};
-pub use large::{BlobContent, BlobContentStream};
 pub use ordering::{OrderedEntity, OrderingToken, TokenField};
 pub use soft_delete::{DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete};
 
@@ -110,6 +111,7 @@ pub mod __private {
         decode_binary, decode_in_row, decode_json, decode_optional_binary, encode_binary, encode_json, resolve_column,
         take_scalar_value, EncodeOptions, JoinedName, JsonValue, Prefix, TableValue, ValueKind,
     };
+    pub use crate::codec::{decode_blob_ref, encode_blob_ref, BlobContent};
     pub use crate::entity::{
         protected_in, CloneProbe, Column, ColumnKind, HasETag, IntoColumnValue, KeyMode, LargeEncoding, LargeForm,
         ProbeClone, ProbeNoClone, Schema, TableEntity, TableRecord,
@@ -119,7 +121,6 @@ pub mod __private {
         stored_cell, Global as GlobalIndex, Index, IndexDef, IndexKey, IndexValue, Local as LocalIndex, Projection,
         UniqueGlobal as UniqueGlobalIndex, UniqueLocal as UniqueLocalIndex,
     };
-    pub use crate::large::{decode_blob_ref, encode_blob_ref, BlobContent};
     pub use crate::large::{encode_large_bytes, encode_large_json, encode_large_json_value, encode_large_text};
     pub use crate::layout::JSON_SUFFIX;
     pub use crate::ordering::{OrderedEntity, OrderingToken, TokenField};

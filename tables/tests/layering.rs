@@ -224,10 +224,14 @@ fn check(src: &Path, floors: &[Floor]) -> Report {
     // One module style: a folder's module is its `mod.rs`, never a `foo.rs` beside `foo/`.
     for m in modules.values() {
         if let Some(stem) = m.file.strip_suffix(".rs") {
-            if modules.values().any(|other| other.file.starts_with(&format!("{stem}/"))) {
-                report
-                    .findings
-                    .push(format!("`{}` sits beside the folder `{stem}/`: make it `{stem}/mod.rs`", m.file));
+            if modules
+                .values()
+                .any(|other| other.file.starts_with(&format!("{stem}/")))
+            {
+                report.findings.push(format!(
+                    "`{}` sits beside the folder `{stem}/`: make it `{stem}/mod.rs`",
+                    m.file
+                ));
             }
         }
     }

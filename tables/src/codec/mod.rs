@@ -7,6 +7,7 @@
 //! when it would not fit a cell).
 
 mod binary;
+pub(crate) mod blob_content;
 mod dates;
 mod gzip_cells;
 mod ids;
@@ -18,6 +19,7 @@ mod prefix;
 mod scalar;
 
 pub use binary::{decode_binary, decode_optional_binary, encode_binary};
+pub use blob_content::{decode_blob_ref, encode_blob_ref, BlobContent, BlobContentStream};
 pub use json::{decode_json, encode_json};
 pub use json_value::JsonValue;
 pub use name::JoinedName;

@@ -99,12 +99,12 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     }
 
     /// The files (`#[blob_content]` fields) the entity holds, by column.
-    fn blob_contents(&self) -> Vec<(&'static str, &crate::large::BlobContent)> {
+    fn blob_contents(&self) -> Vec<(&'static str, &crate::codec::BlobContent)> {
         Vec::new()
     }
 
     /// The files the entity holds, mutably (the store binds them to their blobs).
-    fn blob_contents_mut(&mut self) -> Vec<(&'static str, &mut crate::large::BlobContent)> {
+    fn blob_contents_mut(&mut self) -> Vec<(&'static str, &mut crate::codec::BlobContent)> {
         Vec::new()
     }
 

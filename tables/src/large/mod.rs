@@ -2,16 +2,13 @@
 //! continuation rows or blobs, and files kept as blobs (`BlobContent`).
 //! Everything here is pure planning, encoding and reassembly; the store does the I/O.
 
-pub(crate) mod blob_content;
 pub(crate) mod blob_value;
 pub(crate) mod cells;
 pub(crate) mod continuation_hints;
 pub(crate) mod gather;
 pub(crate) mod gzip;
-pub(crate) mod named_stream;
 pub(crate) mod plan;
 pub(crate) mod sink;
 pub(crate) mod stream;
 
-pub use blob_content::{decode_blob_ref, encode_blob_ref, BlobContent, BlobContentStream};
 pub use cells::{encode_large_bytes, encode_large_json, encode_large_json_value, encode_large_text};

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use super::Store;
 use crate::backend::blob::{BlobCondition, PutOptions};
+use crate::codec::blob_content::BlobSource;
 use crate::entity::{Key, TableEntity};
 use crate::error::{Error, ErrorKind, Result};
-use crate::large::blob_content::BlobSource;
 use crate::large::plan::checked_blob_name;
 use crate::large::plan::PlannedBlob;
 use crate::layout::{blob_cell, row_prefix, BlobRef};

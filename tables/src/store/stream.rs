@@ -9,7 +9,7 @@ use super::{QueryOptions, Store};
 use crate::backend::QueryRequest;
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
-use crate::large::named_stream::named_stream;
+use crate::named_stream::named_stream;
 use crate::value::Row;
 
 named_stream!(

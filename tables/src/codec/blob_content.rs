@@ -6,9 +6,9 @@ use sha2::{Digest, Sha256};
 
 use crate::backend::blob::BlobBackend;
 use crate::error::{Error, Result};
-use crate::large::named_stream::named_stream;
 use crate::layout::blob_cell;
 use crate::layout::BlobRef;
+use crate::named_stream::named_stream;
 use crate::value::{Row, Value};
 
 named_stream!(
