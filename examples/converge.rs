@@ -10,7 +10,7 @@
 use futures::TryStreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use unified_tables::backend::{UpdateMode, WriteOp};
-use unified_tables::store::{ConvergeOptions, Converged};
+use unified_tables::{ConvergeOptions, Converged};
 use unified_tables::{Error, Row, TableEntity, Value};
 use unified_tables_examples::tables_from_env;
 

@@ -25,7 +25,7 @@ use unified_tables::layout::{
     index_key_prefix, INDEX_OF, INDEX_ON, INDEX_PREFIX, INDEX_PREFIX_END, INDEX_ROW, INDEX_VALUE_END,
 };
 use unified_tables::query::{CmpOp, Filter};
-use unified_tables::store::BuildIndexOptions;
+use unified_tables::BuildIndexOptions;
 use unified_tables::{QueryOptions, Row, Store, TableEntity, Tables, Value};
 
 use crate::alloc;

@@ -82,7 +82,10 @@ pub use store::{
     CachePolicy, Concurrency, Count, Cursor, EntityPage, EntityStream, Lookup, Outcome, QueryOptions, ReadCache,
     ReadCacheBuilder, Store, StoreOptions,
 };
-pub use store::{Delivery, Visibility};
+pub use store::{
+    AnyPartition, BuildIndexOptions, BuildStep, ConvergeOptions, ConvergeStep, Converged, Delivery, IndexCheckOptions,
+    IndexFinding, IndexReport, OnePartition, PrefixNeedsAPartition, SweepReport, Visibility,
+};
 pub use tables::{PoolOptions, ReshardOptions, ReshardReport, Tables};
 #[doc = include_str!("../docs/table_entity.md")]
 #[doc(inline)]

@@ -191,7 +191,7 @@ impl TryFrom<u32> for MutateAttempts {
 ///
 /// ```
 /// use std::time::Duration;
-/// use unified_tables::store::SweepSchedule;
+/// use unified_tables::SweepSchedule;
 ///
 /// let hourly = SweepSchedule::new(Duration::from_secs(3600), Duration::from_secs(3600))?;
 /// assert_eq!(hourly.interval(), Duration::from_secs(3600));

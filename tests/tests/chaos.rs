@@ -25,7 +25,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rand::{Rng as _, SeedableRng as _};
-use unified_tables::store::IndexCheckOptions;
+use unified_tables::IndexCheckOptions;
 use unified_tables::{Store, TableEntity};
 use unified_tables_tests::chaos::{self, row_key, ChaosDoc, Step, KEYS, PARTITION, SHARDS, TIERS};
 use unified_tables_tests::index_model::{all_rows, divergence};

@@ -20,7 +20,7 @@ use unified_tables::backend::faulty::{FaultTarget, FaultTiming};
 use unified_tables::backend::pool::{account_of, PooledBackend};
 use unified_tables::backend::{Backend, UpdateMode, WriteOp};
 use unified_tables::query::{CmpOp, Filter};
-use unified_tables::store::AnyPartition;
+use unified_tables::AnyPartition;
 use unified_tables::{
     BlobContent, Cursor, Error, ErrorKind, PoolOptions, QueryOptions, ReshardOptions, RetryPolicy, Row, Store, Tables,
     Value,

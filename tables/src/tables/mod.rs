@@ -160,7 +160,7 @@ impl Tables {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use unified_tables::store::{CachePolicy, ReadCache};
+    /// use unified_tables::{CachePolicy, ReadCache};
     /// use unified_tables::Tables;
     /// let cache = ReadCache::builder().policy(CachePolicy::Absolute(Duration::from_secs(30))).build()?;
     /// let db = Tables::memory().with_cache(cache);

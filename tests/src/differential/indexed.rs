@@ -14,7 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use proptest::prelude::*;
 use unified_tables::backend::{Backend, Page, PageAnswer, PageToken, QueryRequest, WriteOp, WriteOutcome};
-use unified_tables::store::IndexCheckOptions;
+use unified_tables::IndexCheckOptions;
 use unified_tables::{ETag, Error, Result, Row, Store, StoreOptions, TableEntity, Tables};
 
 use crate::index_model::{all_rows, divergence};

@@ -7,7 +7,7 @@ use std::time::Instant;
 use futures::TryStreamExt;
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming, FaultyBackend};
 use unified_tables::backend::Backend;
-use unified_tables::store::{ConvergeOptions, ConvergeStep, Converged};
+use unified_tables::{ConvergeOptions, ConvergeStep, Converged};
 use unified_tables::{ETag, Error, Key, Row, TableEntity, Tables, Value};
 
 use crate::gate::{GateBackend, Point};

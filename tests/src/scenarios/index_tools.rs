@@ -6,7 +6,7 @@
 use futures::{StreamExt, TryStreamExt};
 use unified_tables::admin::{Admin, Finding, FsckOptions, Read};
 use unified_tables::index::rows::index_row;
-use unified_tables::store::{BuildIndexOptions, BuildStep, IndexCheckOptions, IndexFinding};
+use unified_tables::{BuildIndexOptions, BuildStep, IndexCheckOptions, IndexFinding};
 use unified_tables::{ETag, Row, TableEntity, Tables};
 
 use crate::gate::{GateBackend, Point};

@@ -3,7 +3,7 @@
 //! never leave two, and listings never show index rows.
 
 use futures::TryStreamExt;
-use unified_tables::store::{ConvergeOptions, ConvergeStep, Converged};
+use unified_tables::{ConvergeOptions, ConvergeStep, Converged};
 use unified_tables::{DateTime, ETag, Error, Key, QueryOptions, SoftDelete, TableEntity, TableEnum, Tables};
 
 use crate::gate::{GateBackend, Point};

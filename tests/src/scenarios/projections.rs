@@ -1,7 +1,7 @@
 //! Typed query options: projections from the typed columns, options whose
 //! scope is chosen at run time, a stream polled in place.
 
-use unified_tables::store::AnyPartition;
+use unified_tables::AnyPartition;
 use unified_tables::{Error, QueryOptions, TableEntity};
 
 use crate::model::{Customer, Document, Everything, Geo};
