@@ -131,9 +131,9 @@ pub mod __private {
     };
     pub use crate::stamp::{KeyPart, Stamp};
     pub use crate::store::index::{find_global, find_local, get_global, get_local};
-    pub use crate::store::settle::without_write_tokens;
     pub use crate::store::Authorizer;
     pub use crate::store::{IndexQuery, Store};
+    pub use crate::tables::without_write_tokens;
     pub use crate::union::{TableUnion, UnionVariant};
     pub use crate::update::refusal::{
         ETagIsNotAColumn, KeysCannotBeUpdated, LargeFieldsCannotBePatched, MergeCannotClearAField,

@@ -370,7 +370,7 @@ impl Admin {
                 content_encoding: (own.encoding.as_deref() == Some("gzip")).then(|| "gzip".to_owned()),
             });
         }
-        let blobs = self.tables.blobs.as_ref();
+        let blobs = self.tables.shared.blobs.as_ref();
         let columns: Vec<LargeColumn> = large.iter().map(|v| large_column(v, &row, blobs.is_some())).collect();
         // Continuation rows of the stored version past the new ones go (replace only).
         let stale = match mode {
@@ -383,7 +383,7 @@ impl Admin {
             extra_ops: stale.len(),
         };
         let stored = match (mode, indexes.is_empty()) {
-            (ImportMode::Replace, false) => self.tables.backend.get(&self.table, &pk, &rk).await?,
+            (ImportMode::Replace, false) => self.tables.shared.backend.get(&self.table, &pk, &rk).await?,
             _ => None,
         };
         let key = crate::entity::Key::new(pk.clone(), rk.clone());
@@ -428,7 +428,7 @@ impl Admin {
 
     /// The continuation rows the stored version of an entity has.
     async fn stale_rows(&self, pk: &str, rk: &str) -> Result<Vec<Row>> {
-        match self.tables.backend.get(&self.table, pk, rk).await? {
+        match self.tables.shared.backend.get(&self.table, pk, rk).await? {
             Some(main) if split_parts(&main) > 0 => self.continuation_rows(pk, rk, split_parts(&main)).await,
             _ => Ok(Vec::new()),
         }

@@ -85,7 +85,7 @@ impl<T: TableEntity> Store<T> {
             let stored = match read {
                 true => {
                     let (pk, rk) = (&e.row.partition_key, &e.row.row_key);
-                    self.tables.backend.get(&self.table, pk, rk).await?
+                    self.shared.backend.get(&self.table, pk, rk).await?
                 }
                 false => None,
             };

@@ -299,8 +299,8 @@ impl<T: TableEntity> Store<T> {
     /// no attempt is left, so it only decides and never runs the intent
     /// (with `n` attempts an intent runs at most `n` times).
     pub(super) async fn cas(&self, key: &Key, mut step: impl FnMut(Option<T>, bool) -> Step<T>) -> Result<Outcome<T>> {
-        let attempts = self.tables.options.mutate_attempts.get();
-        let budget = self.tables.options.mutate_budget;
+        let attempts = self.shared.options.mutate_attempts.get();
+        let budget = self.shared.options.mutate_budget;
         let started = std::time::Instant::now();
         let mut current = self.read(key).await?;
         let mut attempt = 0u32;

@@ -133,7 +133,7 @@ impl<T: TableEntity> Store<T> {
             failed: None,
         };
         if indexes.len() <= MAX_POINT_READS {
-            let (backend, table) = (&self.tables.backend, self.table.as_str());
+            let (backend, table) = (&self.shared.backend, self.table.as_str());
             for index in indexes {
                 let key = continuation_key(row_key, index);
                 read.points

@@ -266,7 +266,7 @@ impl<T: TableEntity> State<T> {
                     tokio::time::sleep(race_backoff(attempt)).await;
                     match self
                         .store
-                        .tables
+                        .shared
                         .backend
                         .get(&self.store.table, &key.partition_key, &key.row_key)
                         .await?

@@ -36,9 +36,9 @@ impl<T: TableEntity> Store<T> {
         key: &'a Key,
     ) -> Result<(Option<Row>, Option<ContinuationRead<'a>>)> {
         let (pk, rk) = (key.partition_key.as_str(), key.row_key.as_str());
-        let get = self.tables.backend.get(&self.table, pk, rk);
+        let get = self.shared.backend.get(&self.table, pk, rk);
         let expected = match const { T::SCHEMA.has_large_values() } {
-            true => self.tables.continuation_hints.expects(&self.table, pk, rk),
+            true => self.shared.continuation_hints.expects(&self.table, pk, rk),
             false => 0,
         };
         if expected == 0 {
@@ -100,7 +100,7 @@ impl<T: TableEntity> Store<T> {
     /// Records how many continuation rows the entity just read has.
     pub(crate) fn note_continuations(&self, partition_key: &str, row_key: &str, parts: usize) {
         if const { T::SCHEMA.has_large_values() } {
-            self.tables
+            self.shared
                 .continuation_hints
                 .note(&self.table, partition_key, row_key, parts);
         }
@@ -114,7 +114,7 @@ impl<T> Store<T> {
     /// none. Merges change no part count; continuation rows are not entities.
     /// Returns the keys noted, for [`Store::forget_written`] when the write fails.
     pub(crate) fn note_written(&self, ops: &[WriteOp]) -> Vec<(String, String)> {
-        let hints = &self.tables.continuation_hints;
+        let hints = &self.shared.continuation_hints;
         let mut noted = Vec::new();
         for op in ops {
             let parts = match op {
@@ -144,7 +144,7 @@ impl<T> Store<T> {
     /// not sent with guessed reads of continuation rows.
     pub(crate) fn forget_written(&self, noted: &[(String, String)]) {
         for (pk, rk) in noted {
-            self.tables.continuation_hints.note(&self.table, pk, rk, 0);
+            self.shared.continuation_hints.note(&self.table, pk, rk, 0);
         }
     }
 }

@@ -216,7 +216,7 @@ impl<T: TableEntity> Store<T> {
                 let mut request = self.listing_request(&options)?;
                 request.top = Some(page_size as u32);
                 self.ensure_created().await?;
-                let page = self.tables.backend.query(&self.table, &request, token.as_ref()).await?;
+                let page = self.shared.backend.query(&self.table, &request, token.as_ref()).await?;
                 let mut items = Vec::with_capacity(page.rows.len());
                 for row in page.rows {
                     if let Some(entity) = self.decode_listed(row).await? {

@@ -335,7 +335,7 @@ impl<T> Store<T> {
     pub(crate) async fn pages(&self, request: QueryRequest) -> Result<Pages> {
         self.ensure_created().await?;
         Ok(Pages {
-            fetcher: super::read_ahead::PageFetcher::new(self.tables.backend.clone(), &self.table, request),
+            fetcher: super::read_ahead::PageFetcher::new(self.shared.backend.clone(), &self.table, request),
         })
     }
 }
@@ -405,7 +405,7 @@ impl<T: TableEntity> Store<T> {
     async fn query_direct(&self, request: QueryRequest) -> Result<Vec<T>> {
         self.ensure_created().await?;
         let mut pages =
-            super::read_ahead::PageFetcher::new(self.tables.backend.clone(), &self.table, request).of_bodies();
+            super::read_ahead::PageFetcher::new(self.shared.backend.clone(), &self.table, request).of_bodies();
         let mut out = Vec::new();
         while let Some(answer) = pages.next_answer(|| true).await? {
             let rows = match answer {

@@ -100,7 +100,7 @@ impl<T> Store<T> {
     /// entity: `None`), as the table holds it.
     pub(crate) async fn main_row(&self, key: &Key) -> Result<Option<Row>> {
         Ok(self
-            .tables
+            .shared
             .backend
             .get(&self.table, &key.partition_key, &key.row_key)
             .await?
@@ -205,7 +205,7 @@ impl<T: TableEntity> Store<T> {
                     return Ok(Some((entity, bytes, etag)));
                 }
                 Err(e @ Error::Integrity { .. }) => {
-                    let Some(fresh) = self.tables.backend.get(&self.table, &partition_key, &row_key).await? else {
+                    let Some(fresh) = self.shared.backend.get(&self.table, &partition_key, &row_key).await? else {
                         return Ok(None);
                     };
                     if fresh.etag != etag {

@@ -239,7 +239,7 @@ impl<T> Store<T> {
     /// One request (one operation, or one transaction of several) with its
     /// token, its retries and its read-backs; see the module docs.
     pub(crate) async fn exchange(&self, mut ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
-        let policy = self.tables.retry;
+        let policy = self.shared.retry;
         if self.write_tokens {
             stamp(&mut ops);
         }
@@ -333,12 +333,12 @@ impl<T> Store<T> {
     async fn request(&self, ops: &[WriteOp]) -> Result<Vec<WriteOutcome>> {
         match ops {
             [op] => self
-                .tables
+                .shared
                 .backend
                 .execute(&self.table, op.clone())
                 .await
                 .map(|o| vec![o]),
-            _ => self.tables.backend.transaction(&self.table, ops.to_vec()).await,
+            _ => self.shared.backend.transaction(&self.table, ops.to_vec()).await,
         }
     }
 
@@ -418,7 +418,7 @@ impl<T> Store<T> {
 
     async fn read_row(&self, op: &WriteOp) -> Result<Option<Row>> {
         let (pk, rk) = op.keys();
-        self.tables.backend.get(&self.table, pk, rk).await
+        self.shared.backend.get(&self.table, pk, rk).await
     }
 
     /// The unknown outcome of `ops`, named by the row that would settle it.
@@ -435,14 +435,6 @@ impl<T> Store<T> {
             source: Box::new(source),
         }
     }
-}
-
-/// Tables whose writes carry no token: only to measure what the token costs
-/// (a write whose answer is lost cannot be settled without it).
-#[doc(hidden)]
-pub fn without_write_tokens(mut tables: crate::Tables) -> crate::Tables {
-    tables.write_tokens = false;
-    tables
 }
 
 #[cfg(test)]

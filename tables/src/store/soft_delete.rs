@@ -100,7 +100,7 @@ impl<T: TableEntity> Store<T> {
             return Ok(false);
         }
         let row = self
-            .tables
+            .shared
             .backend
             .get(&self.table, &key.partition_key, &key.row_key)
             .await?;

@@ -55,7 +55,7 @@ impl<T: TableEntity> State<T> {
             let (store, request) = (&self.store, &mut self.request);
             let pages = self.pages.get_or_insert_with(|| {
                 PageFetcher::new(
-                    store.tables.backend.clone(),
+                    store.shared.backend.clone(),
                     &store.table,
                     request.take().unwrap_or_default(),
                 )

@@ -417,7 +417,7 @@ impl<T: TableEntity> Store<T> {
             attempt += 1;
             let stored = match read {
                 true => {
-                    self.tables
+                    self.shared
                         .backend
                         .get(&self.table, &key.partition_key, &key.row_key)
                         .await?
@@ -474,7 +474,7 @@ impl<T: TableEntity> Store<T> {
             // A continuation key already taken: our own leftover is reclaimed, a foreign row fails the write.
             if index > 0 && index <= new_parts && kind == ErrorKind::AlreadyExists {
                 let taken = continuation_key(&key.row_key, index);
-                let holder = self.tables.backend.get(&self.table, &key.partition_key, &taken).await?;
+                let holder = self.shared.backend.get(&self.table, &key.partition_key, &taken).await?;
                 let ours = holder
                     .as_ref()
                     .is_some_and(|r| continuation_owner(r) == Some(key.row_key.as_str()));

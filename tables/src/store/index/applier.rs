@@ -82,16 +82,16 @@ impl<T> Store<T> {
         if plan.intents.is_empty() || tokio::runtime::Handle::try_current().is_err() {
             return;
         }
-        let applying = self.tables.applying.clone();
+        let applying = self.shared.applying.clone();
         applying.pending.fetch_add(1, Ordering::SeqCst);
-        let store: Store<()> = Store::new(self.tables.clone(), self.table.clone());
+        let store: Store<()> = Store::new(self.shared.clone(), self.table.clone());
         let (defs, intents) = (plan.defs, plan.intents.clone());
         tokio::spawn(async move {
             for (pk, rk) in intents {
                 // A failure (the service busy or unreachable) is tried again a few times,
                 // then left for the operator's job.
                 for attempt in 1..=RACE_ATTEMPTS {
-                    let applied = match store.tables.backend.get(&store.table, &pk, &rk).await {
+                    let applied = match store.shared.backend.get(&store.table, &pk, &rk).await {
                         Ok(Some(intent)) => store.apply_intent(defs, &intent).await.map(|_| ()),
                         Ok(None) => Ok(()),
                         Err(e) => Err(e),
@@ -116,9 +116,9 @@ impl<T> Store<T> {
         if !crate::index::any_global(defs) || tokio::runtime::Handle::try_current().is_err() {
             return;
         }
-        let applying = self.tables.applying.clone();
+        let applying = self.shared.applying.clone();
         applying.pending.fetch_add(1, Ordering::SeqCst);
-        let store: Store<()> = Store::new(self.tables.clone(), self.table.clone());
+        let store: Store<()> = Store::new(self.shared.clone(), self.table.clone());
         let partition = partition.to_owned();
         tokio::spawn(async move {
             if let Err(e) = store.apply_intents_in(defs, Some(&partition)).await {
@@ -132,7 +132,7 @@ impl<T> Store<T> {
 
     /// Waits until the handle's background tasks applied what they were given.
     pub(crate) async fn applied(&self) {
-        let applying = Arc::clone(&self.tables.applying);
+        let applying = Arc::clone(&self.shared.applying);
         loop {
             let idle = applying.idle.notified();
             if applying.pending.load(Ordering::SeqCst) == 0 {
@@ -248,7 +248,7 @@ impl<T> Store<T> {
             return Ok(Step::Done);
         }
         let held = self
-            .tables
+            .shared
             .backend
             .get(&self.table, &row.partition_key, &row.row_key)
             .await?;
@@ -292,7 +292,7 @@ impl<T> Store<T> {
     /// entity's (on condition of the version read). A young unconfirmed
     /// reservation is left to its writer (`false`: the intent waits).
     async fn remove_index_row(&self, (pk, rk): &RowKeys, entity: &Key) -> Result<Step> {
-        let Some(held) = self.tables.backend.get(&self.table, pk, rk).await? else {
+        let Some(held) = self.shared.backend.get(&self.table, pk, rk).await? else {
             return Ok(Step::Done);
         };
         if entity_of(&held).is_none_or(|(p, r)| Key::new(p, r) != *entity) {
@@ -301,7 +301,7 @@ impl<T> Store<T> {
         let (at, confirmed) = reservation(&held);
         let young = at.is_some_and(|at| {
             let nanos = DateTime::now().unix_nanos() - at.unix_nanos();
-            nanos < self.tables.options.unique_reservation_timeout.as_nanos() as i128
+            nanos < self.shared.options.unique_reservation_timeout.as_nanos() as i128
         });
         if !confirmed && young {
             return Ok(Step::Wait);

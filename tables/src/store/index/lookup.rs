@@ -451,7 +451,7 @@ impl<T: TableEntity> Store<T> {
         let Some((pk, rk)) = entity_of(&index) else {
             return Ok(None);
         };
-        let Some(row) = self.tables.backend.get(&self.table, &pk, &rk).await? else {
+        let Some(row) = self.shared.backend.get(&self.table, &pk, &rk).await? else {
             return Ok(None);
         };
         if crate::store::read::is_continuation_row(&row) || !self.admits(&row) {
@@ -473,7 +473,7 @@ impl<T: TableEntity> Store<T> {
         };
         Key::new(pk.clone(), rk.clone()).validate()?;
         self.ensure_created().await?;
-        let Some(row) = self.tables.backend.get(&self.table, &pk, &rk).await? else {
+        let Some(row) = self.shared.backend.get(&self.table, &pk, &rk).await? else {
             return Ok(None);
         };
         self.entity_behind(def, row).await

@@ -243,7 +243,7 @@ impl<T> Store<T> {
         let mut retry = false;
         for claim in claims {
             let (pk, rk) = &claim.keys;
-            let Some(held) = self.tables.backend.get(&self.table, pk, rk).await? else {
+            let Some(held) = self.shared.backend.get(&self.table, pk, rk).await? else {
                 continue; // not (or no longer) there: it does not explain the refusal
             };
             let holder = entity_of(&held).map(|(p, r)| Key::new(p, r));
@@ -275,7 +275,7 @@ impl<T> Store<T> {
     /// `def` (it holds the value the row names).
     pub(crate) async fn holds(&self, def: &IndexDef, holder: &Key, row: &Row) -> Result<bool> {
         let entity = self
-            .tables
+            .shared
             .backend
             .get(&self.table, &holder.partition_key, &holder.row_key)
             .await?;

@@ -59,7 +59,7 @@ fn age(since: DateTime) -> Duration {
 
 impl<T> Store<T> {
     fn reservation_timeout(&self) -> Duration {
-        self.tables.options.unique_reservation_timeout
+        self.shared.options.unique_reservation_timeout
     }
 
     fn violation(&self, claim: &Claim, holder: Key) -> Error {
@@ -95,7 +95,7 @@ impl<T> Store<T> {
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e.about_entity(&self.table, pk, rk)),
             }
-            let Some(existing) = self.tables.backend.get(&self.table, pk, rk).await? else {
+            let Some(existing) = self.shared.backend.get(&self.table, pk, rk).await? else {
                 continue; // released between the insert and the read
             };
             let ours = entity_of(&existing).is_some_and(|(p, r)| Key::new(p, r) == claim.entity);
@@ -193,7 +193,7 @@ impl<T> Store<T> {
             match self.send(vec![op], 1).await {
                 Ok(_) => {}
                 Err(e) if crate::store::write::lost_race(e.kind()) || e.kind() == ErrorKind::OutcomeUnknown => {
-                    let now = self.tables.backend.get(&self.table, pk, rk).await?;
+                    let now = self.shared.backend.get(&self.table, pk, rk).await?;
                     let holder = now.as_ref().and_then(entity_of).map(|(p, r)| Key::new(p, r));
                     if holder.as_ref() != Some(&r.claim.entity) {
                         return Err(self.violation(&r.claim, holder.unwrap_or_else(|| Key::new("", ""))));

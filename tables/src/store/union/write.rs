@@ -166,7 +166,7 @@ impl<E: TableUnion> UnionStore<E> {
                 row.insert(TYPE_NAME, Value::String(token.to_owned()));
             }
             let options = EncodeOptions {
-                oversized: self.store.tables.options.oversized_cells,
+                oversized: self.store.shared.options.oversized_cells,
             };
             item.write_row(&mut row, &options)?;
         }
