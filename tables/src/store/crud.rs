@@ -1,13 +1,13 @@
 //! Create, read, update, upsert, delete: thin verbs over the write
 //! pipeline (`write.rs`) and the read path (`read.rs`).
 
-use super::conditions::caller_version;
 use super::read::is_not_an_entity;
 use super::write::Verb;
 use super::{Concurrency, Lookup, Store};
 use crate::backend::IfMatch;
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
+use crate::store::write::conditions::caller_version;
 use crate::value::ETag;
 
 impl<T: TableEntity> Store<T> {

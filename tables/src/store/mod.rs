@@ -1,59 +1,42 @@
 //! `Store<T>`: every operation on one table, written once above the backend.
 
-mod batch;
-mod blobs;
 pub mod cache;
-mod concurrency;
-mod conditions;
-mod continuation;
-mod converge;
 mod crud;
-mod delete;
+mod features;
 pub(crate) mod index;
-mod large_read;
-mod logs;
-mod ordering;
-mod paging;
-mod patch;
-mod plain_fields;
-mod projection;
-pub(crate) mod protect;
+mod offload;
 mod query;
+mod race;
 mod read;
-mod read_ahead;
-pub(crate) mod settle;
 mod shared;
-mod soft_delete;
-mod stream;
-mod sweep;
 pub mod union;
 mod write;
 
-pub(crate) use conditions::check_caller_etag;
 pub(crate) use shared::{Blobs, Shared};
+pub(crate) use write::conditions::check_caller_etag;
 
 pub use crate::options::SweepSchedule;
 pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
-pub use concurrency::Outcome;
-pub use converge::{ConvergeOptions, ConvergeStep, Converged};
+pub use features::converge::{ConvergeOptions, ConvergeStep, Converged};
+pub use features::ordering::Delivery;
+pub use features::soft_delete::Visibility;
+pub use features::sweep::SweepReport;
 pub use index::{
     AppliedIntents, BuildIndexOptions, BuildStep, IndexCheckOptions, IndexCursor, IndexFinding, IndexLookup, IndexPage,
     IndexQuery, IndexReport,
 };
-pub use ordering::Delivery;
-pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
-pub use protect::Authorizer;
+pub use query::paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
+pub use query::stream::EntityStream;
 pub use query::{next_prefix, AnyPartition, OnePartition, PrefixNeedsAPartition, QueryOptions};
-pub use soft_delete::Visibility;
-pub use stream::EntityStream;
-pub use sweep::SweepReport;
+pub use write::concurrency::Outcome;
+pub use write::protect::Authorizer;
 
 // What the operator's toolbox (`crate::admin`) reads with: the reader's own pieces.
-pub(crate) use blobs::Upload;
-pub(crate) use large_read::continuation_index;
+pub(crate) use offload::Upload;
 pub(crate) use query::Pages;
-pub(crate) use read::{continuation_range, DAMAGE_CONFIRMATIONS};
-pub(crate) use write::{race_backoff, RACE_ATTEMPTS};
+pub(crate) use race::{race_backoff, RACE_ATTEMPTS};
+pub(crate) use read::continuation::{continuation_index, continuation_range};
+pub(crate) use read::DAMAGE_CONFIRMATIONS;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -177,7 +160,7 @@ impl From<String> for Lookup<'_> {
 pub struct Store<T> {
     shared: Shared,
     table: String,
-    authorizer: Option<protect::SharedAuthorizer>,
+    authorizer: Option<write::protect::SharedAuthorizer>,
     cache: Option<cache::hooks::StoreCache>,
     visibility: Visibility,
     append_keys: crate::keys::AppendKeyFormat,

@@ -32,7 +32,7 @@ use crate::index::IndexDef;
 use crate::layout::intent_key_prefix;
 use crate::query::{CmpOp, Filter};
 use crate::service::{next_prefix, MAX_PAGE_SIZE};
-use crate::store::write::{lost_race, race_backoff, RACE_ATTEMPTS};
+use crate::store::race::{lost_race, race_backoff, RACE_ATTEMPTS};
 use crate::store::Store;
 use crate::value::{DateTime, Row, Value};
 

@@ -17,7 +17,7 @@ use crate::index::{Index, IndexDef};
 use crate::layout::{index_key_prefix, is_index_key, is_index_row, SPLIT_OF};
 use crate::query::{CmpOp, Filter};
 use crate::service::{next_prefix, MAX_PAGE_SIZE};
-use crate::store::batch::group_by_partition;
+use crate::store::write::batch::group_by_partition;
 use crate::store::Pages;
 use crate::store::Store;
 use crate::value::{ETag, Row, Value};

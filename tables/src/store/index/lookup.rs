@@ -20,7 +20,7 @@ use crate::index::{
 use crate::layout::{index_key_prefix, INDEX_PARTITION, INDEX_ROW, INDEX_UNIQUE_ROW};
 use crate::query::{CmpOp, Filter};
 use crate::service::{next_prefix, MAX_PAGE_SIZE};
-use crate::store::paging::DEFAULT_PAGE_SIZE;
+use crate::store::query::paging::DEFAULT_PAGE_SIZE;
 use crate::store::Store;
 use crate::value::{Row, Value};
 

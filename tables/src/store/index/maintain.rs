@@ -8,7 +8,7 @@ use crate::error::{Error, KeyKind, Result};
 use crate::index::rows::{entity_of, index_row, indexed_cells, intent_row, same_cells, RowKeys};
 use crate::index::IndexDef;
 use crate::layout::{is_index_key, INDEX_PREFIX};
-use crate::store::settle::new_token;
+use crate::store::write::settle::new_token;
 use crate::store::Store;
 use crate::value::{Row, Value};
 
@@ -295,7 +295,7 @@ impl<T> Store<T> {
         };
         match self.send(vec![op], 1).await {
             Ok(_) => Ok(()),
-            Err(e) if crate::store::write::lost_race(e.kind()) => Ok(()),
+            Err(e) if crate::store::race::lost_race(e.kind()) => Ok(()),
             Err(e) => Err(e),
         }
     }

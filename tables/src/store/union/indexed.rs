@@ -7,9 +7,9 @@ use crate::backend::pack::{op_weight, pack};
 use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::entity::Key;
 use crate::error::{Error, ErrorKind, Result};
-use crate::store::batch::{batch_failed, group_by_partition};
 use crate::store::index::maintain::{plan, IndexPlan};
-use crate::store::write::{lost_race, race_backoff, RACE_ATTEMPTS};
+use crate::store::race::{lost_race, race_backoff, RACE_ATTEMPTS};
+use crate::store::write::batch::{batch_failed, group_by_partition};
 use crate::union::TableUnion;
 use crate::value::{ETag, Row};
 

@@ -11,7 +11,7 @@ use crate::entity::Key;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TYPE_NAME;
 use crate::service::check_row_limits;
-use crate::store::batch::{batch_failed, group_by_partition, refuse_repeated_rows};
+use crate::store::write::batch::{batch_failed, group_by_partition, refuse_repeated_rows};
 use crate::union::TableUnion;
 use crate::value::{ETag, Row, Value};
 
@@ -125,7 +125,7 @@ impl<E: TableUnion> UnionStore<E> {
             .op("merge_columns_if")
             .run(async move {
                 // A caller's ETag is a version: `*` or an empty one is refused before sending.
-                let condition = crate::store::conditions::caller_version(etag)?;
+                let condition = crate::store::write::conditions::caller_version(etag)?;
                 self.merge(key.into(), columns, condition).await
             })
             .await

@@ -1,10 +1,10 @@
 //! Sending typed partial updates.
 
-use super::conditions::caller_version;
-use super::{now, Lookup, Store};
 use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
+use crate::store::write::conditions::caller_version;
+use crate::store::{now, Lookup, Store};
 use crate::update::UpdateBuilder;
 use crate::value::{ETag, Value};
 
@@ -80,7 +80,7 @@ impl<T: TableEntity> Store<T> {
                     None => IfMatch::Any,
                 };
                 self.ensure_created().await?;
-                if super::index::patch_touches::<T>(&row) {
+                if crate::store::index::patch_touches::<T>(&row) {
                     return self.patch_indexed(&key, row, condition).await;
                 }
                 let op = WriteOp::Update {

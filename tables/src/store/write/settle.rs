@@ -54,11 +54,11 @@ use std::time::Instant;
 use base64::Engine as _;
 use rand::RngCore as _;
 
-use super::Store;
 use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::WRITE_TOKEN;
 use crate::service::MAX_PROPERTIES;
+use crate::store::Store;
 use crate::telemetry;
 use crate::value::{ColumnName, Row, Value};
 

@@ -4,12 +4,12 @@ use std::collections::VecDeque;
 
 use futures::stream;
 
-use super::read_ahead::PageFetcher;
-use super::{QueryOptions, Store};
 use crate::backend::QueryRequest;
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
 use crate::large::named_stream::named_stream;
+use crate::store::query::read_ahead::PageFetcher;
+use crate::store::{QueryOptions, Store};
 use crate::value::Row;
 
 named_stream!(

@@ -1,3 +1,8 @@
+//! Writing: this module (the pipeline and its one entry), `settle.rs` (write
+//! tokens, retries and read-backs), `conditions.rs` (a caller's ETag),
+//! `protect.rs` (protected fields), and the verbs built on the pipeline:
+//! `batch.rs`, `delete.rs`, `patch.rs`, `concurrency.rs` (read-modify-write).
+//!
 //! The one write pipeline every entity write goes through:
 //!
 //! 1. **encode**: the derive's `to_row`, the stamps, key checks, files;
@@ -9,18 +14,17 @@
 //!    classification of a rejection, the release of replaced blobs.
 //!
 //! Single writes ([`Store::write_entity`]) and batches
-//! ([`Store::write_batch`](super::batch)) share every step.
+//! ([`Store::write_batch`](crate::store::write::batch)) share every step.
 
-use std::borrow::Cow;
-use std::collections::{BTreeSet, HashSet};
-use std::time::Duration;
+pub(super) mod batch;
+pub(super) mod concurrency;
+pub(crate) mod conditions;
+pub(super) mod delete;
+pub(super) mod patch;
+pub(super) mod protect;
+pub(super) mod settle;
 
-use rand::Rng;
-
-use super::blobs::{Files, Upload};
 use super::cache::{Settled, Writing};
-use super::conditions::{check_condition, check_conditions};
-use super::read::continuation_owner;
 use super::Store;
 use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
 use crate::entity::{Key, TableEntity};
@@ -28,36 +32,14 @@ use crate::error::{Error, ErrorKind, KeyKind, Result};
 use crate::large::plan::{check_row_key, large_columns, plan, Limits};
 use crate::layout::{blob_paths, continuation_key, split_parts};
 use crate::service::{check_row_limits, validate_key};
+use crate::store::offload::{Files, Upload};
+use crate::store::race::{lost_race, race_backoff, RACE_ATTEMPTS};
+use crate::store::read::continuation::continuation_owner;
+use crate::store::write::conditions::{check_condition, check_conditions};
 use crate::telemetry;
 use crate::value::{DateTime, ETag, Row, Value};
-
-/// Attempts of a write that reads first and loses races to other writers.
-pub(crate) const RACE_ATTEMPTS: u32 = 5;
-
-/// The first pause's ceiling after a lost race.
-const BACKOFF_BASE: Duration = Duration::from_millis(4);
-/// The longest pause after a lost race.
-const BACKOFF_CAP: Duration = Duration::from_millis(100);
-
-/// The pause before retry `attempt` after a lost race: capped exponential
-/// backoff with full jitter, uniform in 0 to `min(100 ms, 4 ms × 2^(attempt − 1))`,
-/// so writers that lost one race spread out instead of meeting again (the
-/// AWS Architecture Blog's "Exponential Backoff and Jitter").
-pub(crate) fn race_backoff(attempt: u32) -> Duration {
-    let ceiling = BACKOFF_BASE
-        .saturating_mul(1 << attempt.saturating_sub(1).min(16))
-        .min(BACKOFF_CAP);
-    ceiling.mul_f64(rand::thread_rng().gen_range(0.0..=1.0))
-}
-
-/// Whether a write's rejection says another writer got there first (the row
-/// appeared, vanished, or changed version since it was read).
-pub(crate) fn lost_race(kind: ErrorKind) -> bool {
-    matches!(
-        kind,
-        ErrorKind::NotFound | ErrorKind::AlreadyExists | ErrorKind::PreconditionFailed
-    )
-}
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashSet};
 
 /// What a write does to the stored entity.
 #[derive(Debug, Clone)]
@@ -509,27 +491,5 @@ impl<T: TableEntity> Store<T> {
                 error.about_entity(&self.table, &key.partition_key, &key.row_key)
             });
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pauses_after_lost_races_grow_to_a_cap_with_full_jitter() {
-        for attempt in 1..=30 {
-            let ceiling = BACKOFF_BASE.saturating_mul(1 << (attempt - 1).min(16)).min(BACKOFF_CAP);
-            let pauses: Vec<Duration> = (0..200).map(|_| race_backoff(attempt)).collect();
-            assert!(pauses.iter().all(|p| *p <= ceiling), "attempt {attempt}");
-            // Full jitter: the pauses spread over the whole range below the ceiling.
-            assert!(pauses.iter().any(|p| *p < ceiling / 4), "attempt {attempt}");
-            assert!(pauses.iter().any(|p| *p > ceiling / 2), "attempt {attempt}");
-        }
-        assert_eq!(
-            BACKOFF_BASE.saturating_mul(1 << 16).min(BACKOFF_CAP),
-            BACKOFF_CAP,
-            "capped"
-        );
     }
 }

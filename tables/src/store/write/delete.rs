@@ -5,10 +5,6 @@
 
 use std::collections::BTreeSet;
 
-use super::conditions::check_condition;
-use super::read::{continuation_owner, continuation_range};
-use super::write::{race_backoff, RACE_ATTEMPTS};
-use super::Store;
 use crate::backend::pack::{op_weight, pack};
 use crate::backend::{IfMatch, QueryRequest, WriteOp};
 use crate::entity::{ColumnKind, Key, TableEntity};
@@ -16,6 +12,10 @@ use crate::error::{ErrorKind, KeyKind, Result};
 use crate::layout::{blob_cell, blob_paths, continuation_key, split_parts, MAX_CONTINUATION_ROWS, SPLIT_OF};
 use crate::query::Filter;
 use crate::service::{validate_key, MAX_PAGE_SIZE, MAX_TRANSACTION_OPS};
+use crate::store::race::{race_backoff, RACE_ATTEMPTS};
+use crate::store::read::continuation::{continuation_owner, continuation_range};
+use crate::store::write::conditions::check_condition;
+use crate::store::Store;
 use crate::value::{Row, Value};
 
 fn delete_op(partition_key: &str, row_key: String, condition: IfMatch) -> WriteOp {
@@ -134,7 +134,7 @@ impl<T: TableEntity> Store<T> {
                 validate_key(KeyKind::PartitionKey, partition_key)?;
                 let large = const { T::SCHEMA.has_large_values() };
                 let mut select = vec!["RowKey".to_owned()];
-                select.extend(super::index::partition_columns::<T>());
+                select.extend(crate::store::index::partition_columns::<T>());
                 if large {
                     select.push(SPLIT_OF.to_owned());
                     for c in T::SCHEMA.columns {
@@ -157,7 +157,7 @@ impl<T: TableEntity> Store<T> {
                     }
                     // An entity of a type with global indexes leaves an intent for the applier.
                     let mut intents = self.partition_intents(&rows)?;
-                    let mut units = delete_units(partition_key, super::index::without_intents(rows));
+                    let mut units = delete_units(partition_key, crate::store::index::without_intents(rows));
                     for unit in units.iter_mut().filter(|u| u.entity) {
                         let row_key = unit.ops[0].keys().1.to_owned();
                         unit.ops.extend(intents.remove(&row_key));

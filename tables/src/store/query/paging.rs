@@ -6,11 +6,11 @@ use std::str::FromStr;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
-use super::{QueryOptions, Store};
 use crate::backend::{PageToken, QueryRequest};
 use crate::entity::{KeyMode, TableEntity};
 use crate::error::{Error, Result};
 use crate::service::MAX_PAGE_SIZE;
+use crate::store::{QueryOptions, Store};
 
 /// The default page size of [`Store::page`].
 pub const DEFAULT_PAGE_SIZE: usize = 100;
@@ -174,7 +174,7 @@ impl<T: TableEntity> Store<T> {
         self.scope_request(&mut request)?;
         self.exclude_index_rows(&mut request)?;
         if let Some(selection) = &options.select {
-            request.select = super::projection::select_list(T::SCHEMA, selection)?;
+            request.select = crate::store::query::projection::select_list(T::SCHEMA, selection)?;
         }
         Ok(request)
     }

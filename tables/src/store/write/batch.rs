@@ -5,11 +5,12 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use super::write::{lost_race, reads_first, Encoded, Stamps, Unit, Verb};
-use super::Store;
 use crate::backend::pack::{op_weight, pack};
 use crate::entity::{Key, TableEntity};
 use crate::error::{Error, ErrorKind, KeyKind, Result};
+use crate::store::race::lost_race;
+use crate::store::write::{reads_first, Encoded, Stamps, Unit, Verb};
+use crate::store::Store;
 use crate::value::Row;
 
 /// Groups items by partition key, keeping the order in which partitions and
@@ -68,7 +69,7 @@ impl<T: TableEntity> Store<T> {
         if const { crate::index::any_unique_global(T::INDEXES) } {
             return self.write_reserving(entities, &verb).await;
         }
-        let at = super::now();
+        let at = crate::store::now();
         let mut encoded = Vec::with_capacity(entities.len());
         for entity in entities {
             encoded.push(self.encode(entity, Stamps::of(&verb, entity, at)).await?);
@@ -123,7 +124,7 @@ impl<T: TableEntity> Store<T> {
                 let mut ops = Vec::new();
                 let mut books = Vec::with_capacity(tx.len());
                 let released_before = released.len();
-                let mut index = super::index::IndexPlan::default();
+                let mut index = crate::store::index::IndexPlan::default();
                 for (i, unit) in tx {
                     owners.extend(std::iter::repeat_n(i, unit.ops.len()));
                     if !unit.old_refs.is_empty() {
