@@ -1,7 +1,6 @@
 //! [`Admin::import`]: an export written back through the planner, so the
 //! target gets continuation rows and blobs of its own; and [`copy`].
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
@@ -17,7 +16,7 @@ use crate::backend::pack::{op_weight, TRANSACTION_BODY_BUDGET};
 use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::entity::{LargeEncoding, LargeForm};
 use crate::error::{Error, ErrorKind, Result};
-use crate::large::plan::{checked_blob_name, plan, LargeColumn, Limits};
+use crate::large::plan::{checked_blob_name, LargeColumn, Limits};
 use crate::layout::{blob_cell, split_parts, BlobRef, BLOB_SUFFIX, WRITE_TOKEN};
 use crate::service::MAX_TRANSACTION_OPS;
 use crate::store::continuation_index;
@@ -339,9 +338,8 @@ impl Admin {
         row.etag = None;
         row.timestamp = None;
         // A token of this write's own (one in the line is another write's),
-        // before the planner checks the row's limits so they count it.
+        // given by the store's planning below so the row's limits count it.
         row.properties.remove(WRITE_TOKEN);
-        self.store.reserve_token(&mut row);
         let (pk, rk) = (row.partition_key.clone(), row.row_key.clone());
         let mut uploads = Vec::new();
         let references: Vec<(String, Value)> = row
@@ -392,7 +390,7 @@ impl Admin {
             extra_ops: limits.extra_ops + index_ops.len(),
             ..limits
         };
-        let planned = plan(&self.table, Cow::Owned(row), &columns, limits)?;
+        let planned = self.store.plan_row(row, &columns, limits)?;
         uploads.extend(planned.blobs.into_iter().map(crate::store::Upload::from));
         let new_parts = planned.continuations.len();
         let write = |row: Row| match mode {
@@ -458,7 +456,7 @@ impl Admin {
             // the main rows' write tokens, so a long import rides out both.
             match self
                 .store
-                .send_tracked(ops, count)
+                .commit(crate::store::Write::new(ops).droppable_from(count))
                 .await
                 .map_err(|e| as_transaction(e, count))
             {

@@ -1,5 +1,5 @@
 //! Create, read, update, upsert, delete: thin verbs over the write
-//! pipeline (`write.rs`) and the read path (`read.rs`).
+//! pipeline (`write/`) and the read path (`read/`).
 
 use super::read::is_not_an_entity;
 use super::write::Verb;

@@ -37,6 +37,7 @@ pub(crate) use query::Pages;
 pub(crate) use race::{race_backoff, RACE_ATTEMPTS};
 pub(crate) use read::continuation::{continuation_index, continuation_range};
 pub(crate) use read::DAMAGE_CONFIRMATIONS;
+pub(crate) use write::Write;
 
 use std::borrow::Cow;
 use std::fmt;

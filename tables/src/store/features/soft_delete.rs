@@ -15,6 +15,7 @@ use crate::layout::{NOT_DELETED, SPLIT_OF};
 use crate::query::{CmpOp, Filter};
 use crate::service::MAX_PAGE_SIZE;
 use crate::soft_delete::{RowState, SoftDelete};
+use crate::store::write::{Committed, Write};
 use crate::store::{Lookup, Outcome, QueryOptions, Store};
 use crate::value::{DateTime, Row, Value};
 
@@ -261,7 +262,7 @@ impl<T: TableEntity> Store<T> {
                 mode: UpdateMode::Merge,
                 condition: IfMatch::ETag(etag),
             };
-            match self.send(vec![op], 1).await {
+            match self.commit(Write::one(op)).await.map(Committed::first) {
                 Ok(_) => marked += 1,
                 Err(e) if matches!(e.kind(), ErrorKind::PreconditionFailed | ErrorKind::NotFound) => {}
                 Err(e) => return Err(e.about_entity(&self.table, &listed.partition_key, &listed.row_key)),

@@ -33,6 +33,7 @@ use crate::layout::intent_key_prefix;
 use crate::query::{CmpOp, Filter};
 use crate::service::{next_prefix, MAX_PAGE_SIZE};
 use crate::store::race::{lost_race, race_backoff, RACE_ATTEMPTS};
+use crate::store::write::{Committed, Write};
 use crate::store::Store;
 use crate::value::{DateTime, Row, Value};
 
@@ -244,7 +245,7 @@ impl<T> Store<T> {
                 row: row.clone(),
                 mode: UpdateMode::Replace,
             };
-            self.send(vec![op], 1).await?;
+            self.commit(Write::one(op)).await.map(Committed::first)?;
             return Ok(Step::Done);
         }
         let held = self
@@ -267,7 +268,7 @@ impl<T> Store<T> {
                     mode: UpdateMode::Replace,
                     condition: h.etag.clone().map_or(IfMatch::Any, IfMatch::ETag),
                 };
-                match self.send(vec![op], 1).await {
+                match self.commit(Write::one(op)).await.map(Committed::first) {
                     Ok(_) => Ok(Step::Done),
                     Err(e) if lost_race(e.kind()) => Ok(Step::Raced),
                     Err(e) => Err(e),
@@ -279,7 +280,11 @@ impl<T> Store<T> {
                 if def.global {
                     set_reservation(&mut mine, DateTime::now(), true);
                 }
-                match self.send(vec![WriteOp::Insert(mine)], 1).await {
+                match self
+                    .commit(Write::one(WriteOp::Insert(mine)))
+                    .await
+                    .map(Committed::first)
+                {
                     Ok(_) => Ok(Step::Done),
                     Err(e) if lost_race(e.kind()) => Ok(Step::Raced),
                     Err(e) => Err(e),
@@ -311,7 +316,7 @@ impl<T> Store<T> {
             row_key: rk.clone(),
             condition: held.etag.clone().map_or(IfMatch::Any, IfMatch::ETag),
         };
-        match self.send(vec![op], 1).await {
+        match self.commit(Write::one(op)).await.map(Committed::first) {
             Ok(_) => Ok(Step::Done),
             Err(e) if lost_race(e.kind()) => Ok(Step::Raced),
             Err(e) => Err(e),

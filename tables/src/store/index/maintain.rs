@@ -9,6 +9,7 @@ use crate::index::rows::{entity_of, index_row, indexed_cells, intent_row, same_c
 use crate::index::IndexDef;
 use crate::layout::{is_index_key, INDEX_PREFIX};
 use crate::store::write::settle::new_token;
+use crate::store::write::{Committed, Write};
 use crate::store::Store;
 use crate::value::{Row, Value};
 
@@ -293,7 +294,7 @@ impl<T> Store<T> {
             row_key: row.row_key.clone(),
             condition,
         };
-        match self.send(vec![op], 1).await {
+        match self.commit(Write::one(op)).await.map(Committed::first) {
             Ok(_) => Ok(()),
             Err(e) if crate::store::race::lost_race(e.kind()) => Ok(()),
             Err(e) => Err(e),

@@ -13,6 +13,7 @@ use crate::layout::{intent_key_prefix, is_index_key, INDEX_PREFIX, INDEX_PREFIX_
 use crate::query::{CmpOp, Filter};
 use crate::store::race::{lost_race, race_backoff, RACE_ATTEMPTS};
 use crate::store::write::settle::new_token;
+use crate::store::write::{Committed, Write};
 use crate::store::Store;
 use crate::value::{ETag, Row, Value};
 
@@ -173,7 +174,11 @@ impl<T: TableEntity> Store<T> {
                 condition: version,
             }];
             ops.extend(index_ops);
-            match self.send(ops, 1).await {
+            match self
+                .commit(Write::new(ops).droppable_from(1).tokens_on([0]))
+                .await
+                .map(Committed::first)
+            {
                 Ok(outcome) => {
                     self.intents_written(&plan);
                     let etag = outcome.etag.unwrap_or_else(|| ETag::new(""));

@@ -10,6 +10,7 @@ use crate::entity::{Key, TableEntity};
 use crate::error::{Error, ErrorKind, KeyKind, Result};
 use crate::store::race::lost_race;
 use crate::store::write::{reads_first, Encoded, Stamps, Unit, Verb};
+use crate::store::write::{Committed, Write};
 use crate::store::Store;
 use crate::value::Row;
 
@@ -135,7 +136,7 @@ impl<T: TableEntity> Store<T> {
                     ops.extend(unit.ops);
                 }
                 let n = books.len();
-                let error = match self.send(ops, usize::MAX).await {
+                let error = match self.commit(Write::new(ops)).await.map(Committed::first) {
                     Ok(_) => {
                         self.intents_written(&index);
                         committed += n;

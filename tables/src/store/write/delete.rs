@@ -15,6 +15,7 @@ use crate::service::{validate_key, MAX_PAGE_SIZE, MAX_TRANSACTION_OPS};
 use crate::store::race::{race_backoff, RACE_ATTEMPTS};
 use crate::store::read::continuation::{continuation_owner, continuation_range};
 use crate::store::write::conditions::check_condition;
+use crate::store::write::{Committed, Write};
 use crate::store::Store;
 use crate::value::{Row, Value};
 
@@ -44,7 +45,7 @@ impl<T: TableEntity> Store<T> {
         let about = |e: crate::Error| e.about_entity(&self.table, &key.partition_key, &key.row_key);
         if !const { T::SCHEMA.has_large_values() || !T::INDEXES.is_empty() } {
             let op = delete_op(&key.partition_key, key.row_key.clone(), condition.clone());
-            return match self.send(vec![op], 1).await {
+            return match self.commit(Write::one(op)).await.map(Committed::first) {
                 Ok(_) => Ok(true),
                 Err(e) if e.kind() == ErrorKind::NotFound && condition == IfMatch::Any => Ok(false),
                 Err(e) => Err(about(e)),
@@ -79,7 +80,11 @@ impl<T: TableEntity> Store<T> {
             }
             let (index_ops, indexed) = self.plan_indexes(key, Some(&stored), None)?;
             ops.extend(index_ops);
-            match self.send(ops, 1).await {
+            match self
+                .commit(Write::new(ops).droppable_from(1))
+                .await
+                .map(Committed::first)
+            {
                 Ok(_) => {
                     self.intents_written(&indexed);
                     if !together {
@@ -117,7 +122,7 @@ impl<T: TableEntity> Store<T> {
                 .map(|r| delete_op(&key.partition_key, r.row_key, IfMatch::Any))
                 .collect();
             for chunk in ops.chunks(MAX_TRANSACTION_OPS) {
-                self.send_tracked(chunk.to_vec(), 0).await?;
+                self.commit(Write::new(chunk.to_vec()).droppable_from(0)).await?;
             }
         }
         Ok(())
@@ -173,7 +178,7 @@ impl<T: TableEntity> Store<T> {
                             owner.extend(std::iter::repeat_n((u, false), unit.ops.len() - 1));
                             ops.extend(unit.ops.iter().cloned());
                         }
-                        let (_, kept) = self.send_tracked(ops, 0).await?;
+                        let kept = self.commit(Write::new(ops).droppable_from(0)).await?.kept;
                         for index in kept {
                             let (u, first) = owner[index];
                             if first && tx[u].entity {
