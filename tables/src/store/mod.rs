@@ -1,4 +1,13 @@
 //! `Store<T>`: every operation on one table, written once above the backend.
+//!
+//! This module holds `Store<T>` and its options; `shared.rs` what the
+//! stores of one handle share. The folders hold each verb's whole path:
+//! `write/` (the one write pipeline, entered through `Store::commit`, and
+//! the verbs built on it), `read/` (the read path), `query/` (queries,
+//! paging, projection, streams), `features/` (soft delete, ordering, logs,
+//! converge, sweep), `cache/`, `union/` and `index/`. Beside them:
+//! `crud.rs` (the thin verbs), `offload.rs` (blobs of large values and
+//! files) and `race.rs` (writers racing for a row).
 
 pub mod cache;
 mod crud;
