@@ -77,14 +77,14 @@ pub use options::BlobOptions;
 pub use options::{MutateAttempts, SweepSchedule};
 pub use stamp::{KeyPart, Stamp};
 pub use store::union::{UnionColumns, UnionEntry, UnionPage, UnionQuery, UnionStore, UnionStream, UnionWrite};
+pub use store::{
+    AnyPartition, BuildIndexOptions, BuildStep, ConvergeOptions, ConvergeStep, Converged, Delivery, IndexCheckOptions,
+    IndexFinding, IndexReport, OnePartition, PrefixNeedsAPartition, SweepReport, Visibility,
+};
 pub use store::{AppliedIntents, IndexCursor, IndexLookup, IndexPage, IndexQuery};
 pub use store::{
     CachePolicy, Concurrency, Count, Cursor, EntityPage, EntityStream, Lookup, Outcome, QueryOptions, ReadCache,
     ReadCacheBuilder, Store, StoreOptions,
-};
-pub use store::{
-    AnyPartition, BuildIndexOptions, BuildStep, ConvergeOptions, ConvergeStep, Converged, Delivery, IndexCheckOptions,
-    IndexFinding, IndexReport, OnePartition, PrefixNeedsAPartition, SweepReport, Visibility,
 };
 pub use tables::{PoolOptions, ReshardOptions, ReshardReport, Tables};
 #[doc = include_str!("../docs/table_entity.md")]
@@ -134,9 +134,9 @@ pub mod __private {
     };
     pub use crate::stamp::{KeyPart, Stamp};
     pub use crate::store::index::{find_global, find_local, get_global, get_local};
-    pub use crate::store::settle::without_write_tokens;
     pub use crate::store::Authorizer;
     pub use crate::store::{IndexQuery, Store};
+    pub use crate::tables::without_write_tokens;
     pub use crate::union::{TableUnion, UnionVariant};
     pub use crate::update::refusal::{
         ETagIsNotAColumn, KeysCannotBeUpdated, LargeFieldsCannotBePatched, MergeCannotClearAField,

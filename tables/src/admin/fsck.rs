@@ -205,7 +205,7 @@ impl Admin {
                 // The repair's cutoff is taken before the scan: a blob written while
                 // the scan runs (an entity it already passed given a new one) is
                 // younger than it however long the scan takes, so it is never deleted.
-                let cutoff = match (options.repair, &self.tables.blobs) {
+                let cutoff = match (options.repair, &self.tables.shared.blobs) {
                     (true, Some(blobs)) => Some(self.cutoff(blobs.options.cleanup_grace).await?),
                     _ => None,
                 };
@@ -292,7 +292,7 @@ impl Admin {
                     }
                 }
                 out.rows = scan.rows;
-                if self.tables.blobs.is_some() && !out.interrupted {
+                if self.tables.shared.blobs.is_some() && !out.interrupted {
                     report(
                         &options.observer,
                         Event::Phase {
@@ -317,7 +317,7 @@ impl Admin {
         let owner = row.get(SPLIT_OF).and_then(Value::as_str).unwrap_or_default();
         if let (Some(index), Some(main)) = (
             continuation_index(owner, rk),
-            self.tables.backend.get(&self.table, pk, owner).await?,
+            self.tables.shared.backend.get(&self.table, pk, owner).await?,
         ) {
             if main.get(SPLIT_OF).is_none() && index <= split_parts(&main) {
                 return Ok(false);
@@ -329,7 +329,7 @@ impl Admin {
             row_key: rk.clone(),
             condition: IfMatch::ETag(etag),
         };
-        match self.tables.backend.execute(&self.table, op).await {
+        match self.tables.shared.backend.execute(&self.table, op).await {
             Ok(_) => Ok(true),
             Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::PreconditionFailed) => Ok(false),
             Err(e) => Err(e),

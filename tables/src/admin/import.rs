@@ -1,7 +1,6 @@
 //! [`Admin::import`]: an export written back through the planner, so the
 //! target gets continuation rows and blobs of its own; and [`copy`].
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
@@ -17,7 +16,7 @@ use crate::backend::pack::{op_weight, TRANSACTION_BODY_BUDGET};
 use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::entity::{LargeEncoding, LargeForm};
 use crate::error::{Error, ErrorKind, Result};
-use crate::large::plan::{checked_blob_name, plan, LargeColumn, Limits};
+use crate::large::plan::{checked_blob_name, LargeColumn, Limits};
 use crate::layout::{blob_cell, split_parts, BlobRef, BLOB_SUFFIX, WRITE_TOKEN};
 use crate::service::MAX_TRANSACTION_OPS;
 use crate::store::continuation_index;
@@ -339,9 +338,8 @@ impl Admin {
         row.etag = None;
         row.timestamp = None;
         // A token of this write's own (one in the line is another write's),
-        // before the planner checks the row's limits so they count it.
+        // given by the store's planning below so the row's limits count it.
         row.properties.remove(WRITE_TOKEN);
-        self.store.reserve_token(&mut row);
         let (pk, rk) = (row.partition_key.clone(), row.row_key.clone());
         let mut uploads = Vec::new();
         let references: Vec<(String, Value)> = row
@@ -370,7 +368,7 @@ impl Admin {
                 content_encoding: (own.encoding.as_deref() == Some("gzip")).then(|| "gzip".to_owned()),
             });
         }
-        let blobs = self.tables.blobs.as_ref();
+        let blobs = self.tables.shared.blobs.as_ref();
         let columns: Vec<LargeColumn> = large.iter().map(|v| large_column(v, &row, blobs.is_some())).collect();
         // Continuation rows of the stored version past the new ones go (replace only).
         let stale = match mode {
@@ -383,7 +381,7 @@ impl Admin {
             extra_ops: stale.len(),
         };
         let stored = match (mode, indexes.is_empty()) {
-            (ImportMode::Replace, false) => self.tables.backend.get(&self.table, &pk, &rk).await?,
+            (ImportMode::Replace, false) => self.tables.shared.backend.get(&self.table, &pk, &rk).await?,
             _ => None,
         };
         let key = crate::entity::Key::new(pk.clone(), rk.clone());
@@ -392,7 +390,7 @@ impl Admin {
             extra_ops: limits.extra_ops + index_ops.len(),
             ..limits
         };
-        let planned = plan(&self.table, Cow::Owned(row), &columns, limits)?;
+        let planned = self.store.plan_row(row, &columns, limits)?;
         uploads.extend(planned.blobs.into_iter().map(crate::store::Upload::from));
         let new_parts = planned.continuations.len();
         let write = |row: Row| match mode {
@@ -428,7 +426,7 @@ impl Admin {
 
     /// The continuation rows the stored version of an entity has.
     async fn stale_rows(&self, pk: &str, rk: &str) -> Result<Vec<Row>> {
-        match self.tables.backend.get(&self.table, pk, rk).await? {
+        match self.tables.shared.backend.get(&self.table, pk, rk).await? {
             Some(main) if split_parts(&main) > 0 => self.continuation_rows(pk, rk, split_parts(&main)).await,
             _ => Ok(Vec::new()),
         }
@@ -458,7 +456,7 @@ impl Admin {
             // the main rows' write tokens, so a long import rides out both.
             match self
                 .store
-                .send_tracked(ops, count)
+                .commit(crate::store::Write::new(ops).droppable_from(count))
                 .await
                 .map_err(|e| as_transaction(e, count))
             {

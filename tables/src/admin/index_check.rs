@@ -163,7 +163,7 @@ impl Admin {
         let Some((epk, erk)) = entity_of(&row) else {
             return Ok(None);
         };
-        let entity = self.tables.backend.get(&self.table, &epk, &erk).await?;
+        let entity = self.tables.shared.backend.get(&self.table, &epk, &erk).await?;
         // Only its keys and indexed cells are compared: projections are the program's.
         let needed = entity.as_ref().and_then(|e| index_row(def, e).ok().flatten());
         let holds = needed.is_some_and(|n| {
@@ -197,7 +197,7 @@ impl Admin {
             row_key: row.row_key.clone(),
             condition: IfMatch::ETag(etag),
         };
-        match self.tables.backend.execute(&self.table, op).await {
+        match self.tables.shared.backend.execute(&self.table, op).await {
             Ok(_) => Ok(true),
             Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::PreconditionFailed) => Ok(false),
             Err(e) => Err(e),

@@ -78,8 +78,9 @@ pub use query::{AdminPage, AdminQuery};
 pub use read::Read;
 
 use crate::error::{Error, Result};
+use crate::store::Blobs;
 use crate::store::Store;
-use crate::tables::{Blobs, Tables};
+use crate::tables::Tables;
 
 /// What a long operation reports as it goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -176,6 +177,7 @@ impl Admin {
     /// The blob store, or the error of a handle without one.
     pub(crate) fn blob_store(&self) -> Result<&Blobs> {
         self.tables
+            .shared
             .blobs
             .as_deref()
             .ok_or_else(|| Error::BlobOffloadNotConfigured { column: String::new() })

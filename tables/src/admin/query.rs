@@ -97,7 +97,12 @@ impl Admin {
                 let fingerprint = query.fingerprint();
                 let token = query.after.as_ref().map(|c| c.decode(&fingerprint)).transpose()?;
                 self.store.ensure_created().await?;
-                let page = self.tables.backend.query(&self.table, &request, token.as_ref()).await?;
+                let page = self
+                    .tables
+                    .shared
+                    .backend
+                    .query(&self.table, &request, token.as_ref())
+                    .await?;
                 let mut out = AdminPage {
                     entities: Vec::new(),
                     damaged: Vec::new(),

@@ -83,7 +83,7 @@ impl Admin {
         let mut etag = entity.row.etag.clone();
         loop {
             tokio::time::sleep(race_backoff(moved + unchanged + 1)).await;
-            let Some(main) = self.tables.backend.get(&self.table, &pk, &rk).await? else {
+            let Some(main) = self.tables.shared.backend.get(&self.table, &pk, &rk).await? else {
                 return Ok(None);
             };
             if main.get(SPLIT_OF).is_some() {
@@ -125,7 +125,13 @@ impl Admin {
             .run(async move {
                 crate::service::validate_key(crate::KeyKind::PartitionKey, partition_key)?;
                 crate::service::validate_key(crate::KeyKind::RowKey, row_key)?;
-                let Some(main) = self.tables.backend.get(&self.table, partition_key, row_key).await? else {
+                let Some(main) = self
+                    .tables
+                    .shared
+                    .backend
+                    .get(&self.table, partition_key, row_key)
+                    .await?
+                else {
                     return Ok(None);
                 };
                 if main.get(SPLIT_OF).is_some() {

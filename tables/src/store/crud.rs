@@ -1,13 +1,13 @@
 //! Create, read, update, upsert, delete: thin verbs over the write
-//! pipeline (`write.rs`) and the read path (`read.rs`).
+//! pipeline (`write/`) and the read path (`read/`).
 
-use super::conditions::caller_version;
 use super::read::is_not_an_entity;
 use super::write::Verb;
 use super::{Concurrency, Lookup, Store};
 use crate::backend::IfMatch;
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
+use crate::store::write::conditions::caller_version;
 use crate::value::ETag;
 
 impl<T: TableEntity> Store<T> {
@@ -63,7 +63,7 @@ impl<T: TableEntity> Store<T> {
                 let keeping = self.read_ticket(&key);
                 self.ensure_created().await?;
                 let row = self
-                    .tables
+                    .shared
                     .backend
                     .get(&self.table, &key.partition_key, &key.row_key)
                     .await?;
@@ -159,7 +159,7 @@ impl<T: TableEntity> Store<T> {
             (Concurrency::LastWriterWins, _) => Ok(IfMatch::Any),
             // A caller's ETag is a version: `*` or an empty one is refused here.
             (_, Some(etag)) => caller_version(etag),
-            (Concurrency::Auto, None) if self.tables.options.implicit_last_writer_wins => {
+            (Concurrency::Auto, None) if self.shared.options.implicit_last_writer_wins => {
                 tracing::warn!(table = %self.table, "update without an ETag: overwriting (implicit_last_writer_wins)");
                 Ok(IfMatch::Any)
             }

@@ -1,57 +1,52 @@
 //! `Store<T>`: every operation on one table, written once above the backend.
+//!
+//! This module holds `Store<T>` and its options; `shared.rs` what the
+//! stores of one handle share. The folders hold each verb's whole path:
+//! `write/` (the one write pipeline, entered through `Store::commit`, and
+//! the verbs built on it), `read/` (the read path), `query/` (queries,
+//! paging, projection, streams), `features/` (soft delete, ordering, logs,
+//! converge, sweep), `cache/`, `union/` and `index/`. Beside them:
+//! `crud.rs` (the thin verbs), `offload.rs` (blobs of large values and
+//! files) and `race.rs` (writers racing for a row).
 
-mod batch;
-mod blobs;
 pub mod cache;
-mod concurrency;
-mod conditions;
-mod continuation;
-mod converge;
 mod crud;
-mod delete;
+mod features;
 pub(crate) mod index;
-mod large_read;
-mod logs;
-mod ordering;
-mod paging;
-mod patch;
-mod plain_fields;
-mod projection;
-pub(crate) mod protect;
+mod offload;
 mod query;
+mod race;
 mod read;
-mod read_ahead;
-pub(crate) mod settle;
-mod soft_delete;
-mod stream;
-mod sweep;
+mod shared;
 pub mod union;
 mod write;
 
-pub(crate) use conditions::check_caller_etag;
+pub(crate) use shared::{Blobs, Shared};
+pub(crate) use write::conditions::check_caller_etag;
 
 pub use crate::options::SweepSchedule;
 pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
-pub use concurrency::Outcome;
-pub use converge::{ConvergeOptions, ConvergeStep, Converged};
+pub use features::converge::{ConvergeOptions, ConvergeStep, Converged};
+pub use features::ordering::Delivery;
+pub use features::soft_delete::Visibility;
+pub use features::sweep::SweepReport;
 pub use index::{
     AppliedIntents, BuildIndexOptions, BuildStep, IndexCheckOptions, IndexCursor, IndexFinding, IndexLookup, IndexPage,
     IndexQuery, IndexReport,
 };
-pub use ordering::Delivery;
-pub use paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
-pub use protect::Authorizer;
+pub use query::paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
+pub use query::stream::EntityStream;
 pub use query::{next_prefix, AnyPartition, OnePartition, PrefixNeedsAPartition, QueryOptions};
-pub use soft_delete::Visibility;
-pub use stream::EntityStream;
-pub use sweep::SweepReport;
+pub use write::concurrency::Outcome;
+pub use write::protect::Authorizer;
 
 // What the operator's toolbox (`crate::admin`) reads with: the reader's own pieces.
-pub(crate) use blobs::Upload;
-pub(crate) use large_read::continuation_index;
+pub(crate) use offload::Upload;
 pub(crate) use query::Pages;
-pub(crate) use read::{continuation_range, DAMAGE_CONFIRMATIONS};
-pub(crate) use write::{race_backoff, RACE_ATTEMPTS};
+pub(crate) use race::{race_backoff, RACE_ATTEMPTS};
+pub(crate) use read::continuation::{continuation_index, continuation_range};
+pub(crate) use read::DAMAGE_CONFIRMATIONS;
+pub(crate) use write::Write;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -63,7 +58,6 @@ use crate::backend::Backend;
 use crate::codec::{EncodeOptions, OversizedCellPolicy};
 use crate::entity::{HasETag, Key, KeyMode, TableEntity};
 use crate::error::{Error, Result};
-use crate::tables::Tables;
 use crate::value::{DateTime, ETag};
 
 /// How an update decides whether it may overwrite.
@@ -79,7 +73,7 @@ pub enum Concurrency {
     LastWriterWins,
 }
 
-/// Options shared by the stores of one [`Tables`].
+/// Options shared by the stores of one [`Tables`](crate::Tables).
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     /// What to do with a value too large for its cell (default: refuse).
@@ -174,9 +168,9 @@ impl From<String> for Lookup<'_> {
 /// oversized value, a missing ETag) sends nothing and stores nothing.
 #[doc = include_str!("../../docs/store.md")]
 pub struct Store<T> {
-    tables: Tables,
+    shared: Shared,
     table: String,
-    authorizer: Option<protect::SharedAuthorizer>,
+    authorizer: Option<write::protect::SharedAuthorizer>,
     cache: Option<cache::hooks::StoreCache>,
     visibility: Visibility,
     append_keys: crate::keys::AppendKeyFormat,
@@ -189,7 +183,7 @@ pub struct Store<T> {
 impl<T> Clone for Store<T> {
     fn clone(&self) -> Self {
         Store {
-            tables: self.tables.clone(),
+            shared: self.shared.clone(),
             table: self.table.clone(),
             authorizer: self.authorizer.clone(),
             cache: self.cache.clone(),
@@ -212,14 +206,14 @@ impl<T> Store<T> {
     /// A store whose writes evict what other stores of the table cached and
     /// that serves nothing from the cache itself (a union store's rows);
     /// [`Store::of_entity`] serves an entity type by its policy.
-    pub(crate) fn new(tables: Tables, table: String) -> Store<T> {
-        let cache = tables.cache.as_ref().map(|cache| cache::hooks::StoreCache {
+    pub(crate) fn new(shared: Shared, table: String) -> Store<T> {
+        let cache = shared.cache.as_ref().map(|cache| cache::hooks::StoreCache {
             cache: cache.clone(),
             policy: cache::CachePolicy::Disabled,
         });
         Store {
-            write_tokens: tables.write_tokens,
-            tables,
+            write_tokens: shared.write_tokens,
+            shared,
             table,
             authorizer: None,
             cache,
@@ -232,7 +226,7 @@ impl<T> Store<T> {
     /// The span of the public operation `name` on this store's table (see
     /// [`telemetry`](crate::telemetry)).
     pub(crate) fn op(&self, name: &'static str) -> crate::telemetry::Operation<'_> {
-        crate::telemetry::Operation::new(crate::telemetry::DB_SYSTEM, name, &self.table, &self.tables.peer)
+        crate::telemetry::Operation::new(crate::telemetry::DB_SYSTEM, name, &self.table, &self.shared.peer)
     }
 
     /// The table name.
@@ -242,7 +236,7 @@ impl<T> Store<T> {
 
     /// The backend this store talks to.
     pub fn backend(&self) -> &dyn Backend {
-        &*self.tables.backend
+        &*self.shared.backend
     }
 
     /// Creates the table if it does not exist yet. Stores do this on first
@@ -251,7 +245,7 @@ impl<T> Store<T> {
         self.op("ensure_created")
             .run(async move {
                 if self
-                    .tables
+                    .shared
                     .created
                     .lock()
                     .map(|s| s.contains(&self.table))
@@ -260,8 +254,8 @@ impl<T> Store<T> {
                     return Ok(());
                 }
                 crate::service::check_table_name(&self.table)?;
-                self.tables.backend.create_table(&self.table).await?;
-                if let Ok(mut set) = self.tables.created.lock() {
+                self.shared.backend.create_table(&self.table).await?;
+                if let Ok(mut set) = self.shared.created.lock() {
                     set.insert(self.table.clone());
                 }
                 Ok(())
@@ -274,8 +268,8 @@ impl<T: TableEntity> Store<T> {
     /// A store of entity type `T`, served from the cache by `T`'s policy. A
     /// type the cache cannot copy (not `Clone`) is never served from it; its
     /// writes still evict what other stores of the table cached.
-    pub(crate) fn of_entity(tables: Tables, table: String) -> Store<T> {
-        let mut store = Store::new(tables, table);
+    pub(crate) fn of_entity(shared: Shared, table: String) -> Store<T> {
+        let mut store = Store::new(shared, table);
         store.write_tokens &= T::SCHEMA.write_token;
         if let (Some(c), Some(_)) = (store.cache.as_mut(), T::cache_cloner()) {
             c.policy = c.cache.policy_of::<T>();
@@ -285,7 +279,7 @@ impl<T: TableEntity> Store<T> {
 
     fn encode_options(&self) -> EncodeOptions {
         EncodeOptions {
-            oversized: self.tables.options.oversized_cells,
+            oversized: self.shared.options.oversized_cells,
         }
     }
 

@@ -26,7 +26,7 @@ impl Tables {
     /// # }).unwrap();
     /// ```
     pub fn lock(&self, name: &str) -> Lock {
-        Lock::new(self.blobs.as_ref().map(|b| b.backend.clone()), name)
+        Lock::new(self.shared.blobs.as_ref().map(|b| b.backend.clone()), name)
     }
 
     /// Conditional reads and writes of the blobs in `container`, a container
@@ -34,7 +34,8 @@ impl Tables {
     /// the library's and is refused).
     pub fn blobs(&self, container: &str) -> BlobContainer {
         BlobContainer::new(
-            self.blobs
+            self.shared
+                .blobs
                 .as_ref()
                 .map(|b| (b.backend.clone(), b.options.container.clone())),
             container,

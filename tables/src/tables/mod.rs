@@ -10,9 +10,8 @@ mod traced;
 pub use pool::PoolOptions;
 pub use reshard::{ReshardOptions, ReshardReport};
 
-use std::collections::HashSet;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use self::traced::Traced;
 use crate::backend::blob::BlobBackend;
@@ -21,8 +20,10 @@ use crate::backend::retry::RetryPolicy;
 use crate::backend::Backend;
 use crate::entity::TableEntity;
 use crate::options::BlobOptions;
-use crate::store::{ReadCache, Store, StoreOptions};
+use crate::store::union::UnionStore;
+use crate::store::{Blobs, ReadCache, Shared, Store, StoreOptions};
 use crate::telemetry::Peer;
+use crate::union::TableUnion;
 
 /// A connection to table storage: a backend plus the options every store
 /// made from it shares.
@@ -38,67 +39,30 @@ use crate::telemetry::Peer;
 /// ```
 #[derive(Clone)]
 pub struct Tables {
-    /// The backend the stores ask, in its request spans.
-    pub(crate) backend: Arc<dyn Backend>,
-    /// The backend as it was given (what [`Tables::backend`] returns).
-    pub(crate) raw: Arc<dyn Backend>,
-    /// Where the operations go, for their spans.
-    pub(crate) peer: Peer,
-    pub(crate) options: StoreOptions,
-    pub(crate) created: Arc<Mutex<HashSet<String>>>,
-    pub(crate) blobs: Option<Arc<Blobs>>,
-    pub(crate) cache: Option<ReadCache>,
-    /// What cache entries of this handle are keyed under besides table and
-    /// keys: the account's table endpoint, or a name unique to the backend.
-    pub(crate) scope: Arc<str>,
-    /// Which entity types' reads fetch continuation rows with the main row.
-    pub(crate) continuation_hints: Arc<crate::large::continuation_hints::ContinuationHints>,
-    /// How the stores retry and settle a write whose answer was lost or refused.
-    pub(crate) retry: RetryPolicy,
-    /// Whether writes carry a write token (off only to measure what it costs).
-    pub(crate) write_tokens: bool,
-    /// The background tasks applying the intents of this handle's global index writes.
-    pub(crate) applying: Arc<crate::store::index::Applying>,
+    /// What the stores made from this handle share.
+    pub(crate) shared: Shared,
 }
 
-/// A blob backend and its options.
-pub(crate) struct Blobs {
-    /// The blob backend the stores ask, in its request spans.
-    pub(crate) backend: Arc<dyn BlobBackend>,
-    /// The blob backend as it was given.
-    pub(crate) raw: Arc<dyn BlobBackend>,
-    pub(crate) options: BlobOptions,
-    pub(crate) container_ready: tokio::sync::OnceCell<()>,
+/// Blobs in `backend`, whose requests run in request spans.
+pub(crate) fn traced_blobs(backend: Arc<dyn BlobBackend>, options: BlobOptions) -> Blobs {
+    Blobs::new(Arc::new(Traced(backend.clone())), backend, options)
 }
 
-impl Blobs {
-    /// Blobs in `backend`, whose requests run in request spans.
-    pub(crate) fn new(backend: Arc<dyn BlobBackend>, options: BlobOptions) -> Blobs {
-        Blobs {
-            backend: Arc::new(Traced(backend.clone())),
-            raw: backend,
-            options,
-            container_ready: tokio::sync::OnceCell::new(),
-        }
-    }
-}
-
-impl fmt::Debug for Blobs {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Blobs")
-            .field("backend", &self.raw)
-            .field("options", &self.options)
-            .finish()
-    }
+/// Tables whose writes carry no token: only to measure what the token costs
+/// (a write whose answer is lost cannot be settled without it).
+#[doc(hidden)]
+pub fn without_write_tokens(mut tables: Tables) -> Tables {
+    tables.shared.write_tokens = false;
+    tables
 }
 
 impl fmt::Debug for Tables {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tables")
-            .field("backend", &self.raw)
-            .field("options", &self.options)
-            .field("blobs", &self.blobs)
-            .field("cache", &self.cache)
+            .field("backend", &self.shared.raw)
+            .field("options", &self.shared.options)
+            .field("blobs", &self.shared.blobs)
+            .field("cache", &self.shared.cache)
             .finish()
     }
 }
@@ -113,13 +77,13 @@ impl Tables {
 
     /// Stores large values and files in `backend` (blob offload).
     pub fn with_blobs(mut self, backend: impl BlobBackend, options: BlobOptions) -> Tables {
-        self.blobs = Some(Arc::new(Blobs::new(Arc::new(backend), options)));
+        self.shared.blobs = Some(Arc::new(traced_blobs(Arc::new(backend), options)));
         self
     }
 
     /// No blob offload: a value that would need a blob is refused.
     pub fn without_blobs(mut self) -> Tables {
-        self.blobs = None;
+        self.shared.blobs = None;
         self
     }
 
@@ -131,21 +95,8 @@ impl Tables {
 
     /// Tables over a shared backend, without a read cache (see [`Tables::with_cache`]).
     pub fn from_arc(backend: Arc<dyn Backend>) -> Tables {
-        static BACKENDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = BACKENDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Tables {
-            backend: Arc::new(Traced(backend.clone())),
-            raw: backend,
-            peer: Peer::default(),
-            options: StoreOptions::default(),
-            created: Arc::new(Mutex::new(HashSet::new())),
-            blobs: None,
-            cache: None,
-            scope: format!("backend:{n}").into(),
-            continuation_hints: Arc::default(),
-            retry: RetryPolicy::default(),
-            write_tokens: true,
-            applying: Arc::default(),
+            shared: Shared::new(Arc::new(Traced(backend.clone())), backend),
         }
     }
 
@@ -168,7 +119,7 @@ impl Tables {
     /// # Ok::<(), unified_tables::Error>(())
     /// ```
     pub fn with_cache(mut self, cache: ReadCache) -> Tables {
-        self.cache = Some(cache);
+        self.shared.cache = Some(cache);
         self
     }
 
@@ -176,33 +127,33 @@ impl Tables {
     /// now on). This is how handles start; it undoes [`Tables::with_cache`].
     /// Writes of these stores do not evict entries of other handles' caches.
     pub fn without_cache(mut self) -> Tables {
-        self.cache = None;
+        self.shared.cache = None;
         self
     }
 
     /// The read cache, if reads are cached.
     pub fn cache(&self) -> Option<&ReadCache> {
-        self.cache.as_ref()
+        self.shared.cache.as_ref()
     }
 
     /// Keys cache entries of this handle under `scope` (the account
     /// endpoint) instead of a name unique to its backend.
     #[cfg(feature = "azure")]
     pub(crate) fn with_scope(mut self, scope: &str) -> Tables {
-        self.scope = scope.into();
+        self.shared.scope = scope.into();
         self
     }
 
     /// Names the account and endpoint the operations' spans report.
     #[cfg(feature = "azure")]
     pub(crate) fn with_peer(mut self, peer: Peer) -> Tables {
-        self.peer = peer;
+        self.shared.peer = peer;
         self
     }
 
     /// Replaces the options of the stores made from now on.
     pub fn with_options(mut self, options: StoreOptions) -> Tables {
-        self.options = options;
+        self.shared.options = options;
         self
     }
 
@@ -239,13 +190,13 @@ impl Tables {
     /// # Ok::<(), unified_tables::Error>(())
     /// ```
     pub fn with_retry(mut self, policy: RetryPolicy) -> Tables {
-        self.retry = policy;
+        self.shared.retry = policy;
         self
     }
 
     /// The retry policy of the stores' writes (see [`Tables::with_retry`]).
     pub fn retry(&self) -> &RetryPolicy {
-        &self.retry
+        &self.shared.retry
     }
 
     /// The backend, as it was given: a request made on it directly is in no
@@ -253,18 +204,25 @@ impl Tables {
     // The field `backend` is the one in request spans that the stores ask.
     #[allow(clippy::misnamed_getters)]
     pub fn backend(&self) -> &Arc<dyn Backend> {
-        &self.raw
+        &self.shared.raw
     }
 
     /// A store for `T`, in the table the derive names (`#[table(name = ..)]`,
     /// default: the type's name).
     pub fn store<T: TableEntity>(&self) -> Store<T> {
-        Store::of_entity(self.clone(), T::SCHEMA.table.to_owned())
+        Store::of_entity(self.shared.clone(), T::SCHEMA.table.to_owned())
     }
 
     /// A store for `T` in another table (for example a per-test table).
     pub fn store_in<T: TableEntity>(&self, table: impl Into<String>) -> Store<T> {
-        Store::of_entity(self.clone(), table.into())
+        Store::of_entity(self.shared.clone(), table.into())
+    }
+
+    /// A store for the union `E` in `table`. The store owns its table: there
+    /// is no server-side type filter, so every listing sees every row in its
+    /// scope, and two stores on one table see each other's rows.
+    pub fn union_store<E: TableUnion>(&self, table: impl Into<String>) -> UnionStore<E> {
+        UnionStore::new(self.shared.clone(), table.into())
     }
 }
 

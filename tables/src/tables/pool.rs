@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Blobs, Tables};
+use super::{traced_blobs, Tables};
 use crate::backend::blob::BlobBackend;
 use crate::backend::pool::descriptor::{read_descriptor, Descriptor};
 use crate::backend::pool::{PoolControl, PooledBackend, PooledBlobBackend, DEFAULT_CHECK_INTERVAL};
@@ -230,12 +230,12 @@ impl Tables {
                 "the accounts of a pool need distinct, non-empty names; got {names:?}"
             )));
         }
-        let blob_accounts = match handles.iter().filter(|t| t.blobs.is_some()).count() {
+        let blob_accounts = match handles.iter().filter(|t| t.shared.blobs.is_some()).count() {
             0 => None,
             n if n == handles.len() => Some(
                 handles
                     .iter()
-                    .map(|t| t.blobs.as_ref().expect("counted").raw.clone())
+                    .map(|t| t.shared.blobs.as_ref().expect("counted").raw.clone())
                     .collect::<Vec<Arc<dyn BlobBackend>>>(),
             ),
             _ => {
@@ -245,7 +245,7 @@ impl Tables {
                 ))
             }
         };
-        let backends: Vec<Arc<dyn Backend>> = handles.iter().map(|t| t.raw.clone()).collect();
+        let backends: Vec<Arc<dyn Backend>> = handles.iter().map(|t| t.shared.raw.clone()).collect();
         let authority = check_pool(&backends, &names).await?;
         let control = Arc::new(PoolControl::new(
             backends[0].clone(),
@@ -254,18 +254,18 @@ impl Tables {
             options.check_interval,
         ));
         let blobs = match blob_accounts {
-            Some(accounts) => Some(Arc::new(Blobs::new(
+            Some(accounts) => Some(Arc::new(traced_blobs(
                 Arc::new(PooledBlobBackend::new(accounts)?.with_control(control.clone())),
-                first.blobs.as_ref().expect("counted").options.clone(),
+                first.shared.blobs.as_ref().expect("counted").options.clone(),
             ))),
             None => None,
         };
         let id = control.id().to_owned();
         let mut pooled = Tables::from_arc(Arc::new(PooledBackend::new(backends)?.with_control(control)));
-        pooled.options = first.options.clone();
-        pooled.retry = first.retry;
-        pooled.blobs = blobs;
-        pooled.scope = format!("pool:{id}").into();
+        pooled.shared.options = first.shared.options.clone();
+        pooled.shared.retry = first.shared.retry;
+        pooled.shared.blobs = blobs;
+        pooled.shared.scope = format!("pool:{id}").into();
         Ok(pooled)
     }
 }
@@ -302,13 +302,13 @@ mod tests {
         let old = Tables::pooled_with(pool(2), PoolOptions::new().check_interval(interval))
             .await
             .unwrap();
-        old.backend.create_table("T").await.unwrap();
+        old.shared.backend.create_table("T").await.unwrap();
         let staying = (0..)
             .map(|i| format!("p{i}"))
             .find(|k| account_of(k, 2) == account_of(k, 3))
             .unwrap();
         let write = |row_key: String| {
-            let backend = old.backend.clone();
+            let backend = old.shared.backend.clone();
             let op = WriteOp::Upsert {
                 row: Row::new(staying.clone(), row_key),
                 mode: UpdateMode::Replace,

@@ -24,7 +24,7 @@ pub(crate) struct Keeping {
 // What a write needs, whatever it stores (a union store's rows too).
 impl<T> Store<T> {
     fn scope(&self) -> &str {
-        &self.tables.scope
+        &self.shared.scope
     }
 
     /// Starts a write of `ops` in the cache: their entities and their

@@ -32,7 +32,8 @@ use crate::index::IndexDef;
 use crate::layout::intent_key_prefix;
 use crate::query::{CmpOp, Filter};
 use crate::service::{next_prefix, MAX_PAGE_SIZE};
-use crate::store::write::{lost_race, race_backoff, RACE_ATTEMPTS};
+use crate::store::race::{lost_race, race_backoff, RACE_ATTEMPTS};
+use crate::store::write::{Committed, Write};
 use crate::store::Store;
 use crate::value::{DateTime, Row, Value};
 
@@ -82,16 +83,16 @@ impl<T> Store<T> {
         if plan.intents.is_empty() || tokio::runtime::Handle::try_current().is_err() {
             return;
         }
-        let applying = self.tables.applying.clone();
+        let applying = self.shared.applying.clone();
         applying.pending.fetch_add(1, Ordering::SeqCst);
-        let store: Store<()> = Store::new(self.tables.clone(), self.table.clone());
+        let store: Store<()> = Store::new(self.shared.clone(), self.table.clone());
         let (defs, intents) = (plan.defs, plan.intents.clone());
         tokio::spawn(async move {
             for (pk, rk) in intents {
                 // A failure (the service busy or unreachable) is tried again a few times,
                 // then left for the operator's job.
                 for attempt in 1..=RACE_ATTEMPTS {
-                    let applied = match store.tables.backend.get(&store.table, &pk, &rk).await {
+                    let applied = match store.shared.backend.get(&store.table, &pk, &rk).await {
                         Ok(Some(intent)) => store.apply_intent(defs, &intent).await.map(|_| ()),
                         Ok(None) => Ok(()),
                         Err(e) => Err(e),
@@ -116,9 +117,9 @@ impl<T> Store<T> {
         if !crate::index::any_global(defs) || tokio::runtime::Handle::try_current().is_err() {
             return;
         }
-        let applying = self.tables.applying.clone();
+        let applying = self.shared.applying.clone();
         applying.pending.fetch_add(1, Ordering::SeqCst);
-        let store: Store<()> = Store::new(self.tables.clone(), self.table.clone());
+        let store: Store<()> = Store::new(self.shared.clone(), self.table.clone());
         let partition = partition.to_owned();
         tokio::spawn(async move {
             if let Err(e) = store.apply_intents_in(defs, Some(&partition)).await {
@@ -132,7 +133,7 @@ impl<T> Store<T> {
 
     /// Waits until the handle's background tasks applied what they were given.
     pub(crate) async fn applied(&self) {
-        let applying = Arc::clone(&self.tables.applying);
+        let applying = Arc::clone(&self.shared.applying);
         loop {
             let idle = applying.idle.notified();
             if applying.pending.load(Ordering::SeqCst) == 0 {
@@ -244,11 +245,11 @@ impl<T> Store<T> {
                 row: row.clone(),
                 mode: UpdateMode::Replace,
             };
-            self.send(vec![op], 1).await?;
+            self.commit(Write::one(op)).await.map(Committed::first)?;
             return Ok(Step::Done);
         }
         let held = self
-            .tables
+            .shared
             .backend
             .get(&self.table, &row.partition_key, &row.row_key)
             .await?;
@@ -267,7 +268,7 @@ impl<T> Store<T> {
                     mode: UpdateMode::Replace,
                     condition: h.etag.clone().map_or(IfMatch::Any, IfMatch::ETag),
                 };
-                match self.send(vec![op], 1).await {
+                match self.commit(Write::one(op)).await.map(Committed::first) {
                     Ok(_) => Ok(Step::Done),
                     Err(e) if lost_race(e.kind()) => Ok(Step::Raced),
                     Err(e) => Err(e),
@@ -279,7 +280,11 @@ impl<T> Store<T> {
                 if def.global {
                     set_reservation(&mut mine, DateTime::now(), true);
                 }
-                match self.send(vec![WriteOp::Insert(mine)], 1).await {
+                match self
+                    .commit(Write::one(WriteOp::Insert(mine)))
+                    .await
+                    .map(Committed::first)
+                {
                     Ok(_) => Ok(Step::Done),
                     Err(e) if lost_race(e.kind()) => Ok(Step::Raced),
                     Err(e) => Err(e),
@@ -292,7 +297,7 @@ impl<T> Store<T> {
     /// entity's (on condition of the version read). A young unconfirmed
     /// reservation is left to its writer (`false`: the intent waits).
     async fn remove_index_row(&self, (pk, rk): &RowKeys, entity: &Key) -> Result<Step> {
-        let Some(held) = self.tables.backend.get(&self.table, pk, rk).await? else {
+        let Some(held) = self.shared.backend.get(&self.table, pk, rk).await? else {
             return Ok(Step::Done);
         };
         if entity_of(&held).is_none_or(|(p, r)| Key::new(p, r) != *entity) {
@@ -301,7 +306,7 @@ impl<T> Store<T> {
         let (at, confirmed) = reservation(&held);
         let young = at.is_some_and(|at| {
             let nanos = DateTime::now().unix_nanos() - at.unix_nanos();
-            nanos < self.tables.options.unique_reservation_timeout.as_nanos() as i128
+            nanos < self.shared.options.unique_reservation_timeout.as_nanos() as i128
         });
         if !confirmed && young {
             return Ok(Step::Wait);
@@ -311,7 +316,7 @@ impl<T> Store<T> {
             row_key: rk.clone(),
             condition: held.etag.clone().map_or(IfMatch::Any, IfMatch::ETag),
         };
-        match self.send(vec![op], 1).await {
+        match self.commit(Write::one(op)).await.map(Committed::first) {
             Ok(_) => Ok(Step::Done),
             Err(e) if lost_race(e.kind()) => Ok(Step::Raced),
             Err(e) => Err(e),

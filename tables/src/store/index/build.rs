@@ -17,7 +17,8 @@ use crate::index::{Index, IndexDef};
 use crate::layout::{index_key_prefix, is_index_key, is_index_row, SPLIT_OF};
 use crate::query::{CmpOp, Filter};
 use crate::service::{next_prefix, MAX_PAGE_SIZE};
-use crate::store::batch::group_by_partition;
+use crate::store::write::batch::group_by_partition;
+use crate::store::write::Write;
 use crate::store::Pages;
 use crate::store::Store;
 use crate::value::{ETag, Row, Value};
@@ -191,7 +192,7 @@ impl<T: TableEntity> Build<T> {
             for range in ranges {
                 let tx: Vec<WriteOp> = rest.by_ref().take(range.len()).collect();
                 self.pace(tx.len()).await;
-                self.store.send_tracked(tx, 0).await?;
+                self.store.commit(Write::new(tx).droppable_from(0)).await?;
             }
         }
         // Unique and global rows: one request each (a unique row another entity holds is left).
@@ -203,13 +204,10 @@ impl<T: TableEntity> Build<T> {
                 match def.unique {
                     true => store.ensure_index_row(def, &row, &key).await.map(|_| ()),
                     false => store
-                        .send(
-                            vec![WriteOp::Upsert {
-                                row,
-                                mode: UpdateMode::Replace,
-                            }],
-                            1,
-                        )
+                        .commit(Write::one(WriteOp::Upsert {
+                            row,
+                            mode: UpdateMode::Replace,
+                        }))
                         .await
                         .map(|_| ()),
                 }
@@ -339,7 +337,7 @@ impl<T: TableEntity> Store<T> {
                 });
                 for group in group_by_partition(ops.collect()) {
                     for tx in group.chunks(crate::service::MAX_TRANSACTION_OPS) {
-                        let (_, kept) = self.send_tracked(tx.to_vec(), 0).await?;
+                        let kept = self.commit(Write::new(tx.to_vec()).droppable_from(0)).await?.kept;
                         deleted += kept.len() as u64;
                     }
                 }

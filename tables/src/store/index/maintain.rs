@@ -8,7 +8,8 @@ use crate::error::{Error, KeyKind, Result};
 use crate::index::rows::{entity_of, index_row, indexed_cells, intent_row, same_cells, RowKeys};
 use crate::index::IndexDef;
 use crate::layout::{is_index_key, INDEX_PREFIX};
-use crate::store::settle::new_token;
+use crate::store::write::settle::new_token;
+use crate::store::write::{Committed, Write};
 use crate::store::Store;
 use crate::value::{Row, Value};
 
@@ -243,7 +244,7 @@ impl<T> Store<T> {
         let mut retry = false;
         for claim in claims {
             let (pk, rk) = &claim.keys;
-            let Some(held) = self.tables.backend.get(&self.table, pk, rk).await? else {
+            let Some(held) = self.shared.backend.get(&self.table, pk, rk).await? else {
                 continue; // not (or no longer) there: it does not explain the refusal
             };
             let holder = entity_of(&held).map(|(p, r)| Key::new(p, r));
@@ -275,7 +276,7 @@ impl<T> Store<T> {
     /// `def` (it holds the value the row names).
     pub(crate) async fn holds(&self, def: &IndexDef, holder: &Key, row: &Row) -> Result<bool> {
         let entity = self
-            .tables
+            .shared
             .backend
             .get(&self.table, &holder.partition_key, &holder.row_key)
             .await?;
@@ -293,9 +294,9 @@ impl<T> Store<T> {
             row_key: row.row_key.clone(),
             condition,
         };
-        match self.send(vec![op], 1).await {
+        match self.commit(Write::one(op)).await.map(Committed::first) {
             Ok(_) => Ok(()),
-            Err(e) if crate::store::write::lost_race(e.kind()) => Ok(()),
+            Err(e) if crate::store::race::lost_race(e.kind()) => Ok(()),
             Err(e) => Err(e),
         }
     }

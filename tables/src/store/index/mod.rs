@@ -1,5 +1,6 @@
 //! Secondary indexes in the store: the index step of the write pipeline
-//! (`maintain`), lookups (`lookup`). See
+//! (`maintain`), lookups (`lookup`) and the
+//! queries they build (`query`). See
 //! [`guide::secondary_indexes`](crate::guide::secondary_indexes).
 
 mod applier;
@@ -7,6 +8,7 @@ mod build;
 mod check;
 mod lookup;
 pub(crate) mod maintain;
+mod query;
 mod reserve;
 pub(crate) mod verbs;
 
@@ -14,6 +16,7 @@ pub use applier::AppliedIntents;
 pub(crate) use applier::Applying;
 pub use build::{BuildIndexOptions, BuildStep};
 pub use check::{IndexCheckOptions, IndexFinding, IndexReport};
-pub use lookup::{find_global, find_local, get_global, get_local, IndexCursor, IndexLookup, IndexPage, IndexQuery};
+pub use lookup::{find_global, find_local, get_global, get_local, IndexLookup};
 pub(crate) use maintain::{reserved_ops, IndexPlan};
+pub use query::{IndexCursor, IndexPage, IndexQuery};
 pub(crate) use verbs::{partition_columns, patch_touches, without_intents};

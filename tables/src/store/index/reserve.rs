@@ -33,6 +33,7 @@ use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::entity::Key;
 use crate::error::{Error, ErrorKind, Result};
 use crate::index::rows::{entity_of, reservation, set_reservation};
+use crate::store::write::{Committed, Write};
 use crate::store::Store;
 use crate::value::{DateTime, ETag, Row};
 
@@ -59,7 +60,7 @@ fn age(since: DateTime) -> Duration {
 
 impl<T> Store<T> {
     fn reservation_timeout(&self) -> Duration {
-        self.tables.options.unique_reservation_timeout
+        self.shared.options.unique_reservation_timeout
     }
 
     fn violation(&self, claim: &Claim, holder: Key) -> Error {
@@ -90,12 +91,16 @@ impl<T> Store<T> {
             let mut mine = claim.row.clone();
             set_reservation(&mut mine, at, false);
             let (pk, rk) = &claim.keys;
-            match self.send(vec![WriteOp::Insert(mine.clone())], 1).await {
+            match self
+                .commit(Write::one(WriteOp::Insert(mine.clone())))
+                .await
+                .map(Committed::first)
+            {
                 Ok(outcome) => return Ok(self.reserved(claim, mine, outcome.etag, at)),
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e.about_entity(&self.table, pk, rk)),
             }
-            let Some(existing) = self.tables.backend.get(&self.table, pk, rk).await? else {
+            let Some(existing) = self.shared.backend.get(&self.table, pk, rk).await? else {
                 continue; // released between the insert and the read
             };
             let ours = entity_of(&existing).is_some_and(|(p, r)| Key::new(p, r) == claim.entity);
@@ -116,9 +121,9 @@ impl<T> Store<T> {
                 mode: UpdateMode::Replace,
                 condition,
             };
-            match self.send(vec![op], 1).await {
+            match self.commit(Write::one(op)).await.map(Committed::first) {
                 Ok(outcome) => return Ok(self.reserved(claim, mine, outcome.etag, at)),
-                Err(e) if crate::store::write::lost_race(e.kind()) => continue,
+                Err(e) if crate::store::race::lost_race(e.kind()) => continue,
                 Err(e) => return Err(e.about_entity(&self.table, pk, rk)),
             }
         }
@@ -190,10 +195,10 @@ impl<T> Store<T> {
                 condition: IfMatch::ETag(r.etag.clone()),
             };
             let (pk, rk) = &r.claim.keys;
-            match self.send(vec![op], 1).await {
+            match self.commit(Write::one(op)).await.map(Committed::first) {
                 Ok(_) => {}
-                Err(e) if crate::store::write::lost_race(e.kind()) || e.kind() == ErrorKind::OutcomeUnknown => {
-                    let now = self.tables.backend.get(&self.table, pk, rk).await?;
+                Err(e) if crate::store::race::lost_race(e.kind()) || e.kind() == ErrorKind::OutcomeUnknown => {
+                    let now = self.shared.backend.get(&self.table, pk, rk).await?;
                     let holder = now.as_ref().and_then(entity_of).map(|(p, r)| Key::new(p, r));
                     if holder.as_ref() != Some(&r.claim.entity) {
                         return Err(self.violation(&r.claim, holder.unwrap_or_else(|| Key::new("", ""))));
@@ -247,7 +252,11 @@ impl<T> Store<T> {
         let (index_ops, plan) = super::maintain::plan(defs, key, Some(written), previous)?;
         let mut ops = vec![main];
         ops.extend(index_ops);
-        match self.send(ops, 1).await {
+        match self
+            .commit(Write::new(ops).droppable_from(1))
+            .await
+            .map(Committed::first)
+        {
             Ok(_) => self.intents_written(&plan),
             Err(e) => {
                 tracing::warn!(table = %self.table, error = %e, "an entity that lost its unique reservation could not be written back")

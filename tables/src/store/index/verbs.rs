@@ -11,8 +11,9 @@ use crate::index::rows::{index_row, intent_row, RowKeys};
 use crate::index::IndexDef;
 use crate::layout::{intent_key_prefix, is_index_key, INDEX_PREFIX, INDEX_PREFIX_END, SPLIT_OF};
 use crate::query::{CmpOp, Filter};
-use crate::store::settle::new_token;
-use crate::store::write::{lost_race, race_backoff, RACE_ATTEMPTS};
+use crate::store::race::{lost_race, race_backoff, RACE_ATTEMPTS};
+use crate::store::write::settle::new_token;
+use crate::store::write::{Committed, Write};
 use crate::store::Store;
 use crate::value::{ETag, Row, Value};
 
@@ -94,10 +95,10 @@ impl<T: TableEntity> Store<T> {
                     .await?,
             );
         }
-        crate::store::batch::refuse_repeated_rows(encoded.iter().map(|e| &e.row))?;
+        crate::store::write::batch::refuse_repeated_rows(encoded.iter().map(|e| &e.row))?;
         for (committed, (entity, e)) in entities.iter().zip(encoded).enumerate() {
             let written = self.write_encoded(e, verb).await;
-            written.map_err(|e| crate::store::batch::batch_failed(committed, entity.key(), e))?;
+            written.map_err(|e| crate::store::write::batch::batch_failed(committed, entity.key(), e))?;
         }
         Ok(entities.len())
     }
@@ -173,7 +174,11 @@ impl<T: TableEntity> Store<T> {
                 condition: version,
             }];
             ops.extend(index_ops);
-            match self.send(ops, 1).await {
+            match self
+                .commit(Write::new(ops).droppable_from(1).tokens_on([0]))
+                .await
+                .map(Committed::first)
+            {
                 Ok(outcome) => {
                     self.intents_written(&plan);
                     let etag = outcome.etag.unwrap_or_else(|| ETag::new(""));

@@ -7,9 +7,10 @@ use crate::backend::pack::{op_weight, pack};
 use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::entity::Key;
 use crate::error::{Error, ErrorKind, Result};
-use crate::store::batch::{batch_failed, group_by_partition};
 use crate::store::index::maintain::{plan, IndexPlan};
-use crate::store::write::{lost_race, race_backoff, RACE_ATTEMPTS};
+use crate::store::race::{lost_race, race_backoff, RACE_ATTEMPTS};
+use crate::store::write::batch::{batch_failed, group_by_partition};
+use crate::store::write::{Committed, Write};
 use crate::union::TableUnion;
 use crate::value::{ETag, Row};
 
@@ -51,7 +52,12 @@ impl<E: TableUnion> UnionStore<E> {
             let stored = if insert { None } else { self.stored(&key).await? };
             let (ops, plan) = unit(self.indexes, row.clone(), stored.as_ref())?;
             let reserved = self.store.reserve_all(&plan.reservations).await?;
-            let error = match self.store.send(ops, 1).await {
+            let error = match self
+                .store
+                .commit(Write::new(ops).droppable_from(1).tokens_on([0]))
+                .await
+                .map(Committed::first)
+            {
                 Ok(outcome) => {
                     self.store.intents_written(&plan);
                     let etag = outcome.etag.unwrap_or_else(|| ETag::new(""));
@@ -97,7 +103,12 @@ impl<E: TableUnion> UnionStore<E> {
                 condition: stored.etag.clone().map_or(IfMatch::Any, IfMatch::ETag),
             }];
             ops.extend(index_ops);
-            match self.store.send(ops, 1).await {
+            match self
+                .store
+                .commit(Write::new(ops).droppable_from(1))
+                .await
+                .map(Committed::first)
+            {
                 Ok(_) => {
                     self.store.intents_written(&plan);
                     return Ok(true);
@@ -146,12 +157,19 @@ impl<E: TableUnion> UnionStore<E> {
                 let mut owners = Vec::new();
                 let mut ops = Vec::new();
                 let mut index = IndexPlan::default();
+                let mut rows = Vec::new();
                 for (key, (unit_ops, plan)) in tx {
+                    rows.push(ops.len());
                     owners.extend(std::iter::repeat_n(key, unit_ops.len()));
                     ops.extend(unit_ops);
                     index.absorb(plan);
                 }
-                let error = match self.store.send(ops, usize::MAX).await {
+                let error = match self
+                    .store
+                    .commit(Write::new(ops).tokens_on(rows))
+                    .await
+                    .map(Committed::first)
+                {
                     Ok(_) => {
                         self.store.intents_written(&index);
                         committed += range.len();

@@ -24,7 +24,6 @@ use crate::entity::Key;
 use crate::error::{Error, Result};
 use crate::layout::{is_system_column, RESERVED_SYSTEM_COLUMNS};
 use crate::service::MAX_PROPERTY_NAME_UNITS;
-use crate::tables::Tables;
 use crate::union::TableUnion;
 use crate::value::{utf16_len, DateTime, ETag, Value};
 
@@ -75,13 +74,12 @@ impl<E> fmt::Debug for UnionStore<E> {
     }
 }
 
-impl Tables {
-    /// A store for the union `E` in `table`. The store owns its table: there
-    /// is no server-side type filter, so every listing sees every row in its
-    /// scope, and two stores on one table see each other's rows.
-    pub fn union_store<E: TableUnion>(&self, table: impl Into<String>) -> UnionStore<E> {
+impl<E> UnionStore<E> {
+    /// The store of the union `E` in `table`, keeping no index (what
+    /// `Tables::union_store` hands out).
+    pub(crate) fn new(shared: super::Shared, table: String) -> UnionStore<E> {
         UnionStore {
-            store: Store::new(self.clone(), table.into()),
+            store: Store::new(shared, table),
             indexes: &[],
         }
     }

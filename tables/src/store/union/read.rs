@@ -51,7 +51,7 @@ impl<E: TableUnion> UnionStore<E> {
                 self.store.ensure_created().await?;
                 let row = self
                     .store
-                    .tables
+                    .shared
                     .backend
                     .get(&self.store.table, &key.partition_key, &key.row_key)
                     .await?;
@@ -211,7 +211,7 @@ impl<E: TableUnion> UnionStore<E> {
 
     /// One page of a request.
     async fn fetch(&self, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
-        self.store.tables.backend.query(&self.store.table, request, token).await
+        self.store.shared.backend.query(&self.store.table, request, token).await
     }
 
     /// A stored row as an entry: its system columns, its token, its item.

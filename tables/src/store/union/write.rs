@@ -1,7 +1,8 @@
 //! Writes of a union store: items and marker rows, one at a time or packed
 //! into transactions, the column merge, the delete. Every write is encoded
 //! and checked before anything is sent, then committed through
-//! [`Store::send`](crate::Store).
+//! the pipeline's one entry, `Store::commit`, which gives each row its
+//! write token.
 
 use super::{check_system_column, UnionStore, UnionWrite};
 use crate::backend::pack::{op_weight, pack};
@@ -10,8 +11,8 @@ use crate::codec::EncodeOptions;
 use crate::entity::Key;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TYPE_NAME;
-use crate::service::check_row_limits;
-use crate::store::batch::{batch_failed, group_by_partition, refuse_repeated_rows};
+use crate::store::write::batch::{batch_failed, group_by_partition, refuse_repeated_rows};
+use crate::store::write::{Committed, Write};
 use crate::union::TableUnion;
 use crate::value::{ETag, Row, Value};
 
@@ -125,7 +126,7 @@ impl<E: TableUnion> UnionStore<E> {
             .op("merge_columns_if")
             .run(async move {
                 // A caller's ETag is a version: `*` or an empty one is refused before sending.
-                let condition = crate::store::conditions::caller_version(etag)?;
+                let condition = crate::store::write::conditions::caller_version(etag)?;
                 self.merge(key.into(), columns, condition).await
             })
             .await
@@ -147,7 +148,7 @@ impl<E: TableUnion> UnionStore<E> {
                     row_key: key.row_key.clone(),
                     condition: IfMatch::Any,
                 };
-                match self.store.send(vec![op], 1).await {
+                match self.store.commit(Write::one(op)).await.map(Committed::first) {
                     Ok(_) => Ok(true),
                     Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
                     Err(e) => Err(self.about(e, &key)),
@@ -166,7 +167,7 @@ impl<E: TableUnion> UnionStore<E> {
                 row.insert(TYPE_NAME, Value::String(token.to_owned()));
             }
             let options = EncodeOptions {
-                oversized: self.store.tables.options.oversized_cells,
+                oversized: self.store.shared.options.oversized_cells,
             };
             item.write_row(&mut row, &options)?;
         }
@@ -174,8 +175,7 @@ impl<E: TableUnion> UnionStore<E> {
             check_system_column(name)?;
             row.insert(name.clone(), value.clone());
         }
-        self.store.reserve_token(&mut row);
-        check_row_limits(&row)?;
+        self.store.check_limits_with_token(&mut row)?;
         Ok(row)
     }
 
@@ -191,7 +191,12 @@ impl<E: TableUnion> UnionStore<E> {
             let written = self.write_indexed(row, mode == Mode::Insert).await;
             return written.map_err(|e| self.about(e, &write.key));
         }
-        match self.store.send(vec![mode.op(row)], 1).await {
+        match self
+            .store
+            .commit(Write::one(mode.op(row)).tokens_on([0]))
+            .await
+            .map(Committed::first)
+        {
             Ok(outcome) => Ok(outcome.etag.unwrap_or_else(|| ETag::new(""))),
             Err(e) => Err(self.about(e, &write.key)),
         }
@@ -215,15 +220,19 @@ impl<E: TableUnion> UnionStore<E> {
                 "merge_columns names no column: give at least one `_`-prefixed column",
             ));
         }
-        self.store.reserve_token(&mut row);
-        check_row_limits(&row)?;
+        self.store.check_limits_with_token(&mut row)?;
         self.store.ensure_created().await?;
         let op = WriteOp::Update {
             row,
             mode: UpdateMode::Merge,
             condition,
         };
-        match self.store.send(vec![op], 1).await {
+        match self
+            .store
+            .commit(Write::one(op).tokens_on([0]))
+            .await
+            .map(Committed::first)
+        {
             Ok(outcome) => Ok(outcome.etag.unwrap_or_else(|| ETag::new(""))),
             Err(e) => Err(self.about(e, &key)),
         }
@@ -260,7 +269,13 @@ impl<E: TableUnion> UnionStore<E> {
             for range in ranges {
                 let tx: Vec<WriteOp> = rest.by_ref().take(range.len()).collect();
                 let keys: Vec<Key> = tx.iter().map(key_of).collect();
-                let error = match self.store.send(tx, usize::MAX).await {
+                let rows = 0..tx.len();
+                let error = match self
+                    .store
+                    .commit(Write::new(tx).tokens_on(rows))
+                    .await
+                    .map(Committed::first)
+                {
                     Ok(_) => {
                         committed += keys.len();
                         continue;

@@ -122,8 +122,8 @@ fn accounts<N: Into<String>>(pool: Vec<(N, Tables)>) -> Vec<Account> {
     pool.into_iter()
         .map(|(name, t)| Account {
             name: name.into(),
-            rows: t.raw.clone(),
-            blobs: t.blobs.as_ref().map(|b| b.raw.clone()),
+            rows: t.shared.raw.clone(),
+            blobs: t.shared.blobs.as_ref().map(|b| b.raw.clone()),
         })
         .collect()
 }
@@ -304,10 +304,10 @@ impl Tables {
         new: Vec<(N, Tables)>,
         options: ReshardOptions,
     ) -> Result<ReshardReport> {
-        let policy = old.first().map(|(_, t)| t.retry).unwrap_or_default();
+        let policy = old.first().map(|(_, t)| t.shared.retry).unwrap_or_default();
         let values = old
             .first()
-            .and_then(|(_, t)| t.blobs.as_ref())
+            .and_then(|(_, t)| t.shared.blobs.as_ref())
             .map(|b| b.options.container.clone());
         let (old, new) = (accounts(old), accounts(new));
         let old_names: Vec<String> = old.iter().map(|a| a.name.clone()).collect();

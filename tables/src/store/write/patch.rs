@@ -1,10 +1,11 @@
 //! Sending typed partial updates.
 
-use super::conditions::caller_version;
-use super::{now, Lookup, Store};
 use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
+use crate::store::write::conditions::caller_version;
+use crate::store::write::{Committed, Write};
+use crate::store::{now, Lookup, Store};
 use crate::update::UpdateBuilder;
 use crate::value::{ETag, Value};
 
@@ -72,15 +73,14 @@ impl<T: TableEntity> Store<T> {
                 if let Some(col) = T::SCHEMA.updated_column {
                     row.insert(col, Value::DateTime(now()));
                 }
-                self.reserve_token(&mut row);
-                crate::service::check_row_limits(&row)?;
+                self.check_limits_with_token(&mut row)?;
                 let condition = match update.etag {
                     // A caller's ETag is a version, never the wildcard.
                     Some(etag) => caller_version(&etag)?,
                     None => IfMatch::Any,
                 };
                 self.ensure_created().await?;
-                if super::index::patch_touches::<T>(&row) {
+                if crate::store::index::patch_touches::<T>(&row) {
                     return self.patch_indexed(&key, row, condition).await;
                 }
                 let op = WriteOp::Update {
@@ -89,8 +89,9 @@ impl<T: TableEntity> Store<T> {
                     condition,
                 };
                 let outcome = self
-                    .send(vec![op], 1)
+                    .commit(Write::one(op).tokens_on([0]))
                     .await
+                    .map(Committed::first)
                     .map_err(|e| e.about_entity(&self.table, &key.partition_key, &key.row_key))?;
                 Ok(outcome.etag.unwrap_or_else(|| ETag::new("")))
             })

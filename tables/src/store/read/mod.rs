@@ -1,14 +1,20 @@
+//! Reading one entity: this module (the read path), `continuation.rs` (the
+//! keys of continuation rows and their reads as they arrive),
+//! `large_read.rs` (the main row with its continuation rows, blobs and
+//! manifests) and `plain_fields.rs` (split values under fields that are not
+//! large).
+//!
 //! The read path: fetch → assemble → verify → decode. A plain row decodes
 //! directly; a row of a type with large values is reassembled from its
 //! split cells, continuation rows and blobs, each checked against its hash.
 
+pub(crate) mod continuation;
+pub(super) mod large_read;
+pub(super) mod plain_fields;
+
 use std::collections::BTreeSet;
 
 use super::cache::row_bytes;
-use super::continuation::ContinuationRead;
-use super::large_read::continuation_index;
-use super::plain_fields::take_split_values_of_plain_fields;
-use super::write::{race_backoff, RACE_ATTEMPTS};
 use super::Store;
 use crate::entity::{Key, LargeForm, TableEntity};
 use crate::error::{Error, Result};
@@ -16,10 +22,13 @@ use crate::large::cells::inline_name;
 use crate::large::plan::large_columns;
 use crate::large::stream::SplitAssembler;
 use crate::layout::{
-    blob_cell, chunks_cell, continuation_key, is_cell_of, parse_split_cell, split_cell, split_parts, BlobRef,
-    SplitCell, SPLIT_OF, SPLIT_PARTS,
+    blob_cell, chunks_cell, is_cell_of, parse_split_cell, split_cell, split_parts, BlobRef, SplitCell, SPLIT_OF,
+    SPLIT_PARTS,
 };
-use crate::query::{CmpOp, Filter};
+use crate::store::race::{race_backoff, RACE_ATTEMPTS};
+use crate::store::read::continuation::continuation_index;
+use crate::store::read::continuation::{continuation_owner, ContinuationRead};
+use crate::store::read::plain_fields::take_split_values_of_plain_fields;
 use crate::value::{ETag, Row, Value};
 
 /// How many more times a read whose row failed its check, and is still at
@@ -29,26 +38,6 @@ use crate::value::{ETag, Row, Value};
 /// one needs the writer's transaction to finish, which the backoff between
 /// these reads (about half a second in all) waits for.
 pub(crate) const DAMAGE_CONFIRMATIONS: u32 = 6;
-
-/// The rows `{row_key}~0001` ..= `{row_key}~{last}` of a partition.
-pub(crate) fn continuation_range(partition_key: &str, row_key: &str, last: usize) -> Filter {
-    Filter::eq("PartitionKey", Value::String(partition_key.to_owned()))
-        .and(Filter::cmp(
-            "RowKey",
-            CmpOp::Ge,
-            Value::String(continuation_key(row_key, 1)),
-        ))
-        .and(Filter::cmp(
-            "RowKey",
-            CmpOp::Le,
-            Value::String(continuation_key(row_key, last)),
-        ))
-}
-
-/// The main RowKey a continuation row names, if the row is one.
-pub(crate) fn continuation_owner(row: &Row) -> Option<&str> {
-    row.get(SPLIT_OF).and_then(Value::as_str)
-}
 
 /// Whether a row is a continuation row of a large value (never an entity).
 pub(crate) fn is_continuation_row(row: &Row) -> bool {
@@ -100,7 +89,7 @@ impl<T> Store<T> {
     /// entity: `None`), as the table holds it.
     pub(crate) async fn main_row(&self, key: &Key) -> Result<Option<Row>> {
         Ok(self
-            .tables
+            .shared
             .backend
             .get(&self.table, &key.partition_key, &key.row_key)
             .await?
@@ -205,7 +194,7 @@ impl<T: TableEntity> Store<T> {
                     return Ok(Some((entity, bytes, etag)));
                 }
                 Err(e @ Error::Integrity { .. }) => {
-                    let Some(fresh) = self.tables.backend.get(&self.table, &partition_key, &row_key).await? else {
+                    let Some(fresh) = self.shared.backend.get(&self.table, &partition_key, &row_key).await? else {
                         return Ok(None);
                     };
                     if fresh.etag != etag {

@@ -5,7 +5,6 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use super::{Store, SweepSchedule};
 use crate::backend::blob::BlobCondition;
 use crate::backend::QueryRequest;
 use crate::entity::TableEntity;
@@ -13,6 +12,7 @@ use crate::error::{Error, KeyKind, Result, SweepFailure};
 use crate::layout::{blob_paths, escape_segment, is_offload_shape, partition_prefix, unescape_segment};
 use crate::query::Filter;
 use crate::service::{MAX_LIST_RESULTS, MAX_PAGE_SIZE};
+use crate::store::{Store, SweepSchedule};
 use crate::value::Value;
 
 /// What a sweep did.

@@ -12,11 +12,11 @@
 
 use futures::future::BoxFuture;
 
-use super::concurrency::Step;
-use super::{Lookup, Outcome, Store};
 use crate::entity::{Key, TableEntity};
 use crate::error::{Error, Result};
 use crate::ordering::{OrderedEntity, OrderingToken};
+use crate::store::write::concurrency::Step;
+use crate::store::{Lookup, Outcome, Store};
 
 /// What an ordered change did.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,7 +56,7 @@ impl<T: TableEntity> Store<T> {
     ///
     /// The write is conditional on the version read; a lost race is re-read
     /// and compared again (at most
-    /// [`StoreOptions::mutate_attempts`](super::StoreOptions::mutate_attempts)
+    /// [`StoreOptions::mutate_attempts`](crate::store::StoreOptions::mutate_attempts)
     /// attempts), so a concurrent newer change is never overwritten by an
     /// older one. Fails with [`Error::Conflict`] only when other changes
     /// with older tokens kept winning every attempt (send it again), and

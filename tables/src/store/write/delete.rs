@@ -5,10 +5,6 @@
 
 use std::collections::BTreeSet;
 
-use super::conditions::check_condition;
-use super::read::{continuation_owner, continuation_range};
-use super::write::{race_backoff, RACE_ATTEMPTS};
-use super::Store;
 use crate::backend::pack::{op_weight, pack};
 use crate::backend::{IfMatch, QueryRequest, WriteOp};
 use crate::entity::{ColumnKind, Key, TableEntity};
@@ -16,6 +12,11 @@ use crate::error::{ErrorKind, KeyKind, Result};
 use crate::layout::{blob_cell, blob_paths, continuation_key, split_parts, MAX_CONTINUATION_ROWS, SPLIT_OF};
 use crate::query::Filter;
 use crate::service::{validate_key, MAX_PAGE_SIZE, MAX_TRANSACTION_OPS};
+use crate::store::race::{race_backoff, RACE_ATTEMPTS};
+use crate::store::read::continuation::{continuation_owner, continuation_range};
+use crate::store::write::conditions::check_condition;
+use crate::store::write::{Committed, Write};
+use crate::store::Store;
 use crate::value::{Row, Value};
 
 fn delete_op(partition_key: &str, row_key: String, condition: IfMatch) -> WriteOp {
@@ -44,7 +45,7 @@ impl<T: TableEntity> Store<T> {
         let about = |e: crate::Error| e.about_entity(&self.table, &key.partition_key, &key.row_key);
         if !const { T::SCHEMA.has_large_values() || !T::INDEXES.is_empty() } {
             let op = delete_op(&key.partition_key, key.row_key.clone(), condition.clone());
-            return match self.send(vec![op], 1).await {
+            return match self.commit(Write::one(op)).await.map(Committed::first) {
                 Ok(_) => Ok(true),
                 Err(e) if e.kind() == ErrorKind::NotFound && condition == IfMatch::Any => Ok(false),
                 Err(e) => Err(about(e)),
@@ -79,7 +80,11 @@ impl<T: TableEntity> Store<T> {
             }
             let (index_ops, indexed) = self.plan_indexes(key, Some(&stored), None)?;
             ops.extend(index_ops);
-            match self.send(ops, 1).await {
+            match self
+                .commit(Write::new(ops).droppable_from(1))
+                .await
+                .map(Committed::first)
+            {
                 Ok(_) => {
                     self.intents_written(&indexed);
                     if !together {
@@ -117,7 +122,7 @@ impl<T: TableEntity> Store<T> {
                 .map(|r| delete_op(&key.partition_key, r.row_key, IfMatch::Any))
                 .collect();
             for chunk in ops.chunks(MAX_TRANSACTION_OPS) {
-                self.send_tracked(chunk.to_vec(), 0).await?;
+                self.commit(Write::new(chunk.to_vec()).droppable_from(0)).await?;
             }
         }
         Ok(())
@@ -134,7 +139,7 @@ impl<T: TableEntity> Store<T> {
                 validate_key(KeyKind::PartitionKey, partition_key)?;
                 let large = const { T::SCHEMA.has_large_values() };
                 let mut select = vec!["RowKey".to_owned()];
-                select.extend(super::index::partition_columns::<T>());
+                select.extend(crate::store::index::partition_columns::<T>());
                 if large {
                     select.push(SPLIT_OF.to_owned());
                     for c in T::SCHEMA.columns {
@@ -157,7 +162,7 @@ impl<T: TableEntity> Store<T> {
                     }
                     // An entity of a type with global indexes leaves an intent for the applier.
                     let mut intents = self.partition_intents(&rows)?;
-                    let mut units = delete_units(partition_key, super::index::without_intents(rows));
+                    let mut units = delete_units(partition_key, crate::store::index::without_intents(rows));
                     for unit in units.iter_mut().filter(|u| u.entity) {
                         let row_key = unit.ops[0].keys().1.to_owned();
                         unit.ops.extend(intents.remove(&row_key));
@@ -173,7 +178,7 @@ impl<T: TableEntity> Store<T> {
                             owner.extend(std::iter::repeat_n((u, false), unit.ops.len() - 1));
                             ops.extend(unit.ops.iter().cloned());
                         }
-                        let (_, kept) = self.send_tracked(ops, 0).await?;
+                        let kept = self.commit(Write::new(ops).droppable_from(0)).await?.kept;
                         for index in kept {
                             let (u, first) = owner[index];
                             if first && tx[u].entity {

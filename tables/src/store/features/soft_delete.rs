@@ -8,7 +8,6 @@
 
 use futures::future::BoxFuture;
 
-use super::{Lookup, Outcome, QueryOptions, Store};
 use crate::backend::{IfMatch, QueryRequest, UpdateMode, WriteOp};
 use crate::entity::{Key, TableEntity};
 use crate::error::{Error, ErrorKind, Result};
@@ -16,6 +15,8 @@ use crate::layout::{NOT_DELETED, SPLIT_OF};
 use crate::query::{CmpOp, Filter};
 use crate::service::MAX_PAGE_SIZE;
 use crate::soft_delete::{RowState, SoftDelete};
+use crate::store::write::{Committed, Write};
+use crate::store::{Lookup, Outcome, QueryOptions, Store};
 use crate::value::{DateTime, Row, Value};
 
 /// Which rows of a `#[table(soft_delete)]` type a store reads. Types without
@@ -95,12 +96,12 @@ impl<T: TableEntity> Store<T> {
     /// row under a live view (or a live one under `only_deleted()`), which
     /// takes the key from an insert. One round trip, only for a type with a
     /// deletion stamp read through a view that leaves rows out.
-    pub(super) async fn held_by_hidden_row(&self, key: &Key) -> Result<bool> {
+    pub(in crate::store) async fn held_by_hidden_row(&self, key: &Key) -> Result<bool> {
         if T::SOFT_DELETE_COLUMN.is_none() || self.visibility == Visibility::All {
             return Ok(false);
         }
         let row = self
-            .tables
+            .shared
             .backend
             .get(&self.table, &key.partition_key, &key.row_key)
             .await?;
@@ -261,7 +262,7 @@ impl<T: TableEntity> Store<T> {
                 mode: UpdateMode::Merge,
                 condition: IfMatch::ETag(etag),
             };
-            match self.send(vec![op], 1).await {
+            match self.commit(Write::one(op)).await.map(Committed::first) {
                 Ok(_) => marked += 1,
                 Err(e) if matches!(e.kind(), ErrorKind::PreconditionFailed | ErrorKind::NotFound) => {}
                 Err(e) => return Err(e.about_entity(&self.table, &listed.partition_key, &listed.row_key)),

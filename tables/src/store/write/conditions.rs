@@ -1,6 +1,6 @@
 //! A caller's ETag is a version: the one check every verb that writes or
 //! reads on condition of a caller's ETag goes through, and that the write
-//! pipeline (`write.rs`) applies again to every operation it sends.
+//! pipeline (`Store::commit`, in `write/mod.rs`) applies again to every operation it sends.
 
 use crate::backend::{IfMatch, WriteOp};
 use crate::error::{Error, Result};
@@ -11,7 +11,7 @@ use crate::value::ETag;
 /// unconditional) and the empty ETag. Every verb that writes or reads on
 /// condition of a caller's ETag (`update`, `update_with`, `delete_entity`,
 /// `patch`, `merge_columns_if`, the conditional blob verbs) passes here
-/// before anything is sent, and `Store::send_settled` checks every
+/// before anything is sent, and `Store::commit` checks every
 /// operation again, so no such condition reaches a backend from a store.
 pub(crate) fn check_caller_etag(etag: &str) -> Result<()> {
     let trimmed = etag.trim();

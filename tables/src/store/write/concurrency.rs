@@ -14,8 +14,8 @@
 //! - the version did not move: the write's own error (no retry can fix it);
 //! - the version moved (or the row vanished): the intent is applied again to
 //!   the fresh version after a pause (capped exponential backoff with full
-//!   jitter), within [`StoreOptions::mutate_attempts`](super::StoreOptions::mutate_attempts)
-//!   and [`StoreOptions::mutate_budget`](super::StoreOptions::mutate_budget), then
+//!   jitter), within [`StoreOptions::mutate_attempts`](crate::store::StoreOptions::mutate_attempts)
+//!   and [`StoreOptions::mutate_budget`](crate::store::StoreOptions::mutate_budget), then
 //!   [`Error::Conflict`] (or [`Outcome::Conflicted`]).
 //!
 //! The closure re-applies the intent; a body computed from a stale version is
@@ -26,11 +26,11 @@
 //! [`Error::OutcomeUnknown`]. So the intent runs once per call that lands,
 //! never on a version that may already hold its own change.
 
-use super::write::race_backoff;
-use super::{Lookup, Store};
 use crate::backend::IfMatch;
 use crate::entity::{Key, TableEntity};
 use crate::error::{Error, ErrorKind, Result};
+use crate::store::race::race_backoff;
+use crate::store::{Lookup, Store};
 
 /// What an outcome verb did. Expected branches of a concurrent program are
 /// values, not errors.
@@ -59,7 +59,7 @@ impl<T> Outcome<T> {
 }
 
 /// The next step of a compare-and-swap attempt, decided from the current row.
-pub(super) enum Step<T> {
+pub(in crate::store) enum Step<T> {
     /// Insert this new entity.
     Insert(T),
     /// Replace the row on condition of the ETag the entity carries.
@@ -73,9 +73,9 @@ impl<T: TableEntity> Store<T> {
     /// race re-read and re-apply. Returns the entity as stored.
     ///
     /// Under contention the attempts are bounded twice: at most
-    /// [`StoreOptions::mutate_attempts`](super::StoreOptions::mutate_attempts)
+    /// [`StoreOptions::mutate_attempts`](crate::store::StoreOptions::mutate_attempts)
     /// (default 3), and no pause that would end past
-    /// [`StoreOptions::mutate_budget`](super::StoreOptions::mutate_budget)
+    /// [`StoreOptions::mutate_budget`](crate::store::StoreOptions::mutate_budget)
     /// (default 4 s) after the call began. Between attempts the call pauses
     /// a random time from 0 up to 4 ms × 2^(attempt − 1), capped at 100 ms
     /// (full jitter: writers that lost one race to each other spread out).
@@ -279,7 +279,7 @@ impl<T: TableEntity> Store<T> {
         Error::conflict(&self.table, key)
     }
 
-    pub(super) fn check_same_key(&self, key: &Key, entity: &T) -> Result<()> {
+    pub(in crate::store) fn check_same_key(&self, key: &Key, entity: &T) -> Result<()> {
         let actual = entity.key();
         if &actual == key {
             Ok(())
@@ -298,9 +298,13 @@ impl<T: TableEntity> Store<T> {
     /// `step` decides the next step from the current row; with `last` set
     /// no attempt is left, so it only decides and never runs the intent
     /// (with `n` attempts an intent runs at most `n` times).
-    pub(super) async fn cas(&self, key: &Key, mut step: impl FnMut(Option<T>, bool) -> Step<T>) -> Result<Outcome<T>> {
-        let attempts = self.tables.options.mutate_attempts.get();
-        let budget = self.tables.options.mutate_budget;
+    pub(in crate::store) async fn cas(
+        &self,
+        key: &Key,
+        mut step: impl FnMut(Option<T>, bool) -> Step<T>,
+    ) -> Result<Outcome<T>> {
+        let attempts = self.shared.options.mutate_attempts.get();
+        let budget = self.shared.options.mutate_budget;
         let started = std::time::Instant::now();
         let mut current = self.read(key).await?;
         let mut attempt = 0u32;

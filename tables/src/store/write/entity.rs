@@ -1,63 +1,37 @@
-//! The one write pipeline every entity write goes through:
+//! An entity's write, the steps before the pipeline's entry:
 //!
-//! 1. **encode**: the derive's `to_row`, the stamps, key checks, files;
+//! 1. **encode**: the derive's `to_row`, the stamps, key checks, files, and
+//!    the main row's write token (reserved here, before planning, so the
+//!    plan counts its cell);
 //! 2. **plan**: the rows, continuation rows and blobs the entity takes (a
 //!    plain entity is a plan of one row);
 //! 3. **guard**: the read the type needs (large values, protected fields),
 //!    the caller's condition, protected-field checks;
-//! 4. **commit**: uploads, then one request or one transaction, the
-//!    classification of a rejection, the release of replaced blobs.
+//!
+//! then uploads, and [`Store::commit`] of the planned operations; a
+//! rejection is classified here (a lost race is tried again) and the blobs
+//! the replaced version referenced are released.
 //!
 //! Single writes ([`Store::write_entity`]) and batches
-//! ([`Store::write_batch`](super::batch)) share every step.
+//! ([`Store::write_batch`](crate::store::write::batch)) share every step.
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
-use std::time::Duration;
 
-use rand::Rng;
-
-use super::blobs::{Files, Upload};
-use super::cache::{Settled, Writing};
-use super::conditions::{check_condition, check_conditions};
-use super::read::continuation_owner;
-use super::Store;
+use super::{Committed, Store, Write};
 use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
 use crate::entity::{Key, TableEntity};
 use crate::error::{Error, ErrorKind, KeyKind, Result};
 use crate::large::plan::{check_row_key, large_columns, plan, Limits};
 use crate::layout::{blob_paths, continuation_key, split_parts};
 use crate::service::{check_row_limits, validate_key};
+use crate::store::cache::Settled;
+use crate::store::offload::{Files, Upload};
+use crate::store::race::{lost_race, race_backoff, RACE_ATTEMPTS};
+use crate::store::read::continuation::continuation_owner;
+use crate::store::write::conditions::check_condition;
 use crate::telemetry;
 use crate::value::{DateTime, ETag, Row, Value};
-
-/// Attempts of a write that reads first and loses races to other writers.
-pub(crate) const RACE_ATTEMPTS: u32 = 5;
-
-/// The first pause's ceiling after a lost race.
-const BACKOFF_BASE: Duration = Duration::from_millis(4);
-/// The longest pause after a lost race.
-const BACKOFF_CAP: Duration = Duration::from_millis(100);
-
-/// The pause before retry `attempt` after a lost race: capped exponential
-/// backoff with full jitter, uniform in 0 to `min(100 ms, 4 ms × 2^(attempt − 1))`,
-/// so writers that lost one race spread out instead of meeting again (the
-/// AWS Architecture Blog's "Exponential Backoff and Jitter").
-pub(crate) fn race_backoff(attempt: u32) -> Duration {
-    let ceiling = BACKOFF_BASE
-        .saturating_mul(1 << attempt.saturating_sub(1).min(16))
-        .min(BACKOFF_CAP);
-    ceiling.mul_f64(rand::thread_rng().gen_range(0.0..=1.0))
-}
-
-/// Whether a write's rejection says another writer got there first (the row
-/// appeared, vanished, or changed version since it was read).
-pub(crate) fn lost_race(kind: ErrorKind) -> bool {
-    matches!(
-        kind,
-        ErrorKind::NotFound | ErrorKind::AlreadyExists | ErrorKind::PreconditionFailed
-    )
-}
 
 /// What a write does to the stored entity.
 #[derive(Debug, Clone)]
@@ -147,7 +121,7 @@ pub(crate) struct Unit {
     /// Blobs the replaced version referenced.
     pub(crate) old_refs: BTreeSet<String>,
     /// What the index step added (its operations follow the entity's).
-    pub(crate) index: super::index::IndexPlan,
+    pub(crate) index: crate::store::index::IndexPlan,
 }
 
 impl Unit {
@@ -236,7 +210,7 @@ impl<T: TableEntity> Store<T> {
         let limits = Limits {
             threshold: self.blobs().map_or(usize::MAX, |b| b.options.threshold_bytes),
             blobs: self.blobs().is_some(),
-            extra_ops: old_parts + super::index::reserved_ops(T::INDEXES),
+            extra_ops: old_parts + crate::store::index::reserved_ops(T::INDEXES),
         };
         let planned = plan(&self.table, row, &large_columns(T::SCHEMA.columns), limits)?;
         check_row_limits(&planned.main)?;
@@ -299,81 +273,6 @@ impl<T: TableEntity> Store<T> {
     }
 }
 
-// Sending does not depend on the entity type (a union store commits through it too).
-impl<T> Store<T> {
-    /// Sends operations as one request (one operation) or one transaction,
-    /// dropping operations at index `droppable..` that found their row gone
-    /// (stale rows of a damaged or concurrently changed entity) and sending
-    /// the rest again. Returns the outcome of the first operation.
-    pub(crate) async fn send(&self, ops: Vec<WriteOp>, droppable: usize) -> Result<WriteOutcome> {
-        self.send_settled(ops, droppable).await.map(|(outcome, _)| outcome)
-    }
-
-    /// [`Store::send`], also returning what lets the caller cache the entity
-    /// written (when the store has a read cache).
-    ///
-    /// Every table write passes here or through [`Store::send_tracked`]: the
-    /// read cache evicts what the operations touch before they are sent, and
-    /// a write that fails, or whose future is dropped, leaves it evicted.
-    pub(crate) async fn send_settled(
-        &self,
-        ops: Vec<WriteOp>,
-        droppable: usize,
-    ) -> Result<(WriteOutcome, Option<Settled>)> {
-        check_conditions(&ops)?;
-        let writing = self.begin_write(&ops);
-        let noted = self.note_written(&ops);
-        let outcome = if ops.len() == 1 {
-            self.exchange(ops).await.map(|mut outcomes| outcomes.swap_remove(0))
-        } else {
-            self.commit_tracked(ops, droppable)
-                .await
-                .map(|(mut outcomes, _)| outcomes.swap_remove(0))
-        };
-        let outcome = outcome.inspect_err(|_| self.forget_written(&noted))?;
-        Ok((outcome, writing.map(Writing::succeed)))
-    }
-
-    /// [`Store::send`], returning every outcome and the indexes (into `ops`)
-    /// of the operations that were sent in the end.
-    pub(crate) async fn send_tracked(
-        &self,
-        ops: Vec<WriteOp>,
-        droppable: usize,
-    ) -> Result<(Vec<WriteOutcome>, Vec<usize>)> {
-        check_conditions(&ops)?;
-        let writing = self.begin_write(&ops);
-        let noted = self.note_written(&ops);
-        let sent = self
-            .commit_tracked(ops, droppable)
-            .await
-            .inspect_err(|_| self.forget_written(&noted))?;
-        drop(writing.map(Writing::succeed));
-        Ok(sent)
-    }
-
-    /// The backend requests of [`Store::send_tracked`].
-    async fn commit_tracked(&self, mut ops: Vec<WriteOp>, droppable: usize) -> Result<(Vec<WriteOutcome>, Vec<usize>)> {
-        let mut kept: Vec<usize> = (0..ops.len()).collect();
-        loop {
-            if ops.len() == 1 || droppable >= ops.len() {
-                // Nothing can be dropped: the operations are moved, not copied.
-                return self.exchange(ops).await.map(|outcomes| (outcomes, kept));
-            }
-            match self.exchange(ops.clone()).await {
-                Ok(outcomes) => return Ok((outcomes, kept)),
-                Err(Error::Transaction { index, source })
-                    if index >= droppable && index < ops.len() && source.kind() == ErrorKind::NotFound =>
-                {
-                    ops.remove(index);
-                    kept.remove(index);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-}
-
 impl<T: TableEntity> Store<T> {
     /// Writes one entity through the pipeline and records the new version
     /// (stamps, ETag, files) on it.
@@ -381,7 +280,7 @@ impl<T: TableEntity> Store<T> {
         if let Verb::Replace(condition) = &verb {
             check_condition(condition)?;
         }
-        let stamps = Stamps::of(&verb, entity, super::now());
+        let stamps = Stamps::of(&verb, entity, crate::store::now());
         let written = self.write_encoded(self.encode(entity, stamps).await?, &verb).await?;
         if const { T::SCHEMA.has_large_values() } {
             self.bind_stored_files(entity, &written.files.refs);
@@ -417,7 +316,7 @@ impl<T: TableEntity> Store<T> {
             attempt += 1;
             let stored = match read {
                 true => {
-                    self.tables
+                    self.shared
                         .backend
                         .get(&self.table, &key.partition_key, &key.row_key)
                         .await?
@@ -440,8 +339,12 @@ impl<T: TableEntity> Store<T> {
                 unit.new_refs()
             };
             let (old_refs, new_parts, indexed) = (unit.old_refs, unit.new_parts, unit.index);
-            let error = match self.send_settled(unit.ops, new_parts + 1).await {
-                Ok((outcome, settled)) => {
+            let write = Write::new(unit.ops).droppable_from(new_parts + 1);
+            let error = match self.commit(write).await {
+                Ok(Committed {
+                    mut outcomes, settled, ..
+                }) => {
+                    let outcome = outcomes.swap_remove(0);
                     self.intents_written(&indexed);
                     let etag = outcome.etag.clone().unwrap_or_else(|| ETag::new(""));
                     self.confirm_all(T::INDEXES, &reserved, &key, &etag, &encoded_row, stored.as_ref())
@@ -474,7 +377,7 @@ impl<T: TableEntity> Store<T> {
             // A continuation key already taken: our own leftover is reclaimed, a foreign row fails the write.
             if index > 0 && index <= new_parts && kind == ErrorKind::AlreadyExists {
                 let taken = continuation_key(&key.row_key, index);
-                let holder = self.tables.backend.get(&self.table, &key.partition_key, &taken).await?;
+                let holder = self.shared.backend.get(&self.table, &key.partition_key, &taken).await?;
                 let ours = holder
                     .as_ref()
                     .is_some_and(|r| continuation_owner(r) == Some(key.row_key.as_str()));
@@ -509,27 +412,5 @@ impl<T: TableEntity> Store<T> {
                 error.about_entity(&self.table, &key.partition_key, &key.row_key)
             });
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pauses_after_lost_races_grow_to_a_cap_with_full_jitter() {
-        for attempt in 1..=30 {
-            let ceiling = BACKOFF_BASE.saturating_mul(1 << (attempt - 1).min(16)).min(BACKOFF_CAP);
-            let pauses: Vec<Duration> = (0..200).map(|_| race_backoff(attempt)).collect();
-            assert!(pauses.iter().all(|p| *p <= ceiling), "attempt {attempt}");
-            // Full jitter: the pauses spread over the whole range below the ceiling.
-            assert!(pauses.iter().any(|p| *p < ceiling / 4), "attempt {attempt}");
-            assert!(pauses.iter().any(|p| *p > ceiling / 2), "attempt {attempt}");
-        }
-        assert_eq!(
-            BACKOFF_BASE.saturating_mul(1 << 16).min(BACKOFF_CAP),
-            BACKOFF_CAP,
-            "capped"
-        );
     }
 }

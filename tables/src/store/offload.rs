@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::Store;
+use super::{Blobs, Store};
 use crate::backend::blob::{BlobCondition, PutOptions};
 use crate::codec::blob_content::BlobSource;
 use crate::entity::{Key, TableEntity};
@@ -12,7 +12,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::large::plan::checked_blob_name;
 use crate::large::plan::PlannedBlob;
 use crate::layout::{blob_cell, row_prefix, BlobRef};
-use crate::tables::Blobs;
 use crate::value::{sha256_hex, Row, Value};
 
 /// A blob a write uploads before it writes its rows.
@@ -45,7 +44,7 @@ impl From<PlannedBlob> for Upload {
 
 impl<T: TableEntity> Store<T> {
     pub(crate) fn blobs(&self) -> Option<&Blobs> {
-        self.tables.blobs.as_deref()
+        self.shared.blobs.as_deref()
     }
 
     fn blob_source(&self) -> Option<BlobSource> {

@@ -6,9 +6,6 @@ use std::time::{Duration, Instant};
 
 use futures::Stream;
 
-use super::read::is_not_an_entity;
-use super::write::{race_backoff, RACE_ATTEMPTS};
-use super::Store;
 use crate::backend::{IfMatch, QueryRequest};
 use crate::entity::{Key, TableEntity};
 use crate::error::{ErrorKind, Result};
@@ -16,6 +13,9 @@ use crate::large::plan::{large_columns, plan, Limits};
 use crate::layout::{is_cell_of, is_system_column, SPLIT_PARTS};
 use crate::query::{CmpOp, Filter};
 use crate::service::MAX_PAGE_SIZE;
+use crate::store::race::{race_backoff, RACE_ATTEMPTS};
+use crate::store::read::is_not_an_entity;
+use crate::store::Store;
 use crate::value::{Row, Value};
 
 /// What [`Store::converge`] reads and may do.
@@ -76,7 +76,7 @@ fn same(a: &Value, b: &Value) -> bool {
 struct State<T> {
     store: Store<T>,
     options: ConvergeOptions,
-    pages: Option<super::Pages>,
+    pages: Option<crate::store::Pages>,
     rows: VecDeque<Row>,
     done: bool,
     last_write: Option<Instant>,
@@ -266,7 +266,7 @@ impl<T: TableEntity> State<T> {
                     tokio::time::sleep(race_backoff(attempt)).await;
                     match self
                         .store
-                        .tables
+                        .shared
                         .backend
                         .get(&self.store.table, &key.partition_key, &key.row_key)
                         .await?

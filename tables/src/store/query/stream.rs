@@ -4,12 +4,12 @@ use std::collections::VecDeque;
 
 use futures::stream;
 
-use super::read_ahead::PageFetcher;
-use super::{QueryOptions, Store};
 use crate::backend::QueryRequest;
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
 use crate::named_stream::named_stream;
+use crate::store::query::read_ahead::PageFetcher;
+use crate::store::{QueryOptions, Store};
 use crate::value::Row;
 
 named_stream!(
@@ -55,7 +55,7 @@ impl<T: TableEntity> State<T> {
             let (store, request) = (&self.store, &mut self.request);
             let pages = self.pages.get_or_insert_with(|| {
                 PageFetcher::new(
-                    store.tables.backend.clone(),
+                    store.shared.backend.clone(),
                     &store.table,
                     request.take().unwrap_or_default(),
                 )

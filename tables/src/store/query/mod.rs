@@ -1,6 +1,17 @@
+//! Queries: this module (options and the pages of a query), `paging.rs`
+//! (pages and cursors), `projection.rs` (`$select`), `read_ahead.rs` (the
+//! next page fetched while one is decoded) and `stream.rs` (entity streams).
+//!
 //! Reading many rows: partition or table scans, optionally filtered.
 
+pub(super) mod paging;
+pub(crate) mod projection;
+pub(super) mod read_ahead;
+pub(super) mod stream;
+
 use std::marker::PhantomData;
+
+use self::projection::Selection;
 
 use super::Store;
 use crate::backend::{PageAnswer, QueryRequest};
@@ -45,7 +56,7 @@ pub struct QueryOptions<T, S = OnePartition> {
     pub(crate) take: Option<usize>,
     pub(crate) filter: Option<Filter>,
     pub(crate) select: Option<Vec<Selection>>,
-    pub(crate) cursor: Option<super::paging::Cursor>,
+    pub(crate) cursor: Option<crate::store::query::paging::Cursor>,
     pub(crate) filter_error: Option<String>,
     _types: PhantomData<fn() -> (T, S)>,
 }
@@ -71,15 +82,6 @@ pub trait PrefixNeedsAPartition {}
 
 #[diagnostic::do_not_recommend]
 impl PrefixNeedsAPartition for OnePartition {}
-
-/// A projected field: a typed column, or a name given to [`QueryOptions::select_raw`].
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Selection {
-    /// The stored name of a typed column (`Address_City`).
-    Column(String),
-    /// A field or column name, or a dotted path (`address.city`), as written.
-    Name(String),
-}
 
 impl<T, S> Clone for QueryOptions<T, S> {
     fn clone(&self) -> Self {
@@ -234,7 +236,7 @@ impl<T, S> QueryOptions<T, S> {
     /// For [`Store::page`]: continue after the page that returned `cursor`.
     /// The other readers (`query`, `stream`, `count`, `any`) read from the
     /// start and refuse options that carry a cursor with [`Error::InvalidCursor`].
-    pub fn after(mut self, cursor: super::paging::Cursor) -> Self {
+    pub fn after(mut self, cursor: crate::store::query::paging::Cursor) -> Self {
         self.cursor = Some(cursor);
         self
     }
@@ -310,7 +312,7 @@ pub use crate::service::next_prefix;
 /// with a token is not the end), with the next page fetched while the
 /// current one is decoded when the reader says it will read it.
 pub(crate) struct Pages {
-    fetcher: super::read_ahead::PageFetcher,
+    fetcher: crate::store::query::read_ahead::PageFetcher,
 }
 
 impl Pages {
@@ -335,7 +337,11 @@ impl<T> Store<T> {
     pub(crate) async fn pages(&self, request: QueryRequest) -> Result<Pages> {
         self.ensure_created().await?;
         Ok(Pages {
-            fetcher: super::read_ahead::PageFetcher::new(self.tables.backend.clone(), &self.table, request),
+            fetcher: crate::store::query::read_ahead::PageFetcher::new(
+                self.shared.backend.clone(),
+                &self.table,
+                request,
+            ),
         })
     }
 }
@@ -405,7 +411,8 @@ impl<T: TableEntity> Store<T> {
     async fn query_direct(&self, request: QueryRequest) -> Result<Vec<T>> {
         self.ensure_created().await?;
         let mut pages =
-            super::read_ahead::PageFetcher::new(self.tables.backend.clone(), &self.table, request).of_bodies();
+            crate::store::query::read_ahead::PageFetcher::new(self.shared.backend.clone(), &self.table, request)
+                .of_bodies();
         let mut out = Vec::new();
         while let Some(answer) = pages.next_answer(|| true).await? {
             let rows = match answer {

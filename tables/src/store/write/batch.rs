@@ -5,11 +5,13 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use super::write::{lost_race, reads_first, Encoded, Stamps, Unit, Verb};
-use super::Store;
 use crate::backend::pack::{op_weight, pack};
 use crate::entity::{Key, TableEntity};
 use crate::error::{Error, ErrorKind, KeyKind, Result};
+use crate::store::race::lost_race;
+use crate::store::write::{reads_first, Encoded, Stamps, Unit, Verb};
+use crate::store::write::{Committed, Write};
+use crate::store::Store;
 use crate::value::Row;
 
 /// Groups items by partition key, keeping the order in which partitions and
@@ -68,7 +70,7 @@ impl<T: TableEntity> Store<T> {
         if const { crate::index::any_unique_global(T::INDEXES) } {
             return self.write_reserving(entities, &verb).await;
         }
-        let at = super::now();
+        let at = crate::store::now();
         let mut encoded = Vec::with_capacity(entities.len());
         for entity in entities {
             encoded.push(self.encode(entity, Stamps::of(&verb, entity, at)).await?);
@@ -85,7 +87,7 @@ impl<T: TableEntity> Store<T> {
             let stored = match read {
                 true => {
                     let (pk, rk) = (&e.row.partition_key, &e.row.row_key);
-                    self.tables.backend.get(&self.table, pk, rk).await?
+                    self.shared.backend.get(&self.table, pk, rk).await?
                 }
                 false => None,
             };
@@ -123,7 +125,7 @@ impl<T: TableEntity> Store<T> {
                 let mut ops = Vec::new();
                 let mut books = Vec::with_capacity(tx.len());
                 let released_before = released.len();
-                let mut index = super::index::IndexPlan::default();
+                let mut index = crate::store::index::IndexPlan::default();
                 for (i, unit) in tx {
                     owners.extend(std::iter::repeat_n(i, unit.ops.len()));
                     if !unit.old_refs.is_empty() {
@@ -134,7 +136,7 @@ impl<T: TableEntity> Store<T> {
                     ops.extend(unit.ops);
                 }
                 let n = books.len();
-                let error = match self.send(ops, usize::MAX).await {
+                let error = match self.commit(Write::new(ops)).await.map(Committed::first) {
                     Ok(_) => {
                         self.intents_written(&index);
                         committed += n;

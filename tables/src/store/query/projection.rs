@@ -1,10 +1,18 @@
 //! Resolving a projection to the physical columns a query's `$select` names.
 
-use super::query::Selection;
 use crate::codec::ValueKind;
 use crate::entity::{Column, ColumnKind, Schema};
 use crate::error::{Error, Result};
 use crate::layout::{blob_cell, gzip_cell, json_cell};
+
+/// A projected field: a typed column, or a name given to [`QueryOptions::select_raw`](crate::store::QueryOptions::select_raw).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Selection {
+    /// The stored name of a typed column (`Address_City`).
+    Column(String),
+    /// A field or column name, or a dotted path (`address.city`), as written.
+    Name(String),
+}
 
 /// Columns the service returns whatever the projection: selecting them adds nothing.
 const ALWAYS_READ: [&str; 3] = ["PartitionKey", "RowKey", "Timestamp"];

@@ -6,11 +6,11 @@ use std::str::FromStr;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
-use super::{QueryOptions, Store};
 use crate::backend::{PageToken, QueryRequest};
 use crate::entity::{KeyMode, TableEntity};
 use crate::error::{Error, Result};
 use crate::service::MAX_PAGE_SIZE;
+use crate::store::{QueryOptions, Store};
 
 /// The default page size of [`Store::page`].
 pub const DEFAULT_PAGE_SIZE: usize = 100;
@@ -174,7 +174,7 @@ impl<T: TableEntity> Store<T> {
         self.scope_request(&mut request)?;
         self.exclude_index_rows(&mut request)?;
         if let Some(selection) = &options.select {
-            request.select = super::projection::select_list(T::SCHEMA, selection)?;
+            request.select = crate::store::query::projection::select_list(T::SCHEMA, selection)?;
         }
         Ok(request)
     }
@@ -216,7 +216,7 @@ impl<T: TableEntity> Store<T> {
                 let mut request = self.listing_request(&options)?;
                 request.top = Some(page_size as u32);
                 self.ensure_created().await?;
-                let page = self.tables.backend.query(&self.table, &request, token.as_ref()).await?;
+                let page = self.shared.backend.query(&self.table, &request, token.as_ref()).await?;
                 let mut items = Vec::with_capacity(page.rows.len());
                 for row in page.rows {
                     if let Some(entity) = self.decode_listed(row).await? {

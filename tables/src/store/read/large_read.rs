@@ -4,26 +4,16 @@
 //! continuation rows (see [`ContinuationHints`](crate::large::continuation_hints::ContinuationHints)),
 //! else after it.
 
-use super::continuation::ContinuationRead;
-use super::read::continuation_range;
-use super::Store;
 use crate::backend::{QueryRequest, UpdateMode, WriteOp};
 use crate::entity::{Key, LargeForm, TableEntity};
 use crate::error::{Error, Result};
 use crate::large::blob_value::BlobValue;
 use crate::layout::{split_parts, BlobRef, MAX_CONTINUATION_ROWS, SPLIT_OF};
+use crate::store::read::continuation::continuation_range;
+use crate::store::read::continuation::ContinuationRead;
+use crate::store::Store;
 use crate::telemetry;
 use crate::value::{Row, Value};
-
-/// The index of a continuation row of `main_key` from its RowKey
-/// (`{main_key}~0001` is 1), if the key is one.
-pub(crate) fn continuation_index(main_key: &str, row_key: &str) -> Option<usize> {
-    let digits = row_key.strip_prefix(main_key)?.strip_prefix('~')?;
-    if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok().filter(|i| *i > 0)
-}
 
 impl<T: TableEntity> Store<T> {
     /// The stored row at `key`, and, when the read expects continuation
@@ -36,9 +26,9 @@ impl<T: TableEntity> Store<T> {
         key: &'a Key,
     ) -> Result<(Option<Row>, Option<ContinuationRead<'a>>)> {
         let (pk, rk) = (key.partition_key.as_str(), key.row_key.as_str());
-        let get = self.tables.backend.get(&self.table, pk, rk);
+        let get = self.shared.backend.get(&self.table, pk, rk);
         let expected = match const { T::SCHEMA.has_large_values() } {
-            true => self.tables.continuation_hints.expects(&self.table, pk, rk),
+            true => self.shared.continuation_hints.expects(&self.table, pk, rk),
             false => 0,
         };
         if expected == 0 {
@@ -100,7 +90,7 @@ impl<T: TableEntity> Store<T> {
     /// Records how many continuation rows the entity just read has.
     pub(crate) fn note_continuations(&self, partition_key: &str, row_key: &str, parts: usize) {
         if const { T::SCHEMA.has_large_values() } {
-            self.tables
+            self.shared
                 .continuation_hints
                 .note(&self.table, partition_key, row_key, parts);
         }
@@ -114,7 +104,7 @@ impl<T> Store<T> {
     /// none. Merges change no part count; continuation rows are not entities.
     /// Returns the keys noted, for [`Store::forget_written`] when the write fails.
     pub(crate) fn note_written(&self, ops: &[WriteOp]) -> Vec<(String, String)> {
-        let hints = &self.tables.continuation_hints;
+        let hints = &self.shared.continuation_hints;
         let mut noted = Vec::new();
         for op in ops {
             let parts = match op {
@@ -144,24 +134,7 @@ impl<T> Store<T> {
     /// not sent with guessed reads of continuation rows.
     pub(crate) fn forget_written(&self, noted: &[(String, String)]) {
         for (pk, rk) in noted {
-            self.tables.continuation_hints.note(&self.table, pk, rk, 0);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn continuation_indexes_are_read_from_their_keys() {
-        assert_eq!(continuation_index("r", "r~0001"), Some(1));
-        assert_eq!(continuation_index("r", "r~0099"), Some(99));
-        assert_eq!(continuation_index("r", "r~9999"), Some(9999));
-        for other in [
-            "r", "r~0000", "r~001", "r~00012", "r~00a1", "s~0001", "rr~0001", "r~~0001",
-        ] {
-            assert_eq!(continuation_index("r", other), None, "{other}");
+            self.shared.continuation_hints.note(&self.table, pk, rk, 0);
         }
     }
 }

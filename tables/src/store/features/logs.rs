@@ -1,11 +1,11 @@
 //! Append logs and versioned streams: time-ordered and version-ordered rows
 //! whose newest entries sort first, so every read is one bounded scan.
 
-use super::{QueryOptions, Store};
 use crate::entity::{normalize_id, Key, KeyMode, TableEntity};
 use crate::error::Result;
 use crate::keys::{append_key_now, parse_append_key, version_key, AppendKeyFormat, SUB_STREAM_SEPARATOR};
 use crate::query::{CmpOp, Filter};
+use crate::store::{QueryOptions, Store};
 use crate::value::{ETag, Row, Value};
 
 /// A sub-stream name as the log uses it: trimmed, `None` when empty.

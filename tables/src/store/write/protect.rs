@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use super::Store;
 use crate::entity::{Column, ColumnKind, TableEntity};
 use crate::error::{Error, Result};
+use crate::store::Store;
 pub use crate::update::Authorizer;
 use crate::value::{Row, Value};
 

@@ -8,10 +8,10 @@
 //! [`Error::OutcomeUnknown`], never a resend and never a guess.
 //!
 //! Every main row the store writes carries a fresh token in its
-//! [`WRITE_TOKEN`] cell ([`Store::reserve_token`], called where the row is
-//! built: an entity's, a union store's, a `patch`'s), unless the row has no
+//! [`WRITE_TOKEN`] cell ([`Store::reserve_token`], called by [`Store::commit`]
+//! for the rows a write names, or earlier by an entity's planning path), unless the row has no
 //! room left for it (the service's 252 properties), or by
-//! [`Store::exchange`] into the first row of a request that has none. One
+//! [`Store::exchange_ops`] into the first row of a request that has none. One
 //! request is tried as the store's [`RetryPolicy`](crate::RetryPolicy)
 //! allows, on every backend:
 //!
@@ -54,11 +54,11 @@ use std::time::Instant;
 use base64::Engine as _;
 use rand::RngCore as _;
 
-use super::Store;
 use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::WRITE_TOKEN;
-use crate::service::MAX_PROPERTIES;
+use crate::service::{check_row_limits, MAX_PROPERTIES};
+use crate::store::Store;
 use crate::telemetry;
 use crate::value::{ColumnName, Row, Value};
 
@@ -73,10 +73,12 @@ pub(crate) fn new_token() -> String {
 /// service's 252 properties), before the checks of the service's limits so
 /// they count it. Every send of the row is settled before the next one, so
 /// the sends of one write may share it.
-fn put_token(row: &mut Row) {
-    if row.properties.len() < MAX_PROPERTIES {
+fn put_token(row: &mut Row) -> bool {
+    let room = row.properties.len() < MAX_PROPERTIES;
+    if room {
         row.insert(ColumnName::from_static(WRITE_TOKEN), Value::String(new_token()));
     }
+    room
 }
 
 /// Gives the first row of `ops` with room for one a fresh token, when no
@@ -94,7 +96,8 @@ fn stamp(ops: &mut [WriteOp]) {
     }
 }
 
-fn row_mut(op: &mut WriteOp) -> Option<&mut Row> {
+/// The row an operation writes (none for a delete).
+pub(super) fn row_mut(op: &mut WriteOp) -> Option<&mut Row> {
     match op {
         WriteOp::Insert(row) | WriteOp::Update { row, .. } | WriteOp::Upsert { row, .. } => Some(row),
         WriteOp::Delete { .. } => None,
@@ -227,19 +230,33 @@ impl Evidence {
 }
 
 impl<T> Store<T> {
-    /// Gives `row` a fresh write token, unless the store writes none (the
-    /// type says `#[table(no_write_token)]`, or the handle measures what a
-    /// token costs) or the row has no room for it.
-    pub(crate) fn reserve_token(&self, row: &mut Row) {
-        if self.write_tokens {
-            put_token(row);
+    /// Gives `row` a fresh write token, unless it has one, the store writes
+    /// none (the type says `#[table(no_write_token)]`, or the handle
+    /// measures what a token costs) or the row has no room for it. Returns
+    /// whether it gave one. The one reservation of a token: called by
+    /// [`Store::commit`] for the rows a write names, and by the planning
+    /// paths of the write module before they plan a row.
+    pub(super) fn reserve_token(&self, row: &mut Row) -> bool {
+        self.write_tokens && token_of(row).is_none() && put_token(row)
+    }
+
+    /// Checks the service's limits on a row a verb built, counting the cell
+    /// of the write token [`Store::commit`] will give it, so that a row
+    /// refused for its size is refused before anything is sent. The row is
+    /// left as it was.
+    pub(crate) fn check_limits_with_token(&self, row: &mut Row) -> Result<()> {
+        let added = self.reserve_token(row);
+        let checked = check_row_limits(row);
+        if added {
+            row.properties.remove(WRITE_TOKEN);
         }
+        checked
     }
 
     /// One request (one operation, or one transaction of several) with its
     /// token, its retries and its read-backs; see the module docs.
-    pub(crate) async fn exchange(&self, mut ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
-        let policy = self.tables.retry;
+    pub(super) async fn exchange_ops(&self, mut ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
+        let policy = self.shared.retry;
         if self.write_tokens {
             stamp(&mut ops);
         }
@@ -333,12 +350,12 @@ impl<T> Store<T> {
     async fn request(&self, ops: &[WriteOp]) -> Result<Vec<WriteOutcome>> {
         match ops {
             [op] => self
-                .tables
+                .shared
                 .backend
                 .execute(&self.table, op.clone())
                 .await
                 .map(|o| vec![o]),
-            _ => self.tables.backend.transaction(&self.table, ops.to_vec()).await,
+            _ => self.shared.backend.transaction(&self.table, ops.to_vec()).await,
         }
     }
 
@@ -418,7 +435,7 @@ impl<T> Store<T> {
 
     async fn read_row(&self, op: &WriteOp) -> Result<Option<Row>> {
         let (pk, rk) = op.keys();
-        self.tables.backend.get(&self.table, pk, rk).await
+        self.shared.backend.get(&self.table, pk, rk).await
     }
 
     /// The unknown outcome of `ops`, named by the row that would settle it.
@@ -435,14 +452,6 @@ impl<T> Store<T> {
             source: Box::new(source),
         }
     }
-}
-
-/// Tables whose writes carry no token: only to measure what the token costs
-/// (a write whose answer is lost cannot be settled without it).
-#[doc(hidden)]
-pub fn without_write_tokens(mut tables: crate::Tables) -> crate::Tables {
-    tables.write_tokens = false;
-    tables
 }
 
 #[cfg(test)]
