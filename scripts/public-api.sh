@@ -14,6 +14,9 @@
 # `method unified_tables::store::Store::get`. Items hidden from the docs
 # (`#[doc(hidden)]`, such as `__private`) are not listed.
 #
+# Every public item has one path: a `pub use` that gives an item of the
+# crate a second public path fails the script, naming it.
+#
 # Set SKIP_DOC=1 to reuse docs already built (scripts/test.sh builds them
 # just before with RUSTDOCFLAGS="-D warnings").
 set -euo pipefail
@@ -102,11 +105,32 @@ def members(path, rel):
             lines.add(f"method {item}::{m}")
 
 
+# A public item has one path: a module page that lists a re-export of an
+# item of this crate (rustdoc shows `pub use` of an item that is public
+# elsewhere as a re-export, not inline) names a second path to it. Only
+# re-exports of other crates (`pub use azure_identity;`) are allowed.
+second_paths = []
+
+
+def reexports(rel_dir, path, page):
+    start = page.find('id="reexports"')
+    if start < 0:
+        return
+    end = page.find("<h2", start + 1)
+    for code in re.findall(r"<code>(.*?)</code>", page[start : end if end > 0 else len(page)], re.S):
+        text = html.unescape(re.sub(r"<[^>]+>", "", code)).strip()
+        target = text.removeprefix("pub use ").rstrip(";").split(" as ")[0]
+        first = target.split("::")[0]
+        if first in ("crate", "self", "super") or os.path.isdir(os.path.join(root, rel_dir, first)):
+            second_paths.append(f"{path}: {text}")
+
+
 # Modules: walk the tree from the crate's index (stale pages of modules that
 # are no longer public may lie beside them in the target dir).
 def walk(rel_dir, path):
     lines.add(f"mod {path}")
     page = read(os.path.join(root, rel_dir, "index.html"))
+    reexports(rel_dir, path, page)
     for href, title in re.findall(r'<a class="mod" href="([^"]+)/index\.html" title="mod ([^"]+)"', page):
         if "/" in href or href.startswith("."):
             continue  # a re-export pointing elsewhere
@@ -124,6 +148,11 @@ for href in re.findall(r'<li><a href="([^"]+\.html)">', body):
     lines.add(f"{kind} " + "::".join(p for p in (crate, module, name) if p))
     members(os.path.join(root, href), href)
 
+if second_paths:
+    print("public-api.sh: these re-exports give an item a second public path; keep one", file=sys.stderr)
+    for line in second_paths:
+        print(f"  {line}", file=sys.stderr)
+    sys.exit(1)
 print("\n".join(sorted(lines)))
 EOF
 )"

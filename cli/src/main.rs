@@ -59,7 +59,7 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH", display_order = 101)]
     connection_file: Option<PathBuf>,
     /// The blob container of large values and files.
-    #[arg(long, global = true, value_name = "NAME", default_value = unified_tables::BlobOptions::DEFAULT_CONTAINER, display_order = 102)]
+    #[arg(long, global = true, value_name = "NAME", default_value = unified_tables::layout::DEFAULT_CONTAINER, display_order = 102)]
     container: String,
     /// No progress output.
     #[arg(long, short, global = true, display_order = 103)]

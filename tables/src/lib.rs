@@ -25,7 +25,7 @@ pub mod query;
 pub mod service;
 mod soft_delete;
 mod stamp;
-pub mod store;
+mod store;
 mod tables;
 pub mod telemetry;
 mod union;
@@ -72,7 +72,6 @@ pub use error::{redact, BoxError, Error, ErrorKind, KeyKind, Result, SweepFailur
 pub use ordering::{OrderedEntity, OrderingToken, TokenField};
 pub use soft_delete::{DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete};
 
-pub use lock::{Lock, LockGuard};
 pub use options::BlobOptions;
 pub use options::{MutateAttempts, SweepSchedule};
 pub use stamp::{KeyPart, Stamp};
@@ -84,7 +83,7 @@ pub use store::{
 pub use store::{AppliedIntents, IndexCursor, IndexLookup, IndexPage, IndexQuery};
 pub use store::{
     CachePolicy, Concurrency, Count, Cursor, EntityPage, EntityStream, Lookup, Outcome, QueryOptions, ReadCache,
-    ReadCacheBuilder, Store, StoreOptions,
+    ReadCacheBuilder, Store, StoreOptions, DEFAULT_PAGE_SIZE,
 };
 pub use tables::{PoolOptions, ReshardOptions, ReshardReport, Tables};
 #[doc = include_str!("../docs/table_entity.md")]
@@ -127,7 +126,7 @@ pub mod __private {
     pub use crate::large::{encode_large_bytes, encode_large_json, encode_large_json_value, encode_large_text};
     pub use crate::layout::JSON_SUFFIX;
     pub use crate::ordering::{OrderedEntity, OrderingToken, TokenField};
-    pub use crate::query::typed::{Col, Filterable, Nested, OptCol};
+    pub use crate::query::{Col, Filterable, Nested, OptCol};
     pub use crate::query::{JsonCol, LargeCol, SkippedCol};
     pub use crate::soft_delete::{
         decode_deletion_stamp, encode_deletion_stamp, DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete,

@@ -13,7 +13,7 @@ use crate::service::{check_container_name, MAX_TRANSACTION_BYTES};
 #[derive(Debug, Clone)]
 #[doc = include_str!("../docs/large_values.md")]
 pub struct BlobOptions {
-    /// The container (default `unified-tables-values`).
+    /// The container (default [`layout::DEFAULT_CONTAINER`](crate::layout::DEFAULT_CONTAINER), `unified-tables-values`).
     pub(crate) container: String,
     /// Encoded size above which a large value goes to a blob (default 3,145,728 bytes).
     pub(crate) threshold_bytes: usize,
@@ -26,8 +26,6 @@ fn invalid(option: &str, reason: String) -> Error {
 }
 
 impl BlobOptions {
-    /// The default blob container of large values and files.
-    pub const DEFAULT_CONTAINER: &'static str = crate::layout::DEFAULT_CONTAINER;
     /// The default offload threshold: values over 3,145,728 encoded bytes go to a blob.
     pub const DEFAULT_THRESHOLD_BYTES: usize = 3_145_728;
     /// The default cleanup grace: 5 minutes.
@@ -53,7 +51,7 @@ impl BlobOptions {
     /// ```
     pub fn new() -> BlobOptions {
         BlobOptions {
-            container: Self::DEFAULT_CONTAINER.to_owned(),
+            container: crate::layout::DEFAULT_CONTAINER.to_owned(),
             threshold_bytes: Self::DEFAULT_THRESHOLD_BYTES,
             cleanup_grace: Self::DEFAULT_CLEANUP_GRACE,
         }

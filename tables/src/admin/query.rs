@@ -7,8 +7,9 @@ use crate::backend::QueryRequest;
 use crate::error::{Error, Result};
 use crate::layout::{is_index_row, split_parts, INDEX_OF, SPLIT_OF};
 use crate::query::{CmpOp, Filter};
+use crate::service::next_prefix;
 use crate::service::MAX_PAGE_SIZE;
-use crate::store::{next_prefix, Cursor};
+use crate::store::Cursor;
 use crate::value::Value;
 
 /// What [`Admin::query`] reads.

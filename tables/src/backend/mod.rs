@@ -15,7 +15,7 @@ pub mod memory;
 pub(crate) mod pack;
 mod page_body;
 pub mod pool;
-pub mod retry;
+pub(crate) mod retry;
 pub mod retrying_reads;
 pub mod throttle;
 

@@ -3,9 +3,9 @@
 mod filter;
 mod refused;
 mod select;
-pub mod typed;
+mod typed;
 
 pub use filter::{CmpOp, Filter, MAX_COMPARISONS};
 pub use refused::{reason, JsonCol, LargeCol, SkippedCol};
 pub use select::Selected;
-pub use typed::{Col, Filterable, IntoFilter, OptCol, Ordered, Where, WherePartial};
+pub use typed::{Col, Filterable, IntoFilter, Nested, NotOnOptional, OptCol, Ordered, Where, WherePartial};

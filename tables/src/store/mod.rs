@@ -9,7 +9,7 @@
 //! `crud.rs` (the thin verbs), `offload.rs` (blobs of large values and
 //! files) and `race.rs` (writers racing for a row).
 
-pub mod cache;
+pub(crate) mod cache;
 mod crud;
 mod features;
 pub(crate) mod index;
@@ -18,13 +18,12 @@ mod query;
 mod race;
 mod read;
 mod shared;
-pub mod union;
+pub(crate) mod union;
 mod write;
 
 pub(crate) use shared::{Blobs, Shared};
 pub(crate) use write::conditions::check_caller_etag;
 
-pub use crate::options::SweepSchedule;
 pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
 pub use features::converge::{ConvergeOptions, ConvergeStep, Converged};
 pub use features::ordering::Delivery;
@@ -36,7 +35,7 @@ pub use index::{
 };
 pub use query::paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use query::stream::EntityStream;
-pub use query::{next_prefix, AnyPartition, OnePartition, PrefixNeedsAPartition, QueryOptions};
+pub use query::{AnyPartition, OnePartition, PrefixNeedsAPartition, QueryOptions};
 pub use write::concurrency::Outcome;
 pub use write::protect::Authorizer;
 

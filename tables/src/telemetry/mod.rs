@@ -7,7 +7,7 @@
 //!
 //! - **one INFO span [`OPERATION_SPAN`] per public operation** of
 //!   [`Store`](crate::Store), [`UnionStore`](crate::UnionStore),
-//!   [`Lock`](crate::Lock), [`BlobContainer`](crate::BlobContainer) and
+//!   [`Lock`](crate::lock::Lock), [`BlobContainer`](crate::BlobContainer) and
 //!   [`admin`](crate::admin), on the target [`OPERATION_TARGET`], named
 //!   (`otel.name`) `{db.operation.name} {db.collection.name}`, with
 //!   `otel.kind = "client"`, `db.system.name` ([`DB_SYSTEM`], or

@@ -48,7 +48,7 @@ fn unreachable() -> Error {
 }
 
 /// Waits at most `limit` for the guard to report its loss.
-async fn lost_within(guard: &unified_tables::LockGuard, limit: Duration) -> Error {
+async fn lost_within(guard: &unified_tables::lock::LockGuard, limit: Duration) -> Error {
     tokio::time::timeout(limit, guard.lost())
         .await
         .unwrap_or_else(|_| panic!("the guard did not report the lost lease within {limit:?}"))

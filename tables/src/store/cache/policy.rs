@@ -66,7 +66,7 @@ impl Default for CachePolicy {
 ///
 /// ```
 /// use std::time::Duration;
-/// use unified_tables::store::{CachePolicy, ReadCache};
+/// use unified_tables::{CachePolicy, ReadCache};
 /// # #[derive(unified_tables::TableEntity)] struct ChatMessage { #[table(partition_key)] room: String, #[table(row_key)] id: String }
 /// let cache = ReadCache::builder()
 ///     .policy(CachePolicy::Absolute(Duration::from_secs(30)))   // bound cross-process staleness

@@ -102,7 +102,7 @@ impl<T: TableEntity> Store<T> {
     /// ```
     /// # use unified_tables::{TableEntity, Tables};
     /// use futures::TryStreamExt;
-    /// use unified_tables::store::{ConvergeOptions, Converged};
+    /// use unified_tables::{ConvergeOptions, Converged};
     /// #[derive(TableEntity)]
     /// struct User { #[table(partition_key)] pk: String, #[table(row_key)] rk: String, #[alias("FullName")] name: String }
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

@@ -10,9 +10,10 @@ use crate::backend::QueryRequest;
 use crate::entity::TableEntity;
 use crate::error::{Error, KeyKind, Result, SweepFailure};
 use crate::layout::{blob_paths, escape_segment, is_offload_shape, partition_prefix, unescape_segment};
+use crate::options::SweepSchedule;
 use crate::query::Filter;
 use crate::service::{MAX_LIST_RESULTS, MAX_PAGE_SIZE};
-use crate::store::{Store, SweepSchedule};
+use crate::store::Store;
 use crate::value::Value;
 
 /// What a sweep did.
@@ -159,7 +160,7 @@ impl<T: TableEntity> Store<T> {
     /// # #[derive(TableEntity)] struct Doc { #[table(partition_key)] pk: String, #[table(row_key)] rk: String }
     /// # async fn host(db: Tables) -> unified_tables::Result<()> {
     /// use std::time::Duration;
-    /// use unified_tables::store::SweepSchedule;
+    /// use unified_tables::SweepSchedule;
     /// let docs = db.store::<Doc>();
     /// let hourly = SweepSchedule::new(Duration::from_secs(3600), Duration::from_secs(3600))?;
     /// let sweeper = tokio::spawn(docs.sweep_forever(hourly));

@@ -263,7 +263,7 @@ impl<T: TableEntity> Store<T> {
     /// ```
     /// # use unified_tables::{TableEntity, Tables};
     /// use futures::TryStreamExt;
-    /// use unified_tables::store::{BuildIndexOptions, BuildStep};
+    /// use unified_tables::{BuildIndexOptions, BuildStep};
     /// #[derive(TableEntity)]
     /// struct Order { #[table(partition_key)] customer: String, #[table(row_key)] id: String, #[index] status: String }
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

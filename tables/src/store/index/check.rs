@@ -132,7 +132,7 @@ impl<T: TableEntity> Store<T> {
     ///
     /// ```
     /// # use unified_tables::{TableEntity, Tables};
-    /// use unified_tables::store::IndexCheckOptions;
+    /// use unified_tables::IndexCheckOptions;
     /// #[derive(TableEntity)]
     /// struct User { #[table(partition_key)] org: String, #[table(row_key)] id: String, #[unique] email: String }
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

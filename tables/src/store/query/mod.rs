@@ -32,7 +32,7 @@ use crate::value::{Row, Value};
 /// [`QueryOptions::all`]); only the first take a row-key prefix.
 ///
 /// ```
-/// use unified_tables::store::QueryOptions;
+/// use unified_tables::QueryOptions;
 /// let q = QueryOptions::partition("eu").row_key_prefix("2024-").take(50);
 /// # let _: QueryOptions<()> = q;
 /// ```
@@ -41,7 +41,7 @@ use crate::value::{Row, Value};
 /// the partition's options with `.into()`:
 ///
 /// ```
-/// use unified_tables::store::{AnyPartition, QueryOptions};
+/// use unified_tables::{AnyPartition, QueryOptions};
 /// fn scope(region: Option<&str>) -> QueryOptions<(), AnyPartition> {
 ///     match region {
 ///         Some(r) => QueryOptions::partition(r).into(),
@@ -306,7 +306,7 @@ pub(crate) fn key_range(partition: Option<&str>, prefix: Option<&str>, start: &s
     Ok(parts)
 }
 
-pub use crate::service::next_prefix;
+use crate::service::next_prefix;
 
 /// Walks the pages of one query, following page tokens (an empty page
 /// with a token is not the end), with the next page fetched while the
