@@ -153,7 +153,7 @@ pub async fn figures(db: &Tables, memory: bool, ops: usize) -> Result<Vec<Figure
         bytes: Arc::default(),
     };
     let with = Tables::with_backend(recorder.clone()).without_cache();
-    let without = unified_tables::__private::without_write_tokens(with.clone());
+    let without = unified_tables::__measure::without_write_tokens(with.clone());
     let table = fresh_table("tokens");
     let mut figures = Vec::new();
 

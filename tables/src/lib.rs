@@ -105,6 +105,14 @@ pub use value::{
     ParseGuidError, Properties, Row, ToColumnName, Value,
 };
 
+/// Knobs the figures command turns to measure what a guarantee costs
+/// (`cargo run --release --example figures`). Not a public API: a program
+/// that turns one gives the guarantee up.
+#[doc(hidden)]
+pub mod __measure {
+    pub use crate::tables::without_write_tokens;
+}
+
 /// Items the derive's generated code refers to. Not a public API.
 #[doc(hidden)]
 pub mod __private {
@@ -135,7 +143,6 @@ pub mod __private {
     pub use crate::store::index::{find_global, find_local, get_global, get_local};
     pub use crate::store::Authorizer;
     pub use crate::store::{IndexQuery, Store};
-    pub use crate::tables::without_write_tokens;
     pub use crate::union::{TableUnion, UnionVariant};
     pub use crate::update::refusal::{
         ETagIsNotAColumn, KeysCannotBeUpdated, LargeFieldsCannotBePatched, MergeCannotClearAField,
