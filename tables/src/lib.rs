@@ -73,7 +73,7 @@ pub use ordering::{OrderedEntity, OrderingToken, TokenField};
 pub use soft_delete::{DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete};
 
 pub use options::BlobOptions;
-pub use options::{MutateAttempts, SweepSchedule};
+pub use options::{MutateAttempts, StoreOptions, SweepSchedule};
 pub use stamp::{KeyPart, Stamp};
 pub use store::union::{UnionColumns, UnionEntry, UnionPage, UnionQuery, UnionStore, UnionStream, UnionWrite};
 pub use store::{
@@ -83,7 +83,7 @@ pub use store::{
 pub use store::{AppliedIntents, IndexCursor, IndexLookup, IndexPage, IndexQuery};
 pub use store::{
     CachePolicy, Concurrency, Count, Cursor, EntityPage, EntityStream, Lookup, Outcome, QueryOptions, ReadCache,
-    ReadCacheBuilder, Store, StoreOptions, DEFAULT_PAGE_SIZE,
+    ReadCacheBuilder, Store, DEFAULT_PAGE_SIZE,
 };
 pub use tables::{PoolOptions, ReshardOptions, ReshardReport, Tables};
 #[doc = include_str!("../docs/table_entity.md")]

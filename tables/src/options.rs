@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::codec::OversizedCellPolicy;
 use crate::error::{Error, Result};
 use crate::service::{check_container_name, MAX_TRANSACTION_BYTES};
 
@@ -239,6 +240,51 @@ impl SweepSchedule {
     /// How old an orphan must be to be deleted.
     pub fn older_than(&self) -> Duration {
         self.older_than
+    }
+}
+
+/// Options shared by the stores of one [`Tables`](crate::Tables).
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// What to do with a value too large for its cell (default: refuse).
+    pub oversized_cells: OversizedCellPolicy,
+    /// Let [`Concurrency::Auto`](crate::Concurrency::Auto) overwrite an entity that has no ETag
+    /// (default `false`: refuse with [`Error::MissingETag`](crate::Error::MissingETag)).
+    pub implicit_last_writer_wins: bool,
+    /// Attempts of [`Store::mutate`](crate::Store::mutate) and the other compare-and-swap verbs
+    /// before they report a conflict (default 3; 1 to 1,000, checked by
+    /// [`MutateAttempts::new`](crate::MutateAttempts::new)).
+    pub mutate_attempts: crate::MutateAttempts,
+    /// The time one call of [`Store::mutate`](crate::Store::mutate) or another compare-and-swap
+    /// verb may spend losing races before it reports a conflict, whatever
+    /// attempts are left (default [`StoreOptions::DEFAULT_MUTATE_BUDGET`], 4 s).
+    /// A pause that would end past it is not taken: the call re-reads once
+    /// more to decide `NotFound` or a failed precondition, and reports
+    /// [`Error::Conflict`](crate::Error::Conflict) (or [`Outcome::Conflicted`](crate::Outcome::Conflicted)). See
+    /// [`Store::mutate`](crate::Store::mutate) for the pauses.
+    pub mutate_budget: std::time::Duration,
+    /// How long an unconfirmed reservation of a global unique index's value
+    /// holds it (default 60 s): a writer that stops between reserving and
+    /// writing blocks the value this long; a write is sent only while its
+    /// reservations are younger than half of it (see
+    /// [`guide::secondary_indexes`](crate::guide::secondary_indexes#keeping-them-right)).
+    pub unique_reservation_timeout: std::time::Duration,
+}
+
+impl StoreOptions {
+    /// The default [`StoreOptions::mutate_budget`]: 4 s.
+    pub const DEFAULT_MUTATE_BUDGET: std::time::Duration = std::time::Duration::from_secs(4);
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            oversized_cells: OversizedCellPolicy::Refuse,
+            implicit_last_writer_wins: false,
+            mutate_attempts: crate::MutateAttempts::default(),
+            mutate_budget: Self::DEFAULT_MUTATE_BUDGET,
+            unique_reservation_timeout: std::time::Duration::from_secs(60),
+        }
     }
 }
 

@@ -262,3 +262,25 @@ impl Error {
         }
     }
 }
+
+impl Error {
+    /// [`Error::NotFound`] for one entity.
+    pub(crate) fn not_found(table: &str, key: &crate::value::Key) -> Error {
+        Error::NotFound {
+            table: table.to_owned(),
+            partition_key: key.partition_key.clone(),
+            row_key: key.row_key.clone(),
+            request_id: None,
+        }
+    }
+
+    /// [`Error::Conflict`] for one entity.
+    pub(crate) fn conflict(table: &str, key: &crate::value::Key) -> Error {
+        Error::Conflict {
+            table: table.to_owned(),
+            partition_key: key.partition_key.clone(),
+            row_key: key.row_key.clone(),
+            request_id: None,
+        }
+    }
+}

@@ -54,67 +54,22 @@ use std::marker::PhantomData;
 use futures::future::BoxFuture;
 
 use crate::backend::Backend;
-use crate::codec::{EncodeOptions, OversizedCellPolicy};
+use crate::codec::EncodeOptions;
 use crate::entity::{HasETag, Key, KeyMode, TableEntity};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::value::{DateTime, ETag};
 
 /// How an update decides whether it may overwrite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Concurrency {
     /// Use the entity's ETag; without one, refuse (or, when
-    /// [`StoreOptions::implicit_last_writer_wins`] is set, overwrite and log a warning).
+    /// [`StoreOptions::implicit_last_writer_wins`](crate::StoreOptions::implicit_last_writer_wins) is set, overwrite and log a warning).
     #[default]
     Auto,
     /// Require the entity's ETag; without one, always refuse.
     Strict,
     /// Overwrite whatever version is stored (`If-Match: *`); the row must exist.
     LastWriterWins,
-}
-
-/// Options shared by the stores of one [`Tables`](crate::Tables).
-#[derive(Debug, Clone)]
-pub struct StoreOptions {
-    /// What to do with a value too large for its cell (default: refuse).
-    pub oversized_cells: OversizedCellPolicy,
-    /// Let [`Concurrency::Auto`] overwrite an entity that has no ETag
-    /// (default `false`: refuse with [`Error::MissingETag`]).
-    pub implicit_last_writer_wins: bool,
-    /// Attempts of [`Store::mutate`] and the other compare-and-swap verbs
-    /// before they report a conflict (default 3; 1 to 1,000, checked by
-    /// [`MutateAttempts::new`](crate::MutateAttempts::new)).
-    pub mutate_attempts: crate::MutateAttempts,
-    /// The time one call of [`Store::mutate`] or another compare-and-swap
-    /// verb may spend losing races before it reports a conflict, whatever
-    /// attempts are left (default [`StoreOptions::DEFAULT_MUTATE_BUDGET`], 4 s).
-    /// A pause that would end past it is not taken: the call re-reads once
-    /// more to decide `NotFound` or a failed precondition, and reports
-    /// [`Error::Conflict`] (or [`Outcome::Conflicted`]). See
-    /// [`Store::mutate`] for the pauses.
-    pub mutate_budget: std::time::Duration,
-    /// How long an unconfirmed reservation of a global unique index's value
-    /// holds it (default 60 s): a writer that stops between reserving and
-    /// writing blocks the value this long; a write is sent only while its
-    /// reservations are younger than half of it (see
-    /// [`guide::secondary_indexes`](crate::guide::secondary_indexes#keeping-them-right)).
-    pub unique_reservation_timeout: std::time::Duration,
-}
-
-impl StoreOptions {
-    /// The default [`StoreOptions::mutate_budget`]: 4 s.
-    pub const DEFAULT_MUTATE_BUDGET: std::time::Duration = std::time::Duration::from_secs(4);
-}
-
-impl Default for StoreOptions {
-    fn default() -> Self {
-        StoreOptions {
-            oversized_cells: OversizedCellPolicy::Refuse,
-            implicit_last_writer_wins: false,
-            mutate_attempts: crate::MutateAttempts::default(),
-            mutate_budget: Self::DEFAULT_MUTATE_BUDGET,
-            unique_reservation_timeout: std::time::Duration::from_secs(60),
-        }
-    }
 }
 
 /// How to find one entity: by its two keys, or by a composite id.
@@ -303,12 +258,12 @@ impl<T: TableEntity> Store<T> {
 // `async fn` would repeat that error at the call and at its `.await`.
 impl<T: TableEntity> Store<T> {
     /// Replaces the stored entity on condition of the ETag it was read with
-    /// ([`Concurrency::Auto`]). A stale ETag fails with [`Error::Conflict`];
+    /// ([`Concurrency::Auto`]). A stale ETag fails with [`Error::Conflict`](crate::Error::Conflict);
     /// an entity whose ETag is `None` (built, not read) is refused with
-    /// [`Error::MissingETag`], unless
-    /// [`StoreOptions::implicit_last_writer_wins`] is set. An ETag of `*` or
+    /// [`Error::MissingETag`](crate::Error::MissingETag), unless
+    /// [`StoreOptions::implicit_last_writer_wins`](crate::StoreOptions::implicit_last_writer_wins) is set. An ETag of `*` or
     /// an empty one is not a version (the service would read `*` as any
-    /// version): it is refused with [`Error::InvalidValue`] naming `ETag`,
+    /// version): it is refused with [`Error::InvalidValue`](crate::Error::InvalidValue) naming `ETag`,
     /// before anything is sent, by every verb that takes the entity's ETag.
     ///
     /// Only for types with an `#[table(etag)]` field ([`HasETag`]): for any
@@ -356,9 +311,9 @@ impl<T: TableEntity> Store<T> {
     /// | `Strict` | refused | conditional |
     /// | `LastWriterWins` | `*` | `*` |
     ///
-    /// `*` still requires the row to exist ([`Error::NotFound`] otherwise).
+    /// `*` still requires the row to exist ([`Error::NotFound`](crate::Error::NotFound) otherwise).
     /// An entity whose ETag is `*` or empty is refused with
-    /// [`Error::InvalidValue`] in `Auto` and `Strict` (`LastWriterWins`
+    /// [`Error::InvalidValue`](crate::Error::InvalidValue) in `Auto` and `Strict` (`LastWriterWins`
     /// ignores the ETag).
     /// Only for types with an `#[table(etag)]` field ([`HasETag`]); any type
     /// can overwrite with [`Store::replace`].
@@ -369,10 +324,10 @@ impl<T: TableEntity> Store<T> {
         Box::pin(self.op("update_with").run(self.update_conditional(entity, mode)))
     }
 
-    /// Deletes the entity on condition of its ETag: [`Error::Conflict`] if it
-    /// changed since it was read, [`Error::NotFound`] if it is gone,
-    /// [`Error::MissingETag`] if its ETag is `None`, and
-    /// [`Error::InvalidValue`] if it is `*` or empty (nothing is sent). Only for types with an
+    /// Deletes the entity on condition of its ETag: [`Error::Conflict`](crate::Error::Conflict) if it
+    /// changed since it was read, [`Error::NotFound`](crate::Error::NotFound) if it is gone,
+    /// [`Error::MissingETag`](crate::Error::MissingETag) if its ETag is `None`, and
+    /// [`Error::InvalidValue`](crate::Error::InvalidValue) if it is `*` or empty (nothing is sent). Only for types with an
     /// `#[table(etag)]` field ([`HasETag`]); any type deletes by key with
     /// [`Store::delete`].
     pub fn delete_entity<'a>(&'a self, entity: &'a T) -> BoxFuture<'a, Result<()>>
@@ -380,28 +335,6 @@ impl<T: TableEntity> Store<T> {
         T: HasETag,
     {
         Box::pin(self.op("delete_entity").run(self.delete_conditional(entity)))
-    }
-}
-
-impl Error {
-    /// [`Error::NotFound`] for one entity.
-    pub(crate) fn not_found(table: &str, key: &Key) -> Error {
-        Error::NotFound {
-            table: table.to_owned(),
-            partition_key: key.partition_key.clone(),
-            row_key: key.row_key.clone(),
-            request_id: None,
-        }
-    }
-
-    /// [`Error::Conflict`] for one entity.
-    pub(crate) fn conflict(table: &str, key: &Key) -> Error {
-        Error::Conflict {
-            table: table.to_owned(),
-            partition_key: key.partition_key.clone(),
-            row_key: key.row_key.clone(),
-            request_id: None,
-        }
     }
 }
 

@@ -11,7 +11,8 @@ use crate::backend::blob::BlobBackend;
 use crate::backend::retry::RetryPolicy;
 use crate::backend::Backend;
 use crate::options::BlobOptions;
-use crate::store::{ReadCache, StoreOptions};
+use crate::options::StoreOptions;
+use crate::store::ReadCache;
 use crate::telemetry::Peer;
 
 /// The state the stores of one handle share. Cheap to clone.

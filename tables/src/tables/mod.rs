@@ -20,8 +20,9 @@ use crate::backend::retry::RetryPolicy;
 use crate::backend::Backend;
 use crate::entity::TableEntity;
 use crate::options::BlobOptions;
+use crate::options::StoreOptions;
 use crate::store::union::UnionStore;
-use crate::store::{Blobs, ReadCache, Shared, Store, StoreOptions};
+use crate::store::{Blobs, ReadCache, Shared, Store};
 use crate::telemetry::Peer;
 use crate::union::TableUnion;
 

@@ -56,7 +56,7 @@ impl<T: TableEntity> Store<T> {
     ///
     /// The write is conditional on the version read; a lost race is re-read
     /// and compared again (at most
-    /// [`StoreOptions::mutate_attempts`](crate::store::StoreOptions::mutate_attempts)
+    /// [`StoreOptions::mutate_attempts`](crate::StoreOptions::mutate_attempts)
     /// attempts), so a concurrent newer change is never overwritten by an
     /// older one. Fails with [`Error::Conflict`] only when other changes
     /// with older tokens kept winning every attempt (send it again), and

@@ -14,8 +14,8 @@
 //! - the version did not move: the write's own error (no retry can fix it);
 //! - the version moved (or the row vanished): the intent is applied again to
 //!   the fresh version after a pause (capped exponential backoff with full
-//!   jitter), within [`StoreOptions::mutate_attempts`](crate::store::StoreOptions::mutate_attempts)
-//!   and [`StoreOptions::mutate_budget`](crate::store::StoreOptions::mutate_budget), then
+//!   jitter), within [`StoreOptions::mutate_attempts`](crate::StoreOptions::mutate_attempts)
+//!   and [`StoreOptions::mutate_budget`](crate::StoreOptions::mutate_budget), then
 //!   [`Error::Conflict`] (or [`Outcome::Conflicted`]).
 //!
 //! The closure re-applies the intent; a body computed from a stale version is
@@ -73,9 +73,9 @@ impl<T: TableEntity> Store<T> {
     /// race re-read and re-apply. Returns the entity as stored.
     ///
     /// Under contention the attempts are bounded twice: at most
-    /// [`StoreOptions::mutate_attempts`](crate::store::StoreOptions::mutate_attempts)
+    /// [`StoreOptions::mutate_attempts`](crate::StoreOptions::mutate_attempts)
     /// (default 3), and no pause that would end past
-    /// [`StoreOptions::mutate_budget`](crate::store::StoreOptions::mutate_budget)
+    /// [`StoreOptions::mutate_budget`](crate::StoreOptions::mutate_budget)
     /// (default 4 s) after the call began. Between attempts the call pauses
     /// a random time from 0 up to 4 ms × 2^(attempt − 1), capped at 100 ms
     /// (full jitter: writers that lost one race to each other spread out).
