@@ -9,13 +9,13 @@ use serde::{Deserialize, Serialize};
 use crate::entity::LargeForm;
 use crate::error::{Error, Result};
 use crate::large::cells::value_from_stored;
+use crate::large::entity_rows::continuation_index;
 use crate::large::gather::Gathered;
 use crate::large::stream::{well_formed_count, SplitAssembler};
 use crate::layout::{
     enc_cell, is_blob_cell, len_cell, parse_split_cell, sha256_cell, split_cell, split_parts, BlobRef, SplitCell,
     BLOB_SUFFIX, GZIP_SUFFIX, JSON_SUFFIX, RESERVED_SYSTEM_COLUMNS, SPLIT_OF, TYPE_NAME,
 };
-use crate::store::continuation_index;
 use crate::value::{Row, Value};
 
 /// Where a large value is stored.

@@ -14,13 +14,13 @@ use crate::backend::blob::BlobCondition;
 use crate::backend::{IfMatch, WriteOp};
 use crate::error::{ErrorKind, Result};
 use crate::index::rows::is_intent;
+use crate::large::entity_rows::continuation_index;
 use crate::large::stream::well_formed_count;
 use crate::layout::{
     blob_paths, chunk_cell, escape_segment, is_offload_shape, len_cell, partition_prefix, split_parts, BlobRef,
     BLOB_SUFFIX, CHUNKS_SUFFIX, SPLIT_OF,
 };
 use crate::service::MAX_LIST_RESULTS;
-use crate::store::continuation_index;
 use crate::value::{Row, Value};
 
 /// What [`Admin::fsck`] looks at and may do.

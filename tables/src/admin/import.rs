@@ -16,10 +16,10 @@ use crate::backend::pack::{op_weight, TRANSACTION_BODY_BUDGET};
 use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::entity::{LargeEncoding, LargeForm};
 use crate::error::{Error, ErrorKind, Result};
+use crate::large::entity_rows::continuation_index;
 use crate::large::plan::{checked_blob_name, LargeColumn, Limits};
 use crate::layout::{blob_cell, split_parts, BlobRef, BLOB_SUFFIX, WRITE_TOKEN};
 use crate::service::MAX_TRANSACTION_OPS;
-use crate::store::continuation_index;
 use crate::value::{Row, Value};
 
 /// What an import does with an entity the table already holds.

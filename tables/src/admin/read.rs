@@ -3,9 +3,10 @@
 
 use super::entity::{assemble, Assembled, Damage, LogicalEntity};
 use super::Admin;
+use crate::backend::race::{race_backoff, RACE_ATTEMPTS};
 use crate::error::{Error, Result};
+use crate::large::entity_rows::{continuation_range, DAMAGE_CONFIRMATIONS};
 use crate::layout::{split_parts, SPLIT_OF};
-use crate::store::{continuation_range, race_backoff, DAMAGE_CONFIRMATIONS, RACE_ATTEMPTS};
 use crate::value::Row;
 
 /// What reading one entity found.

@@ -13,10 +13,11 @@ use std::collections::{HashMap, VecDeque};
 use super::Admin;
 use crate::backend::QueryRequest;
 use crate::error::Result;
+use crate::large::entity_rows::continuation_index;
 use crate::layout::{continuation_key, is_index_row, split_parts, SPLIT_OF};
 use crate::query::{CmpOp, Filter};
 use crate::service::MAX_PAGE_SIZE;
-use crate::store::{continuation_index, Pages};
+use crate::store::Pages;
 use crate::value::{cmp_utf16, Row, Value};
 
 /// What a pass gives.

@@ -15,6 +15,7 @@ pub mod memory;
 pub(crate) mod pack;
 mod page_body;
 pub mod pool;
+pub(crate) mod race;
 pub(crate) mod retry;
 pub mod retrying_reads;
 pub mod throttle;

@@ -5,6 +5,7 @@
 pub(crate) mod blob_value;
 pub(crate) mod cells;
 pub(crate) mod continuation_hints;
+pub(crate) mod entity_rows;
 pub(crate) mod gather;
 pub(crate) mod gzip;
 pub(crate) mod plan;

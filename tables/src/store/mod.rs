@@ -15,7 +15,6 @@ mod features;
 pub(crate) mod index;
 mod offload;
 mod query;
-mod race;
 mod read;
 mod shared;
 pub(crate) mod union;
@@ -42,9 +41,6 @@ pub use write::protect::Authorizer;
 // What the operator's toolbox (`crate::admin`) reads with: the reader's own pieces.
 pub(crate) use offload::Upload;
 pub(crate) use query::Pages;
-pub(crate) use race::{race_backoff, RACE_ATTEMPTS};
-pub(crate) use read::continuation::{continuation_index, continuation_range};
-pub(crate) use read::DAMAGE_CONFIRMATIONS;
 pub(crate) use write::Write;
 
 use std::borrow::Cow;

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use futures::Stream;
 
+use crate::backend::race::{race_backoff, RACE_ATTEMPTS};
 use crate::backend::{IfMatch, QueryRequest};
 use crate::entity::{Key, TableEntity};
 use crate::error::{ErrorKind, Result};
@@ -13,7 +14,6 @@ use crate::large::plan::{large_columns, plan, Limits};
 use crate::layout::{is_cell_of, is_system_column, SPLIT_PARTS};
 use crate::query::{CmpOp, Filter};
 use crate::service::MAX_PAGE_SIZE;
-use crate::store::race::{race_backoff, RACE_ATTEMPTS};
 use crate::store::read::is_not_an_entity;
 use crate::store::Store;
 use crate::value::{Row, Value};

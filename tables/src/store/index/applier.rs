@@ -22,6 +22,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use super::maintain::IndexPlan;
+use crate::backend::race::{lost_race, race_backoff, RACE_ATTEMPTS};
 use crate::backend::{IfMatch, QueryRequest, UpdateMode, WriteOp};
 use crate::entity::{Key, TableEntity};
 use crate::error::Result;
@@ -32,7 +33,6 @@ use crate::index::IndexDef;
 use crate::layout::intent_key_prefix;
 use crate::query::{CmpOp, Filter};
 use crate::service::{next_prefix, MAX_PAGE_SIZE};
-use crate::store::race::{lost_race, race_backoff, RACE_ATTEMPTS};
 use crate::store::write::{Committed, Write};
 use crate::store::Store;
 use crate::value::{DateTime, Row, Value};

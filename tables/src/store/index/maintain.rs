@@ -296,7 +296,7 @@ impl<T> Store<T> {
         };
         match self.commit(Write::one(op)).await.map(Committed::first) {
             Ok(_) => Ok(()),
-            Err(e) if crate::store::race::lost_race(e.kind()) => Ok(()),
+            Err(e) if crate::backend::race::lost_race(e.kind()) => Ok(()),
             Err(e) => Err(e),
         }
     }

@@ -123,7 +123,7 @@ impl<T> Store<T> {
             };
             match self.commit(Write::one(op)).await.map(Committed::first) {
                 Ok(outcome) => return Ok(self.reserved(claim, mine, outcome.etag, at)),
-                Err(e) if crate::store::race::lost_race(e.kind()) => continue,
+                Err(e) if crate::backend::race::lost_race(e.kind()) => continue,
                 Err(e) => return Err(e.about_entity(&self.table, pk, rk)),
             }
         }
@@ -197,7 +197,7 @@ impl<T> Store<T> {
             let (pk, rk) = &r.claim.keys;
             match self.commit(Write::one(op)).await.map(Committed::first) {
                 Ok(_) => {}
-                Err(e) if crate::store::race::lost_race(e.kind()) || e.kind() == ErrorKind::OutcomeUnknown => {
+                Err(e) if crate::backend::race::lost_race(e.kind()) || e.kind() == ErrorKind::OutcomeUnknown => {
                     let now = self.shared.backend.get(&self.table, pk, rk).await?;
                     let holder = now.as_ref().and_then(entity_of).map(|(p, r)| Key::new(p, r));
                     if holder.as_ref() != Some(&r.claim.entity) {

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use crate::backend::race::{lost_race, race_backoff, RACE_ATTEMPTS};
 use crate::backend::{IfMatch, QueryRequest, UpdateMode, WriteOp};
 use crate::entity::{Key, TableEntity};
 use crate::error::{Error, ErrorKind, Result};
@@ -11,7 +12,6 @@ use crate::index::rows::{index_row, intent_row, RowKeys};
 use crate::index::IndexDef;
 use crate::layout::{intent_key_prefix, is_index_key, INDEX_PREFIX, INDEX_PREFIX_END, SPLIT_OF};
 use crate::query::{CmpOp, Filter};
-use crate::store::race::{lost_race, race_backoff, RACE_ATTEMPTS};
 use crate::store::write::settle::new_token;
 use crate::store::write::{Committed, Write};
 use crate::store::Store;

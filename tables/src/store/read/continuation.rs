@@ -14,40 +14,9 @@ use futures::stream::{FuturesOrdered, StreamExt as _};
 
 use crate::entity::TableEntity;
 use crate::error::{Error, Result};
-use crate::layout::{continuation_key, SPLIT_OF};
-use crate::query::{CmpOp, Filter};
+use crate::layout::continuation_key;
 use crate::store::Store;
-use crate::value::{Row, Value};
-
-/// The index of a continuation row of `main_key` from its RowKey
-/// (`{main_key}~0001` is 1), if the key is one.
-pub(crate) fn continuation_index(main_key: &str, row_key: &str) -> Option<usize> {
-    let digits = row_key.strip_prefix(main_key)?.strip_prefix('~')?;
-    if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok().filter(|i| *i > 0)
-}
-
-/// The rows `{row_key}~0001` ..= `{row_key}~{last}` of a partition.
-pub(crate) fn continuation_range(partition_key: &str, row_key: &str, last: usize) -> Filter {
-    Filter::eq("PartitionKey", Value::String(partition_key.to_owned()))
-        .and(Filter::cmp(
-            "RowKey",
-            CmpOp::Ge,
-            Value::String(continuation_key(row_key, 1)),
-        ))
-        .and(Filter::cmp(
-            "RowKey",
-            CmpOp::Le,
-            Value::String(continuation_key(row_key, last)),
-        ))
-}
-
-/// The main RowKey a continuation row names, if the row is one.
-pub(crate) fn continuation_owner(row: &Row) -> Option<&str> {
-    row.get(SPLIT_OF).and_then(Value::as_str)
-}
+use crate::value::Row;
 
 /// The most continuation rows read by point reads; more take one range
 /// query. The rows of one transaction (4 MiB) hold at most eight rows of
@@ -174,22 +143,5 @@ impl<T: TableEntity> Store<T> {
             read.query = Some(Box::pin(self.continuation_rows(partition_key, row_key, last)));
         }
         read
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn continuation_indexes_are_read_from_their_keys() {
-        assert_eq!(continuation_index("r", "r~0001"), Some(1));
-        assert_eq!(continuation_index("r", "r~0099"), Some(99));
-        assert_eq!(continuation_index("r", "r~9999"), Some(9999));
-        for other in [
-            "r", "r~0000", "r~001", "r~00012", "r~00a1", "s~0001", "rr~0001", "r~~0001",
-        ] {
-            assert_eq!(continuation_index("r", other), None, "{other}");
-        }
     }
 }

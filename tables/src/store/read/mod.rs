@@ -16,28 +16,20 @@ use std::collections::BTreeSet;
 
 use super::cache::row_bytes;
 use super::Store;
+use crate::backend::race::{race_backoff, RACE_ATTEMPTS};
 use crate::entity::{Key, LargeForm, TableEntity};
 use crate::error::{Error, Result};
 use crate::large::cells::inline_name;
+use crate::large::entity_rows::{continuation_index, continuation_owner, DAMAGE_CONFIRMATIONS};
 use crate::large::plan::large_columns;
 use crate::large::stream::SplitAssembler;
 use crate::layout::{
     blob_cell, chunks_cell, is_cell_of, parse_split_cell, split_cell, split_parts, BlobRef, SplitCell, SPLIT_OF,
     SPLIT_PARTS,
 };
-use crate::store::race::{race_backoff, RACE_ATTEMPTS};
-use crate::store::read::continuation::continuation_index;
-use crate::store::read::continuation::{continuation_owner, ContinuationRead};
+use crate::store::read::continuation::ContinuationRead;
 use crate::store::read::plain_fields::take_split_values_of_plain_fields;
 use crate::value::{ETag, Row, Value};
-
-/// How many more times a read whose row failed its check, and is still at
-/// the same version, is read again before the failure is reported as damage.
-/// The service applies a transaction at once, so for it the first re-read
-/// settles the question; an emulator that shows a transaction's rows one by
-/// one needs the writer's transaction to finish, which the backoff between
-/// these reads (about half a second in all) waits for.
-pub(crate) const DAMAGE_CONFIRMATIONS: u32 = 6;
 
 /// Whether a row is a continuation row of a large value (never an entity).
 pub(crate) fn is_continuation_row(row: &Row) -> bool {

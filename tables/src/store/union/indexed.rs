@@ -4,11 +4,11 @@
 
 use super::UnionStore;
 use crate::backend::pack::{op_weight, pack};
+use crate::backend::race::{lost_race, race_backoff, RACE_ATTEMPTS};
 use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::entity::Key;
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::index::maintain::{plan, IndexPlan};
-use crate::store::race::{lost_race, race_backoff, RACE_ATTEMPTS};
 use crate::store::write::batch::{batch_failed, group_by_partition};
 use crate::store::write::{Committed, Write};
 use crate::union::TableUnion;

@@ -6,9 +6,9 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use crate::backend::pack::{op_weight, pack};
+use crate::backend::race::lost_race;
 use crate::entity::{Key, TableEntity};
 use crate::error::{Error, ErrorKind, KeyKind, Result};
-use crate::store::race::lost_race;
 use crate::store::write::{reads_first, Encoded, Stamps, Unit, Verb};
 use crate::store::write::{Committed, Write};
 use crate::store::Store;

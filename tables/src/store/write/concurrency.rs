@@ -26,10 +26,10 @@
 //! [`Error::OutcomeUnknown`]. So the intent runs once per call that lands,
 //! never on a version that may already hold its own change.
 
+use crate::backend::race::race_backoff;
 use crate::backend::IfMatch;
 use crate::entity::{Key, TableEntity};
 use crate::error::{Error, ErrorKind, Result};
-use crate::store::race::race_backoff;
 use crate::store::{Lookup, Store};
 
 /// What an outcome verb did. Expected branches of a concurrent program are

@@ -6,14 +6,14 @@
 use std::collections::BTreeSet;
 
 use crate::backend::pack::{op_weight, pack};
+use crate::backend::race::{race_backoff, RACE_ATTEMPTS};
 use crate::backend::{IfMatch, QueryRequest, WriteOp};
 use crate::entity::{ColumnKind, Key, TableEntity};
 use crate::error::{ErrorKind, KeyKind, Result};
+use crate::large::entity_rows::{continuation_owner, continuation_range};
 use crate::layout::{blob_cell, blob_paths, continuation_key, split_parts, MAX_CONTINUATION_ROWS, SPLIT_OF};
 use crate::query::Filter;
 use crate::service::{validate_key, MAX_PAGE_SIZE, MAX_TRANSACTION_OPS};
-use crate::store::race::{race_backoff, RACE_ATTEMPTS};
-use crate::store::read::continuation::{continuation_owner, continuation_range};
 use crate::store::write::conditions::check_condition;
 use crate::store::write::{Committed, Write};
 use crate::store::Store;

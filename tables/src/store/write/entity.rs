@@ -19,16 +19,16 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
 
 use super::{Committed, Store, Write};
+use crate::backend::race::{lost_race, race_backoff, RACE_ATTEMPTS};
 use crate::backend::{IfMatch, UpdateMode, WriteOp, WriteOutcome};
 use crate::entity::{Key, TableEntity};
 use crate::error::{Error, ErrorKind, KeyKind, Result};
+use crate::large::entity_rows::continuation_owner;
 use crate::large::plan::{check_row_key, large_columns, plan, Limits};
 use crate::layout::{blob_paths, continuation_key, split_parts};
 use crate::service::{check_row_limits, validate_key};
 use crate::store::cache::Settled;
 use crate::store::offload::{Files, Upload};
-use crate::store::race::{lost_race, race_backoff, RACE_ATTEMPTS};
-use crate::store::read::continuation::continuation_owner;
 use crate::store::write::conditions::check_condition;
 use crate::telemetry;
 use crate::value::{DateTime, ETag, Row, Value};
