@@ -329,7 +329,7 @@ impl Admin {
             row_key: rk.clone(),
             condition: IfMatch::ETag(etag),
         };
-        match self.tables.shared.backend.execute(&self.table, op).await {
+        match self.store.commit(crate::store::Write::one(op)).await {
             Ok(_) => Ok(true),
             Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::PreconditionFailed) => Ok(false),
             Err(e) => Err(e),

@@ -197,7 +197,7 @@ impl Admin {
             row_key: row.row_key.clone(),
             condition: IfMatch::ETag(etag),
         };
-        match self.tables.shared.backend.execute(&self.table, op).await {
+        match self.store.commit(crate::store::Write::one(op)).await {
             Ok(_) => Ok(true),
             Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::PreconditionFailed) => Ok(false),
             Err(e) => Err(e),

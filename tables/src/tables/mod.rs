@@ -23,6 +23,7 @@ use crate::options::BlobOptions;
 use crate::options::StoreOptions;
 use crate::store::union::UnionStore;
 use crate::store::{Blobs, ReadCache, Shared, Store};
+#[cfg(feature = "azure")]
 use crate::telemetry::Peer;
 use crate::union::TableUnion;
 
