@@ -54,15 +54,57 @@ pub(super) fn key_order(a: &Row, b: &Row) -> Ordering {
     cmp_utf16(&a.partition_key, &b.partition_key).then_with(|| cmp_utf16(&a.row_key, &b.row_key))
 }
 
+/// A listing read a page at a time: the items of the page in hand, the
+/// cursor of the next page, and whether the last page has been read (a
+/// missing table or container reads as empty).
+struct Paged<T, C> {
+    items: VecDeque<T>,
+    cursor: Option<C>,
+    ended: bool,
+}
+
+impl<T, C: Clone> Paged<T, C> {
+    fn new() -> Paged<T, C> {
+        Paged {
+            items: VecDeque::new(),
+            cursor: None,
+            ended: false,
+        }
+    }
+
+    /// Reads pages with `fetch` (given the cursor of the page to read)
+    /// until one holds an item or the listing ends; a failed read keeps
+    /// the cursor, so the next call reads the same page.
+    async fn fill<Fut>(&mut self, fetch: impl Fn(Option<C>) -> Fut) -> Result<()>
+    where
+        Fut: Future<Output = Result<(Vec<T>, Option<C>)>>,
+    {
+        while self.items.is_empty() && !self.ended {
+            let cursor = self.cursor.take();
+            match fetch(cursor.clone()).await {
+                Ok((items, next)) => {
+                    self.items = items.into();
+                    self.ended = next.is_none();
+                    self.cursor = next;
+                }
+                Err(e) if is_missing(&e) => self.ended = true,
+                Err(e) => {
+                    self.cursor = cursor;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One table of one account, read a page at a time in key order (a missing
 /// table reads as empty).
 pub(super) struct RowScan<'a> {
     account: &'a dyn Backend,
     table: &'a str,
     policy: &'a RetryPolicy,
-    token: Option<PageToken>,
-    rows: VecDeque<Row>,
-    ended: bool,
+    pages: Paged<Row, PageToken>,
 }
 
 impl<'a> RowScan<'a> {
@@ -71,41 +113,27 @@ impl<'a> RowScan<'a> {
             account,
             table,
             policy,
-            token: None,
-            rows: VecDeque::new(),
-            ended: false,
+            pages: Paged::new(),
         }
     }
 
     /// The next row, read in when the page in hand is spent.
     pub(super) async fn peek(&mut self) -> Result<Option<&Row>> {
-        while self.rows.is_empty() && !self.ended {
-            let request = QueryRequest::default();
-            let token = self.token.take();
-            let read = send(self.policy, true, || {
-                self.account.query(self.table, &request, token.as_ref())
+        let (account, table, policy) = (self.account, self.table, self.policy);
+        self.pages
+            .fill(|token| async move {
+                let request = QueryRequest::default();
+                let page = send(policy, true, || account.query(table, &request, token.as_ref())).await?;
+                Ok((page.rows, page.next))
             })
-            .await;
-            match read {
-                Ok(page) => {
-                    self.rows = page.rows.into();
-                    self.ended = page.next.is_none();
-                    self.token = page.next;
-                }
-                Err(e) if is_missing(&e) => self.ended = true,
-                Err(e) => {
-                    self.token = token;
-                    return Err(e);
-                }
-            }
-        }
-        Ok(self.rows.front())
+            .await?;
+        Ok(self.pages.items.front())
     }
 
     /// Takes the next row.
     pub(super) async fn next(&mut self) -> Result<Option<Row>> {
         self.peek().await?;
-        Ok(self.rows.pop_front())
+        Ok(self.pages.items.pop_front())
     }
 }
 
@@ -116,9 +144,7 @@ pub(super) struct BlobScan<'a> {
     container: &'a str,
     prefix: &'a str,
     policy: &'a RetryPolicy,
-    marker: Option<String>,
-    items: VecDeque<BlobItem>,
-    ended: bool,
+    pages: Paged<BlobItem, String>,
 }
 
 impl<'a> BlobScan<'a> {
@@ -133,41 +159,29 @@ impl<'a> BlobScan<'a> {
             container,
             prefix,
             policy,
-            marker: None,
-            items: VecDeque::new(),
-            ended: false,
+            pages: Paged::new(),
         }
     }
 
     /// The next blob, listed when the page in hand is spent.
     pub(super) async fn peek(&mut self) -> Result<Option<&BlobItem>> {
-        while self.items.is_empty() && !self.ended {
-            let marker = self.marker.take();
-            let listed = send(self.policy, true, || {
-                self.account
-                    .list(self.container, self.prefix, None, marker.as_deref(), LIST_PAGE)
+        let (account, container, prefix, policy) = (self.account, self.container, self.prefix, self.policy);
+        self.pages
+            .fill(|marker| async move {
+                let page = send(policy, true, || {
+                    account.list(container, prefix, None, marker.as_deref(), LIST_PAGE)
+                })
+                .await?;
+                Ok((page.items, page.next_marker))
             })
-            .await;
-            match listed {
-                Ok(page) => {
-                    self.items = page.items.into();
-                    self.ended = page.next_marker.is_none();
-                    self.marker = page.next_marker;
-                }
-                Err(e) if is_missing(&e) => self.ended = true,
-                Err(e) => {
-                    self.marker = marker;
-                    return Err(e);
-                }
-            }
-        }
-        Ok(self.items.front())
+            .await?;
+        Ok(self.pages.items.front())
     }
 
     /// Takes the next blob.
     pub(super) async fn next(&mut self) -> Result<Option<BlobItem>> {
         self.peek().await?;
-        Ok(self.items.pop_front())
+        Ok(self.pages.items.pop_front())
     }
 }
 
@@ -230,11 +244,11 @@ impl<'a> MovingRows<'a> {
             .scans
             .iter()
             .enumerate()
-            .filter_map(|(at, scan)| Some((at, scan.rows.front()?)))
+            .filter_map(|(at, scan)| Some((at, scan.pages.items.front()?)))
             .min_by(|a, b| key_order(a.1, b.1))
             .map(|(at, _)| at);
         let Some(at) = first else { return Ok(None) };
-        let row = self.scans[at].rows.pop_front().expect("peeked");
+        let row = self.scans[at].pages.items.pop_front().expect("peeked");
         let to = self.growth.moves(&row.partition_key, at).expect("a moving row");
         Ok(Some((at, to, row)))
     }
@@ -276,11 +290,11 @@ impl<'a> MovingBlobs<'a> {
             .scans
             .iter()
             .enumerate()
-            .filter_map(|(at, scan)| Some((at, scan.items.front()?)))
+            .filter_map(|(at, scan)| Some((at, scan.pages.items.front()?)))
             .min_by(|a, b| cmp_utf16(&a.1.name, &b.1.name))
             .map(|(at, _)| at);
         let Some(at) = first else { return Ok(None) };
-        let item = self.scans[at].items.pop_front().expect("peeked");
+        let item = self.scans[at].pages.items.pop_front().expect("peeked");
         let to = self.growth.blob_moves(&item.name, at).expect("a moving blob");
         Ok(Some((at, to, item)))
     }
