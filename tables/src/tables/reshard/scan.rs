@@ -209,14 +209,74 @@ impl Growth {
     }
 }
 
-/// The rows of a table that move, from every old account, in key order,
-/// each with its old and its new account.
-pub(super) struct MovingRows<'a> {
-    scans: Vec<RowScan<'a>>,
+/// A read of one old account that the job merges with the others'.
+pub(super) trait Scan {
+    /// A row or a blob.
+    type Item;
+    /// The next item, read in when the page in hand is spent.
+    async fn peek(&mut self) -> Result<Option<&Self::Item>>;
+    /// Takes the next item.
+    async fn next(&mut self) -> Result<Option<Self::Item>>;
+    /// The next item, if one is in hand.
+    fn front(&self) -> Option<&Self::Item>;
+    /// The new home of `item`, at home in old account `at`, if it moves.
+    fn moves(growth: &Growth, item: &Self::Item, at: usize) -> Option<usize>;
+    /// The order of the merge: key order for rows, name order for blobs.
+    fn order(a: &Self::Item, b: &Self::Item) -> Ordering;
+}
+
+impl Scan for RowScan<'_> {
+    type Item = Row;
+    async fn peek(&mut self) -> Result<Option<&Row>> {
+        RowScan::peek(self).await
+    }
+    async fn next(&mut self) -> Result<Option<Row>> {
+        RowScan::next(self).await
+    }
+    fn front(&self) -> Option<&Row> {
+        self.pages.items.front()
+    }
+    fn moves(growth: &Growth, row: &Row, at: usize) -> Option<usize> {
+        growth.moves(&row.partition_key, at)
+    }
+    fn order(a: &Row, b: &Row) -> Ordering {
+        key_order(a, b)
+    }
+}
+
+impl Scan for BlobScan<'_> {
+    type Item = BlobItem;
+    async fn peek(&mut self) -> Result<Option<&BlobItem>> {
+        BlobScan::peek(self).await
+    }
+    async fn next(&mut self) -> Result<Option<BlobItem>> {
+        BlobScan::next(self).await
+    }
+    fn front(&self) -> Option<&BlobItem> {
+        self.pages.items.front()
+    }
+    fn moves(growth: &Growth, item: &BlobItem, at: usize) -> Option<usize> {
+        growth.blob_moves(&item.name, at)
+    }
+    fn order(a: &BlobItem, b: &BlobItem) -> Ordering {
+        cmp_utf16(&a.name, &b.name)
+    }
+}
+
+/// What moves of one table or container, from every old account, in one
+/// merged order (key order for rows, name order for blobs), each item with
+/// its old and its new account.
+pub(super) struct Moving<S> {
+    scans: Vec<S>,
     growth: Growth,
 }
 
-impl<'a> MovingRows<'a> {
+/// The rows of a table that move.
+pub(super) type MovingRows<'a> = Moving<RowScan<'a>>;
+/// The blobs of a container that move.
+pub(super) type MovingBlobs<'a> = Moving<BlobScan<'a>>;
+
+impl<'a> Moving<RowScan<'a>> {
     pub(super) fn new(
         accounts: &'a [Arc<dyn Backend>],
         table: &'a str,
@@ -227,41 +287,11 @@ impl<'a> MovingRows<'a> {
             .iter()
             .map(|a| RowScan::new(a.as_ref(), table, policy))
             .collect();
-        MovingRows { scans, growth }
-    }
-
-    /// The next moving row, its old account and its new one.
-    pub(super) async fn next(&mut self) -> Result<Option<(usize, usize, Row)>> {
-        for (at, scan) in self.scans.iter_mut().enumerate() {
-            while let Some(row) = scan.peek().await? {
-                if self.growth.moves(&row.partition_key, at).is_some() {
-                    break;
-                }
-                scan.next().await?;
-            }
-        }
-        let first = self
-            .scans
-            .iter()
-            .enumerate()
-            .filter_map(|(at, scan)| Some((at, scan.pages.items.front()?)))
-            .min_by(|a, b| key_order(a.1, b.1))
-            .map(|(at, _)| at);
-        let Some(at) = first else { return Ok(None) };
-        let row = self.scans[at].pages.items.pop_front().expect("peeked");
-        let to = self.growth.moves(&row.partition_key, at).expect("a moving row");
-        Ok(Some((at, to, row)))
+        Moving { scans, growth }
     }
 }
 
-/// The blobs of a container that move, from every old account, in name
-/// order, each with its old and its new account.
-pub(super) struct MovingBlobs<'a> {
-    scans: Vec<BlobScan<'a>>,
-    growth: Growth,
-}
-
-impl<'a> MovingBlobs<'a> {
+impl<'a> Moving<BlobScan<'a>> {
     pub(super) fn new(
         accounts: &'a [Arc<dyn BlobBackend>],
         container: &'a str,
@@ -273,14 +303,16 @@ impl<'a> MovingBlobs<'a> {
             .iter()
             .map(|a| BlobScan::new(a.as_ref(), container, prefix, policy))
             .collect();
-        MovingBlobs { scans, growth }
+        Moving { scans, growth }
     }
+}
 
-    /// The next moving blob, its old account and its new one.
-    pub(super) async fn next(&mut self) -> Result<Option<(usize, usize, BlobItem)>> {
+impl<S: Scan> Moving<S> {
+    /// The next moving item, its old account and its new one.
+    pub(super) async fn next(&mut self) -> Result<Option<(usize, usize, S::Item)>> {
         for (at, scan) in self.scans.iter_mut().enumerate() {
             while let Some(item) = scan.peek().await? {
-                if self.growth.blob_moves(&item.name, at).is_some() {
+                if S::moves(&self.growth, item, at).is_some() {
                     break;
                 }
                 scan.next().await?;
@@ -290,12 +322,12 @@ impl<'a> MovingBlobs<'a> {
             .scans
             .iter()
             .enumerate()
-            .filter_map(|(at, scan)| Some((at, scan.pages.items.front()?)))
-            .min_by(|a, b| cmp_utf16(&a.1.name, &b.1.name))
+            .filter_map(|(at, scan)| Some((at, scan.front()?)))
+            .min_by(|a, b| S::order(a.1, b.1))
             .map(|(at, _)| at);
         let Some(at) = first else { return Ok(None) };
-        let item = self.scans[at].pages.items.pop_front().expect("peeked");
-        let to = self.growth.blob_moves(&item.name, at).expect("a moving blob");
+        let item = self.scans[at].next().await?.expect("peeked");
+        let to = S::moves(&self.growth, &item, at).expect("a moving item");
         Ok(Some((at, to, item)))
     }
 }
