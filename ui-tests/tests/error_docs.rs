@@ -10,7 +10,7 @@ fn workspace_file(path: &str) -> String {
 
 #[test]
 fn the_error_overview_names_every_variant() {
-    let source = workspace_file("tables/src/error.rs");
+    let source = workspace_file("tables/src/error/mod.rs");
     let start = source.find("pub enum Error {").expect("the enum");
     let body = &source[start..];
     let body = &body[..body.find("\n}\n").expect("the enum's end")];
