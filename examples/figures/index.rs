@@ -2,7 +2,9 @@
 //!
 //! - a `create` of an entity with one local index (one transaction: the
 //!   entity and its index row) against a `create` of the same entity without
-//!   (one request), one at a time; and an `upsert` that changes the indexed
+//!   (one request), one at a time, beside its floor: a raw two-row
+//!   transaction against a raw insert (what the backend itself charges for
+//!   the second row); and an `upsert` that changes the indexed
 //!   value (the stored row is read first: a read and a transaction) against
 //!   an `upsert` without the index;
 //! - a lookup by the local index (a range query of the index rows, then the
@@ -121,6 +123,38 @@ async fn writes<T: TableEntity + Clone>(
     Ok((created, upserted))
 }
 
+/// The floor under the indexed create: `n` raw two-row transactions (an
+/// entity's row and a row shaped like its index row) against `n` raw
+/// inserts of the entity's row alone, through the backend without the store.
+async fn raw_writes(db: &Tables, n: usize) -> Result<(Duration, Duration), Failure> {
+    let table = fresh_table("IndexFloor");
+    db.backend().create_table(&table).await?;
+    let row = |rk: String, label: &str| {
+        let mut row = Row::new(PARTITION, rk);
+        row.insert("Value", Value::Int64(7));
+        row.insert("Label", Value::String(label.to_owned()));
+        row
+    };
+    let started = Instant::now();
+    for i in 0..n {
+        db.backend()
+            .execute(&table, WriteOp::Insert(row(format!("a{i:07}"), "x")))
+            .await?;
+    }
+    let single = started.elapsed();
+    let started = Instant::now();
+    for i in 0..n {
+        let ops = vec![
+            WriteOp::Insert(row(format!("b{i:07}"), "x")),
+            WriteOp::Insert(row(format!("{INDEX_PREFIX}x-b{i:07}"), "x")),
+        ];
+        db.backend().transaction(&table, ops).await?;
+    }
+    let pair = started.elapsed();
+    db.backend().delete_table(&table).await?;
+    Ok((pair, single))
+}
+
 async fn write_figures(db: &Tables, sizes: Sizes) -> Result<Vec<Figure>, Failure> {
     let plain = Reading::many(PARTITION, "w", sizes.writes);
     let moved: Vec<Reading> = plain
@@ -134,7 +168,11 @@ async fn write_figures(db: &Tables, sizes: Sizes) -> Result<Vec<Figure>, Failure
     let tagged_moved: Vec<Tagged> = moved.iter().map(Tagged::from).collect();
     writes(db, &plain[..sizes.writes.min(50)], &moved[..sizes.writes.min(50)]).await?; // warm-up
     let (mut with, mut without) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
+    let (mut pairs, mut singles) = (Vec::new(), Vec::new());
     for round in 0..sizes.rounds {
+        let (pair, single) = raw_writes(db, sizes.writes).await?;
+        pairs.push(pair);
+        singles.push(single);
         let mut runs = [false, true];
         if round % 2 == 1 {
             runs.reverse();
@@ -157,6 +195,11 @@ async fn write_figures(db: &Tables, sizes: Sizes) -> Result<Vec<Figure>, Failure
             per_op(median(without.0), n),
         )
         .target(Target::AtMost(1.15)),
+        Figure::compared(
+            "index: floor: raw 2-row transaction vs raw insert (the backend's own ratio)",
+            per_op(median(pairs), n),
+            per_op(median(singles), n),
+        ),
         Figure::compared(
             "index: upsert changing the indexed value vs without (a read + 1 transaction vs 1 request)",
             per_op(median(with.1), n),

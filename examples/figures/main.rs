@@ -60,6 +60,11 @@
 //! `FIGURES_RUNS=5` runs them five times and prints, for each figure, the
 //! run whose ratio is the median, with the lowest and highest ratio of the
 //! runs (the run-to-run noise); the verdict is the median's.
+//!
+//! What telemetry costs with no subscriber: the `point` section built with
+//! `--features no-telemetry` (every span and event compiled out) against
+//! the default build, and with `--features metrics` (compiled in, no
+//! recorder); in memory it prints each operation's CPU per op.
 
 #[path = "../../tables/benches/support/codec_routes.rs"]
 mod codec_routes;
@@ -199,9 +204,15 @@ async fn network_figures(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<S
         }
     }
     if runs("point") {
-        // `--features metrics` against none: what compiled-in metrics cost with no recorder.
+        // The default build against `--features no-telemetry` (spans compiled
+        // out) and `--features metrics`: what telemetry costs with no subscriber.
         notes.push(format!(
-            "point: operation and request spans compiled in, no subscriber; metrics {}",
+            "point: operation and request spans {}; metrics {}",
+            if cfg!(feature = "no-telemetry") {
+                "compiled out (feature `no-telemetry`)"
+            } else {
+                "compiled in, no subscriber"
+            },
             if cfg!(feature = "metrics") {
                 "compiled in (feature `metrics`), no recorder"
             } else {

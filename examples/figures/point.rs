@@ -342,9 +342,22 @@ pub async fn figures(
             figures.push(Figure::beside_raw(name, rate(lib_times), raw, Target::AtLeast(0.95)));
         }
     }
-    // Client CPU per operation at 16 in flight, beside the raw crate's.
+    // Client CPU per operation at 16 in flight, beside the raw crate's
+    // (in memory, where there is no crate, the library's alone: the figure
+    // to compare between builds, e.g. with telemetry compiled out).
     for (o, op) in Op::ALL.iter().enumerate() {
         let (lib_times, raw_times) = &times[o][IN_FLIGHT.len() - 1];
+        if client.is_none() {
+            if let Some((_, micros)) = cpu_per_op(lib_times) {
+                let name = format!(
+                    "{}, {} in flight: CPU per op",
+                    op.name(),
+                    IN_FLIGHT[IN_FLIGHT.len() - 1]
+                );
+                figures.push(Figure::alone(name, format!("{micros:.2} µs")));
+            }
+            continue;
+        }
         if let (Some(lib), Some(raw)) = (cpu_per_op(lib_times), cpu_per_op(raw_times)) {
             let name = format!(
                 "{}, {} in flight: client CPU per op vs raw crate",

@@ -9,12 +9,12 @@ use sha2::{Digest, Sha256};
 use super::archive::{
     archive_error, blob_file, blob_files, write_atomically, ArchiveFile, ArchiveManifest, BLOBS, MANIFEST,
 };
-use super::entity::assemble_with;
 use super::lines::entity_to_line;
 use super::read::Read;
 use super::scan::{Range, Scanned};
 use super::{report, Admin, Event, Observer, Stop};
 use crate::error::{Error, Result};
+use crate::large::logical::assemble_with;
 use crate::value::hex;
 
 /// What [`Admin::export`] exports and how.

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::entity::{assemble_with, Damage, Tier};
 use super::read::Read;
 use super::scan::{Range, Scanned};
 use super::{report, Admin, Event, Observer, Stop};
@@ -15,6 +14,7 @@ use crate::backend::{IfMatch, WriteOp};
 use crate::error::{ErrorKind, Result};
 use crate::index::rows::is_intent;
 use crate::large::entity_rows::continuation_index;
+use crate::large::logical::{assemble_with, Damage, Tier};
 use crate::large::stream::well_formed_count;
 use crate::layout::{
     blob_paths, chunk_cell, escape_segment, is_offload_shape, len_cell, partition_prefix, split_parts, BlobRef,

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::{Deserialize, Serialize};
 
 use super::archive::{archive_error, blob_file, verify, write_atomically, ArchiveManifest};
-use super::entity::LargeValue;
 use super::lines::entity_from_line;
 use super::{report, Admin, Event, ExportOptions, Observer, Stop};
 use crate::backend::pack::{op_weight, TRANSACTION_BODY_BUDGET};
@@ -17,6 +16,7 @@ use crate::backend::{IfMatch, UpdateMode, WriteOp};
 use crate::entity::{LargeEncoding, LargeForm};
 use crate::error::{Error, ErrorKind, Result};
 use crate::large::entity_rows::continuation_index;
+use crate::large::logical::LargeValue;
 use crate::large::plan::{checked_blob_name, LargeColumn, Limits};
 use crate::layout::{blob_cell, split_parts, BlobRef, BLOB_SUFFIX, WRITE_TOKEN};
 use crate::service::MAX_TRANSACTION_OPS;

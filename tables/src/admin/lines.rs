@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value as Json};
 
-use super::entity::{LargeValue, LogicalEntity, Tier};
 use crate::error::{Error, Result};
+use crate::large::logical::{LargeValue, LogicalEntity, Tier};
 use crate::value::{wire, Row};
 
 /// The annotation of a large value's column: `"Body@unified-tables.large":

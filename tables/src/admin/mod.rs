@@ -54,7 +54,6 @@
 //! ```
 
 mod archive;
-mod entity;
 mod export;
 mod fsck;
 mod import;
@@ -68,8 +67,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+pub use crate::large::logical::{Damage, EntityBlob, LargeValue, LogicalEntity, Tier};
 pub use archive::{ArchiveFile, ArchiveManifest, ARCHIVE_FORMAT, ARCHIVE_VERSION};
-pub use entity::{Damage, EntityBlob, LargeValue, LogicalEntity, Tier};
 pub use export::{ExportOptions, ExportReport};
 pub use fsck::{Finding, FsckOptions, FsckReport, Stats, TierStats};
 pub use import::{copy, ImportMode, ImportOptions, ImportReport};

@@ -1,10 +1,10 @@
 //! [`Admin::query`]: pages of logical entities, with a cursor to resume.
 
-use super::entity::{assemble, LogicalEntity};
 use super::read::Read;
 use super::Admin;
 use crate::backend::QueryRequest;
 use crate::error::{Error, Result};
+use crate::large::logical::{assemble, LogicalEntity};
 use crate::layout::{is_index_row, split_parts, INDEX_OF, SPLIT_OF};
 use crate::query::{CmpOp, Filter};
 use crate::service::next_prefix;

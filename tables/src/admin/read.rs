@@ -1,11 +1,11 @@
 //! Reading one entity as one version: its rows and blobs checked
 //! together, read again by its keys when a check fails.
 
-use super::entity::{assemble, Assembled, Damage, LogicalEntity};
 use super::Admin;
 use crate::backend::race::{race_backoff, RACE_ATTEMPTS};
 use crate::error::{Error, Result};
 use crate::large::entity_rows::{continuation_range, DAMAGE_CONFIRMATIONS};
+use crate::large::logical::{assemble, Assembled, Damage, LogicalEntity};
 use crate::layout::{split_parts, SPLIT_OF};
 use crate::value::Row;
 

@@ -8,6 +8,7 @@ pub(crate) mod continuation_hints;
 pub(crate) mod entity_rows;
 pub(crate) mod gather;
 pub(crate) mod gzip;
+pub(crate) mod logical;
 pub(crate) mod plan;
 pub(crate) mod sink;
 pub(crate) mod stream;

@@ -3,7 +3,9 @@
 //! ([`Store::drop_index`]).
 
 use std::collections::{BTreeSet, HashMap};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures::{Stream, StreamExt, TryStreamExt};
 
@@ -25,6 +27,8 @@ use crate::value::{ETag, Row, Value};
 
 /// Index rows a build keeps in flight when they cannot share a transaction.
 const WRITES_IN_FLIGHT: usize = 16;
+/// Transactions of many-per-value index rows a build keeps in flight.
+const TRANSACTIONS_IN_FLIGHT: usize = 4;
 
 /// What [`Store::build_index`] reads and how fast it goes.
 #[derive(Debug, Clone, Default)]
@@ -34,7 +38,9 @@ pub struct BuildIndexOptions {
     /// Continue after this entity: the [`BuildStep::position`] of the last
     /// step a stopped build reported.
     pub after: Option<Key>,
-    /// At most this many index rows written a second (none: as fast as the table answers).
+    /// At most this many index rows written a second, on average since the
+    /// build started (none: as fast as the table answers). Each page's rows
+    /// wait until writing them keeps to the rate, then go out together.
     pub max_rows_per_second: Option<u32>,
 }
 
@@ -178,7 +184,13 @@ impl<T: TableEntity> Build<T> {
                 _ => single.push((key, ix)),
             }
         }
-        // Many entities per value in the entity's partition: transactions of up to 100 rows.
+        // The page's rows wait for their turn under the rate limit, then go
+        // out together.
+        self.pace(written.len()).await;
+        // Many entities per value in the entity's partition: transactions of
+        // up to 100 rows, a few in flight (each row is the one its entity
+        // asks for whatever the order they land in).
+        let mut transactions: Vec<Vec<WriteOp>> = Vec::new();
         for group in group_by_partition(local) {
             let ops: Vec<WriteOp> = group
                 .into_iter()
@@ -190,15 +202,17 @@ impl<T: TableEntity> Build<T> {
             let ranges = pack(ops.iter().map(|op| (1, op_weight(op))));
             let mut rest = ops.into_iter();
             for range in ranges {
-                let tx: Vec<WriteOp> = rest.by_ref().take(range.len()).collect();
-                self.pace(tx.len()).await;
-                self.store.commit(Write::new(tx).droppable_from(0)).await?;
+                transactions.push(rest.by_ref().take(range.len()).collect());
             }
         }
-        // Unique and global rows: one request each (a unique row another entity holds is left).
-        self.pace(single.len()).await;
         let store = &self.store;
         let def = self.def;
+        futures::stream::iter(transactions)
+            .map(|tx| async move { store.commit(Write::new(tx).droppable_from(0)).await.map(|_| ()) })
+            .buffer_unordered(TRANSACTIONS_IN_FLIGHT)
+            .try_collect::<Vec<()>>()
+            .await?;
+        // Unique and global rows: one request each (a unique row another entity holds is left).
         futures::stream::iter(single)
             .map(|(key, row)| async move {
                 match def.unique {
@@ -235,7 +249,7 @@ impl<T: TableEntity> Build<T> {
     }
 
     /// Waits until writing `rows` more keeps to the rate limit.
-    async fn pace(&mut self, rows: usize) {
+    async fn pace(&self, rows: usize) {
         let Some(rate) = self.options.max_rows_per_second else {
             return;
         };
@@ -250,8 +264,9 @@ impl<T: TableEntity> Build<T> {
 impl<T: TableEntity> Store<T> {
     /// Builds an index over the entities the table holds: one that was just
     /// declared, or one whose rows drifted. Writes each entity's index row
-    /// (many-per-value rows of one partition in transactions of up to 100;
-    /// unique and global rows one request each, 16 in flight), then reads the
+    /// (many-per-value rows of one partition in transactions of up to 100,
+    /// four in flight; unique and global rows one request each, 16 in
+    /// flight), then reads the
     /// page's entities' versions again: an entity a writer changed meanwhile
     /// has its rows brought into line again, so a concurrent write is never
     /// undone. Writers that run during the build keep the index themselves.
@@ -344,5 +359,76 @@ impl<T: TableEntity> Store<T> {
             }
         }
         Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::TryStreamExt;
+
+    use super::BuildIndexOptions;
+    use crate::{TableEntity, Tables};
+
+    /// The columns of [`Ticket`] without its index: rows written before it was declared.
+    #[derive(TableEntity, Clone)]
+    struct Plain {
+        #[table(partition_key)]
+        pk: String,
+        #[table(row_key)]
+        rk: String,
+        status: String,
+    }
+
+    #[derive(TableEntity, Clone)]
+    struct Ticket {
+        #[table(partition_key)]
+        pk: String,
+        #[table(row_key)]
+        rk: String,
+        #[index]
+        status: String,
+    }
+
+    /// A build over 2,500 entities, limited or not: the index rows it wrote
+    /// and how long the (paused) clock ran.
+    async fn build(rate: Option<u32>) -> (u64, std::time::Duration) {
+        let db = Tables::memory();
+        let plain = db.store_in::<Plain>("Tickets");
+        let rows: Vec<Plain> = (0..2_500)
+            .map(|i| Plain {
+                pk: "p".into(),
+                rk: format!("{i:05}"),
+                status: ["open", "closed"][i % 2].into(),
+            })
+            .collect();
+        for chunk in rows.chunks(100) {
+            plain.upsert_batch(chunk).await.unwrap();
+        }
+        let tickets = db.store_in::<Ticket>("Tickets");
+        let started = tokio::time::Instant::now();
+        let options = BuildIndexOptions {
+            max_rows_per_second: rate,
+            ..BuildIndexOptions::default()
+        };
+        let steps: Vec<_> = tickets
+            .build_index(Ticket::BY_STATUS, options)
+            .try_collect()
+            .await
+            .unwrap();
+        (steps.last().unwrap().rows, started.elapsed())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_rate_limited_build_writes_no_faster_than_its_rate() {
+        let (rows, unlimited) = build(None).await;
+        assert_eq!(rows, 2_500);
+        assert!(unlimited.as_secs_f64() < 0.5, "an unlimited build waited {unlimited:?}");
+        // 1,000 rows a second: the third page's rows are due at 2.5 s.
+        let (rows, limited) = build(Some(1_000)).await;
+        assert_eq!(rows, 2_500);
+        assert!(
+            (2.5..3.5).contains(&limited.as_secs_f64()),
+            "2,500 rows at 1,000 a second took {limited:?}"
+        );
     }
 }
