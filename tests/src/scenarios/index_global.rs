@@ -316,6 +316,8 @@ pub async fn global_unique_reservations_of_stalled_or_dead_writers_expire(env: &
 
     // A writer stalled between its reservation and its write past the timeout is
     // overtaken; when its write lands, it loses the value and is written back.
+    // Its applier runs in between, while the entity still stands, and adds the
+    // entity's other global index row (country): the write-back removes it.
     let reserve = gate.arm(Point::BeforeWrite);
     let write = gate.arm(Point::BeforeWrite);
     let stalled = tokio::spawn({
@@ -327,7 +329,21 @@ pub async fn global_unique_reservations_of_stalled_or_dead_writers_expire(env: &
     write.reached.await.expect("the entity's write");
     tokio::time::sleep(Duration::from_millis(500)).await;
     store.create(&mut Account::new("t2", "f", "UA", "slow")).await.unwrap();
+    let applier = gate.arm(Point::AfterGet);
+    let confirm = gate.arm(Point::BeforeWrite);
     let _ = write.release.send(());
+    applier.reached.await.expect("the applier read the write's intent");
+    confirm.reached.await.expect("the confirmation");
+    let _ = applier.release.send(());
+    held.settle_indexes().await;
+    assert!(
+        all_rows(env.backend(), &env.table)
+            .await
+            .iter()
+            .any(|r| r.partition_key.starts_with("~ix|country|UA") && r.row_key.starts_with("t1!s")),
+        "the applier added the country row of the entity that still stands"
+    );
+    let _ = confirm.release.send(());
     let err = stalled.await.unwrap().unwrap_err();
     assert!(matches!(err, Error::UniqueViolation { .. }), "{err}");
     assert!(

@@ -296,6 +296,20 @@ pub async fn indexes_a_unique_value_has_one_holder(env: &Env) {
     );
     check(env, "after a refused create").await;
 
+    // A create of the holder itself: refused because it exists, and its own
+    // index row stays (the value is still taken, by it).
+    let err = store
+        .create(&mut Member::new("t", "a", "x@x.com", "Lviv"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
+    check(env, "after a create of an entity that exists").await;
+    let err = store
+        .upsert(&mut Member::new("t", "b", "x@x.com", "Kyiv"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::UniqueViolation { .. }), "{err}");
+
     // An update onto the value: refused; the entity keeps its own.
     let mut b = Member::new("t", "b", "y@x.com", "Kyiv");
     store.create(&mut b).await.unwrap();
@@ -361,7 +375,19 @@ pub async fn indexes_a_unique_value_has_one_holder(env: &Env) {
         .create(&mut Member::new("t", "f", "free@x.com", "Lviv"))
         .await
         .unwrap();
+    let f = store
+        .get(("t", "f"))
+        .await
+        .unwrap()
+        .expect("the create that took the value over stored its entity");
+    assert_eq!(f.email, "free@x.com");
     check(env, "after a stale index row was taken over").await;
+    let entities: Vec<Member> = store.query(QueryOptions::all()).await.unwrap();
+    assert_eq!(
+        all_rows(env.backend(), &env.table).await.len(),
+        entities.len() * 4,
+        "each entity with its e-mail, city and level_score rows, and nothing else"
+    );
 }
 
 pub async fn indexes_racing_writers_on_one_unique_value_leave_one_holder(env: &Env) {

@@ -8,6 +8,7 @@
 mod blob;
 mod blob_answers;
 mod lease;
+mod span;
 mod validate;
 
 pub use blob::MemoryBlobBackend;
@@ -27,11 +28,17 @@ use crate::error::{Error, Result};
 use crate::query::Filter;
 use crate::service::{MAX_PAGE_SIZE, MAX_TRANSACTION_BYTES, MAX_TRANSACTION_OPS};
 use crate::value::{cmp_utf16, wire, DateTime, ETag, Row};
+use span::Span;
 
 /// The bytes a transaction's multipart envelope is counted at, per operation.
 const ENVELOPE_BYTES_PER_OP: usize = 200;
 
 /// An embedded backend that answers as the service does.
+///
+/// Rows are kept in key order. A query whose filter names one partition
+/// (`PartitionKey eq` at its top, with or without `RowKey` bounds) reads only
+/// that range, as the service's range scan does; any other filter reads the
+/// table from the start (or from the page token) and checks every row.
 ///
 /// ```
 /// use unified_tables::backend::{memory::MemoryBackend, Backend, WriteOp};
@@ -516,10 +523,17 @@ impl Backend for MemoryBackend {
         state.pages += 1;
         let quirk = self.quirk_every > 0 && state.pages % self.quirk_every as u64 == 0;
 
-        let start = token.map(|c| RowId {
+        let span = Span::of(request.filter.as_ref());
+        let token_start = token.map(|c| RowId {
             partition_key: c.next_partition_key.clone(),
             row_key: c.next_row_key.clone().unwrap_or_default(),
         });
+        // A query of one partition starts where its keys start, as the service's range scan does.
+        let span_start = span.partition.map(|p| RowId::new(p, span.from.unwrap_or_default()));
+        let start = match (token_start, span_start) {
+            (Some(t), Some(s)) => Some(t.max(s)),
+            (t, s) => t.or(s),
+        };
         let mut remaining = match &start {
             Some(start) => rows.range(start.clone()..),
             None => rows.range(..),
@@ -539,6 +553,9 @@ impl Backend for MemoryBackend {
         let select = request.select.as_deref();
         let mut page = Page::default();
         for (id, row) in remaining {
+            if span.passed(&id.partition_key, &id.row_key) {
+                break;
+            }
             let matched = match &request.filter {
                 Some(filter) => filter.matches(row)?,
                 None => true,

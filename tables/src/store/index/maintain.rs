@@ -249,7 +249,11 @@ impl<T> Store<T> {
             };
             let holder = entity_of(&held).map(|(p, r)| Key::new(p, r));
             if holder.as_ref() == Some(&claim.entity) {
-                // Ours (left by an earlier write): the next attempt replaces it.
+                if self.holds(claim.def, &claim.entity, &held).await? {
+                    // Ours and true (a create of an entity that exists): the refusal is the entity's.
+                    continue;
+                }
+                // Ours, left by an earlier write: the next attempt replaces it.
                 self.remove_if_unchanged(&held).await?;
                 retry = true;
                 continue;

@@ -301,9 +301,12 @@ impl<T: TableEntity> Store<T> {
     pub(crate) async fn write_encoded(&self, encoded: Encoded, verb: &Verb) -> Result<Written> {
         self.ensure_created().await?;
         let read = reads_first::<T>(verb);
-        // Only a write that reads or has large values can take a second attempt;
-        // any other moves its row into the one request it sends.
-        let retries = read || const { T::SCHEMA.has_large_values() };
+        // Only a write that reads, has large values or has indexes can take a second
+        // attempt (a stale unique claim is removed and the write sent again) or
+        // need its row after the send (a lost reservation writes the entity back
+        // and leaves intents for its global index rows); any other moves its row
+        // into the one request it sends.
+        let retries = read || const { T::SCHEMA.has_large_values() || !T::INDEXES.is_empty() };
         let key = encoded.key();
         let Encoded {
             row: mut encoded_row,
@@ -314,6 +317,10 @@ impl<T: TableEntity> Store<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            debug_assert!(
+                retries || attempt == 1,
+                "a second attempt of a write whose row was sent"
+            );
             let stored = match read {
                 true => {
                     self.shared
