@@ -57,11 +57,13 @@ mod archive;
 mod export;
 mod fsck;
 mod import;
+mod import_unit;
 mod index_check;
 mod lines;
 mod query;
 mod read;
 mod scan;
+mod stats;
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,11 +72,12 @@ use std::sync::Arc;
 pub use crate::large::logical::{Damage, EntityBlob, LargeValue, LogicalEntity, Tier};
 pub use archive::{ArchiveFile, ArchiveManifest, ARCHIVE_FORMAT, ARCHIVE_VERSION};
 pub use export::{ExportOptions, ExportReport};
-pub use fsck::{Finding, FsckOptions, FsckReport, Stats, TierStats};
+pub use fsck::{Finding, FsckOptions, FsckReport};
 pub use import::{copy, ImportMode, ImportOptions, ImportReport};
 pub use lines::{entity_from_line, entity_to_line, LARGE_ANNOTATION};
 pub use query::{AdminPage, AdminQuery};
 pub use read::Read;
+pub use stats::{Stats, TierStats};
 
 use crate::error::{Error, Result};
 use crate::store::Blobs;

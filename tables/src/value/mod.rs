@@ -11,11 +11,12 @@ mod sha256;
 mod to_column_name;
 pub mod wire;
 
+pub use column_name::names_are_distinct;
 pub use column_name::ColumnName;
 pub use datetime::DateTime;
 pub use guid::{Guid, ParseGuidError};
 pub use key::{normalize_id, restore_id, Key};
-pub use properties::{names_are_distinct, Properties, ToColumnName};
+pub use properties::{Properties, ToColumnName};
 pub use row::{ETag, Row};
 pub(crate) use sha256::hex;
 pub use sha256::sha256_hex;

@@ -8,38 +8,7 @@
 
 use std::fmt;
 
-use super::{ColumnName, Value};
-
-/// Whether no two of `names` are the same (a `const fn`, for generated code
-/// to check its list at compile time).
-pub const fn names_are_distinct(names: &[&str]) -> bool {
-    let mut i = 0;
-    while i < names.len() {
-        let mut j = i + 1;
-        while j < names.len() {
-            if same_bytes(names[i].as_bytes(), names[j].as_bytes()) {
-                return false;
-            }
-            j += 1;
-        }
-        i += 1;
-    }
-    true
-}
-
-const fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut k = 0;
-    while k < a.len() {
-        if a[k] != b[k] {
-            return false;
-        }
-        k += 1;
-    }
-    true
-}
+use super::{names_are_distinct, ColumnName, Value};
 
 /// Whether two names are the same, rejecting most others by their length
 /// and their first and last byte before comparing the whole.

@@ -17,7 +17,7 @@ pub use blob::MemoryBlobBackend;
 mod tests;
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::{Mutex, MutexGuard};
 
@@ -26,12 +26,10 @@ use async_trait::async_trait;
 use super::{Backend, IfMatch, Page, PageToken, QueryRequest, UpdateMode, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
 use crate::query::Filter;
-use crate::service::{MAX_PAGE_SIZE, MAX_TRANSACTION_BYTES, MAX_TRANSACTION_OPS};
-use crate::value::{cmp_utf16, wire, DateTime, ETag, Row};
+use crate::service::MAX_PAGE_SIZE;
+use crate::value::{cmp_utf16, DateTime, ETag, Row};
 use span::Span;
-
-/// The bytes a transaction's multipart envelope is counted at, per operation.
-const ENVELOPE_BYTES_PER_OP: usize = 200;
+use validate::{check_op, check_transaction, failed_at};
 
 /// An embedded backend that answers as the service does.
 ///
@@ -328,87 +326,6 @@ fn apply(rows: &mut BTreeMap<RowId, Row>, id: RowId, change: Change) -> WriteOut
             }
         }
     }
-}
-
-/// Checks the row an operation writes, and its keys for a delete.
-fn check_op(op: &WriteOp) -> Result<()> {
-    match op.row() {
-        Some(row) => validate::check_row(row),
-        None => {
-            let (partition_key, row_key) = op.keys();
-            validate::check_key("PartitionKey", partition_key)?;
-            validate::check_key("RowKey", row_key)
-        }
-    }
-}
-
-/// The bytes an operation adds to a transaction's request body: its row as
-/// the JSON the service reads ([`wire::wire_size`], non-ASCII escaped as
-/// every SDK sends it), its keys and the envelope.
-fn request_bytes(op: &WriteOp) -> usize {
-    let (partition_key, row_key) = op.keys();
-    let body = op.row().map_or(0, wire::wire_size);
-    ENVELOPE_BYTES_PER_OP + partition_key.len() + row_key.len() + body
-}
-
-fn failed_at(index: usize, source: Error) -> Error {
-    Error::Transaction {
-        index,
-        source: Box::new(source),
-    }
-}
-
-/// The checks the service makes while reading a transaction, before running
-/// any of it: operation count, body size, one partition, each row once, and
-/// every row valid.
-fn check_transaction(ops: &[WriteOp]) -> Result<()> {
-    if ops.is_empty() {
-        return Err(failed_at(0, invalid_input("The batch request contains no operations.")));
-    }
-    let bytes: usize = ops.iter().map(request_bytes).sum();
-    if bytes > MAX_TRANSACTION_BYTES {
-        return Err(Error::service(
-            413,
-            "RequestBodyTooLarge",
-            format!("The request body is too large ({bytes} bytes) and exceeds the maximum permissible limit ({MAX_TRANSACTION_BYTES} bytes)."),
-        ));
-    }
-    if ops.len() > MAX_TRANSACTION_OPS {
-        return Err(failed_at(
-            MAX_TRANSACTION_OPS - 1,
-            invalid_input(format!(
-                "The batch request operation holds {} changes and exceeds the maximum {MAX_TRANSACTION_OPS} changes per change set.",
-                ops.len()
-            )),
-        ));
-    }
-    let partition = ops[0].keys().0;
-    let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(ops.len());
-    for (index, op) in ops.iter().enumerate() {
-        let (partition_key, row_key) = op.keys();
-        if partition_key != partition {
-            return Err(failed_at(
-                index,
-                Error::service(
-                    400,
-                    "CommandsInBatchActOnDifferentPartitions",
-                    format!("All commands in a batch must operate on same entity group: PartitionKey `{partition_key}` differs from `{partition}`."),
-                ),
-            ));
-        }
-        if !seen.insert((partition_key, row_key)) {
-            return Err(failed_at(
-                index,
-                Error::service(
-                    400,
-                    "InvalidDuplicateRow",
-                    format!("The batch request contains multiple changes with same row key `{row_key}`. An entity can appear only once in a batch request."),
-                ),
-            ));
-        }
-        check_op(op).map_err(|e| failed_at(index, e))?;
-    }
-    Ok(())
 }
 
 /// The first raw (unevaluable) part of a filter.

@@ -1,10 +1,15 @@
-//! Checks of a written row, with the service's status codes (all 400).
+//! Checks of a written row and of a transaction, made before anything is
+//! written, with the service's status codes.
 
+use std::collections::HashSet;
+
+use crate::backend::WriteOp;
 use crate::error::{Error, Result};
 use crate::service::{
     is_refused_key_char, MAX_CELL_BYTES, MAX_ENTITY_BYTES, MAX_KEY_UNITS, MAX_PROPERTIES, MAX_PROPERTY_NAME_UNITS,
+    MAX_TRANSACTION_BYTES, MAX_TRANSACTION_OPS,
 };
-use crate::value::{utf16_len, Row, Value};
+use crate::value::{utf16_len, wire, Row, Value};
 
 /// Names that are system properties and may not appear among the properties.
 const SYSTEM_PROPERTIES: [&str; 3] = ["PartitionKey", "RowKey", "Timestamp"];
@@ -149,4 +154,91 @@ pub(super) fn check_row(row: &Row) -> Result<()> {
         check_value(name, value)?;
     }
     check_limits(row)
+}
+
+/// The bytes a transaction's multipart envelope is counted at, per operation.
+const ENVELOPE_BYTES_PER_OP: usize = 200;
+
+/// Checks the row an operation writes, and its keys for a delete.
+pub(super) fn check_op(op: &WriteOp) -> Result<()> {
+    match op.row() {
+        Some(row) => check_row(row),
+        None => {
+            let (partition_key, row_key) = op.keys();
+            check_key("PartitionKey", partition_key)?;
+            check_key("RowKey", row_key)
+        }
+    }
+}
+
+/// The bytes an operation adds to a transaction's request body: its row as
+/// the JSON the service reads ([`wire::wire_size`], non-ASCII escaped as
+/// every SDK sends it), its keys and the envelope.
+fn request_bytes(op: &WriteOp) -> usize {
+    let (partition_key, row_key) = op.keys();
+    let body = op.row().map_or(0, wire::wire_size);
+    ENVELOPE_BYTES_PER_OP + partition_key.len() + row_key.len() + body
+}
+
+pub(super) fn failed_at(index: usize, source: Error) -> Error {
+    Error::Transaction {
+        index,
+        source: Box::new(source),
+    }
+}
+
+/// The checks the service makes while reading a transaction, before running
+/// any of it: operation count, body size, one partition, each row once, and
+/// every row valid.
+pub(super) fn check_transaction(ops: &[WriteOp]) -> Result<()> {
+    if ops.is_empty() {
+        return Err(failed_at(
+            0,
+            bad_request("InvalidInput", "The batch request contains no operations.".into()),
+        ));
+    }
+    let bytes: usize = ops.iter().map(request_bytes).sum();
+    if bytes > MAX_TRANSACTION_BYTES {
+        return Err(Error::service(
+            413,
+            "RequestBodyTooLarge",
+            format!("The request body is too large ({bytes} bytes) and exceeds the maximum permissible limit ({MAX_TRANSACTION_BYTES} bytes)."),
+        ));
+    }
+    if ops.len() > MAX_TRANSACTION_OPS {
+        return Err(failed_at(
+            MAX_TRANSACTION_OPS - 1,
+            bad_request("InvalidInput", format!(
+                "The batch request operation holds {} changes and exceeds the maximum {MAX_TRANSACTION_OPS} changes per change set.",
+                ops.len()
+            )),
+        ));
+    }
+    let partition = ops[0].keys().0;
+    let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(ops.len());
+    for (index, op) in ops.iter().enumerate() {
+        let (partition_key, row_key) = op.keys();
+        if partition_key != partition {
+            return Err(failed_at(
+                index,
+                Error::service(
+                    400,
+                    "CommandsInBatchActOnDifferentPartitions",
+                    format!("All commands in a batch must operate on same entity group: PartitionKey `{partition_key}` differs from `{partition}`."),
+                ),
+            ));
+        }
+        if !seen.insert((partition_key, row_key)) {
+            return Err(failed_at(
+                index,
+                Error::service(
+                    400,
+                    "InvalidDuplicateRow",
+                    format!("The batch request contains multiple changes with same row key `{row_key}`. An entity can appear only once in a batch request."),
+                ),
+            ));
+        }
+        check_op(op).map_err(|e| failed_at(index, e))?;
+    }
+    Ok(())
 }

@@ -1,5 +1,5 @@
 //! The row a session record is stored as, and the conversions between the
-//! two. The names on storage are spelled in `layout.rs` (the derive's column
+//! two. The names on storage are spelled in `layout/` (the derive's column
 //! names are checked against them below).
 
 use std::collections::HashMap;

@@ -30,12 +30,13 @@
 //! No span or event carries a header value, a key, a signature or a token.
 
 mod connector;
+mod message;
 mod sign;
 #[cfg(feature = "entra-id")]
 pub(crate) mod token;
+mod url_text;
 pub(crate) mod wire;
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -43,7 +44,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH};
-use hyper::{Method, Uri};
+use hyper::Uri;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use rustls_pki_types::CertificateDer;
@@ -51,12 +52,14 @@ use tracing::field::Empty;
 use tracing::Instrument as _;
 
 use self::connector::Connector;
+pub(crate) use self::message::{header, Answer, Outgoing, Resource, Service, Streamed};
 pub(crate) use self::sign::Signer;
 use self::sign::Signing;
+use self::url_text::{Printed, Template};
 use self::wire::{http_date, query_string, Endpoint};
 use super::http::{deadline_passed_message, retry_verdict, ServiceFailure, REQUEST_ID};
 use crate::backend::retry::RetryPolicy;
-use crate::error::{redact, BoxError, Error, Result};
+use crate::error::{BoxError, Error, Result};
 use crate::value::{DateTime, Guid};
 
 /// The `tracing` target of the transport's spans and events.
@@ -87,155 +90,6 @@ pub(crate) fn http_client(policy: &RetryPolicy, roots: &[CertificateDer<'static>
         .pool_timer(TokioTimer::new())
         .build(connector.clone());
     Ok(HttpClient { client, connector })
-}
-
-/// Which service a request goes to: it decides how Shared Key signs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Service {
-    Table,
-    Blob,
-}
-
-/// What a request is about, as its span names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Resource {
-    /// One entity: a point read or a write.
-    Entity,
-    /// An entity-group transaction (`$batch`).
-    Batch,
-    /// A page of a query.
-    Query,
-    /// Creating or deleting a table.
-    Table,
-    /// A blob: read, written, deleted, its properties or metadata.
-    Blob,
-    /// A blob's lease.
-    Lease,
-    /// A container: created or listed.
-    Container,
-    /// The account (its clock).
-    Account,
-}
-
-impl Resource {
-    fn name(self) -> &'static str {
-        match self {
-            Resource::Entity => "entity",
-            Resource::Batch => "batch",
-            Resource::Query => "query",
-            Resource::Table => "table",
-            Resource::Blob => "blob",
-            Resource::Lease => "lease",
-            Resource::Container => "container",
-            Resource::Account => "account",
-        }
-    }
-
-    fn service(self) -> Service {
-        match self {
-            Resource::Entity | Resource::Batch | Resource::Query | Resource::Table => Service::Table,
-            _ => Service::Blob,
-        }
-    }
-}
-
-/// A request to send: the path below the endpoint (percent-encoded), the
-/// query (not encoded), the headers of its own and the body.
-pub(crate) struct Outgoing {
-    pub(crate) method: Method,
-    pub(crate) resource: Resource,
-    pub(crate) path: String,
-    pub(crate) query: Vec<(&'static str, String)>,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Bytes,
-}
-
-impl Outgoing {
-    pub(crate) fn new(method: Method, resource: Resource, path: impl Into<String>) -> Outgoing {
-        Outgoing {
-            method,
-            resource,
-            path: path.into(),
-            query: Vec::new(),
-            headers: HeaderMap::new(),
-            body: Bytes::new(),
-        }
-    }
-
-    pub(crate) fn query(mut self, name: &'static str, value: impl Into<String>) -> Outgoing {
-        self.query.push((name, value.into()));
-        self
-    }
-
-    pub(crate) fn header(mut self, name: HeaderName, value: HeaderValue) -> Outgoing {
-        self.headers.insert(name, value);
-        self
-    }
-
-    pub(crate) fn body(mut self, body: impl Into<Bytes>) -> Outgoing {
-        self.body = body.into();
-        self
-    }
-
-    /// A table write: the transport sends it again only when its attempt
-    /// never left; otherwise the store settles it.
-    fn is_table_write(&self) -> bool {
-        matches!(self.resource, Resource::Entity | Resource::Batch)
-            && !matches!(self.method, Method::GET | Method::HEAD)
-    }
-}
-
-/// A whole answer: its headers and its body.
-pub(crate) struct Answer {
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Vec<u8>,
-}
-
-impl Answer {
-    /// The value of the header `name`, if it is present and text.
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
-        header(&self.headers, name)
-    }
-
-    /// The service's `x-ms-request-id` of this answer.
-    pub(crate) fn request_id(&self) -> Option<&str> {
-        self.header(REQUEST_ID)
-    }
-}
-
-pub(crate) fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// An answer whose body is read as it arrives, within what is left of its
-/// attempt's time.
-pub(crate) struct Streamed {
-    pub(crate) headers: HeaderMap,
-    body: Incoming,
-    until: tokio::time::Instant,
-    limit: Duration,
-}
-
-impl Streamed {
-    /// The next bytes of the body, or `None` at its end.
-    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>> {
-        loop {
-            let frame = match tokio::time::timeout_at(self.until, self.body.frame()).await {
-                Err(_) => {
-                    return Err(Error::transport(format!(
-                        "no whole answer within the retry policy's {:?} per attempt",
-                        self.limit
-                    )))
-                }
-                Ok(None) => return Ok(None),
-                Ok(Some(Err(e))) => return Err(Error::transport("the answer was cut short").with_source(e)),
-                Ok(Some(Ok(frame))) => frame,
-            };
-            if let Ok(data) = frame.into_data() {
-                return Ok(Some(data));
-            }
-        }
-    }
 }
 
 /// Sends the requests to one endpoint: the connection's client, signer and policy.
@@ -517,61 +371,6 @@ impl Transport {
             header(&parts.headers, REQUEST_ID).map(str::to_owned),
             &body,
         )))
-    }
-}
-
-/// A request's URL as it is printed: without a SAS's parameters, redacted.
-struct Printed<'a> {
-    endpoint: &'a str,
-    path: &'a str,
-    query: &'a str,
-}
-
-impl fmt::Display for Printed<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut url = format!("{}{}", self.endpoint, self.path);
-        if !self.query.is_empty() {
-            url.push('?');
-            url.push_str(self.query);
-        }
-        f.write_str(&redact(&url))
-    }
-}
-
-/// A request's URL as its span shows it (`url.template`): the endpoint and
-/// the table or container, every key, blob name and query value left out
-/// (`…`), so no telemetry field holds a key or a value of a row.
-struct Template<'a> {
-    endpoint: &'a str,
-    path: &'a str,
-    query: &'a [(&'static str, String)],
-}
-
-impl fmt::Display for Template<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&redact(self.endpoint))?;
-        let path = self.path.strip_prefix('/').unwrap_or(self.path);
-        if !path.is_empty() || self.path.starts_with('/') {
-            f.write_str("/")?;
-        }
-        let first = path.split('/').next().unwrap_or("");
-        let (name, keyed) = match first.split_once('(') {
-            Some((name, _)) => (name, true),
-            None => (first, false),
-        };
-        f.write_str(name)?;
-        if keyed {
-            f.write_str("(…)")?;
-        }
-        if path.len() > first.len() {
-            f.write_str("/…")?;
-        }
-        for (i, (name, _)) in self.query.iter().enumerate() {
-            f.write_str(if i == 0 { "?" } else { "&" })?;
-            f.write_str(name)?;
-            f.write_str("=…")?;
-        }
-        Ok(())
     }
 }
 

@@ -33,11 +33,14 @@
 //! [`LOCK_CONTAINER`] (unless another is chosen); the blob's bytes are the
 //! last fencing token handed out, in decimal ASCII (empty for none).
 
-use std::collections::BTreeSet;
+mod blobs;
+mod index_rows;
+mod pool;
 
-use serde::{Deserialize, Serialize};
+pub use blobs::*;
+pub use index_rows::*;
+pub use pool::*;
 
-use crate::error::{Error, Result};
 use crate::value::{Row, Value};
 
 // --- Cell suffixes ------------------------------------------------------------
@@ -218,66 +221,6 @@ pub fn is_continuation_key(row_key: &str) -> bool {
     b.len() >= 5 && b[b.len() - 5] == b'~' && b[b.len() - 4..].iter().all(u8::is_ascii_digit)
 }
 
-// --- Secondary indexes ------------------------------------------------------------
-//
-// Index rows are ordinary rows under a reserved key prefix (see
-// `guide::secondary_indexes`): local index rows in the entity's partition,
-// global index rows in a partition per value, intent rows of global indexes
-// in the entity's partition. Each carries [`INDEX_OF`]; readers skip rows
-// that do, as they skip continuation rows.
-
-/// The key prefix reserved for index rows: the RowKey of a local index row or
-/// an intent, the PartitionKey of a global index row. Keys of an indexed
-/// type may not start with it.
-pub const INDEX_PREFIX: &str = "~ix|";
-/// The smallest key above every key starting with [`INDEX_PREFIX`]: a query
-/// leaves index rows out with `RowKey lt '~ix|' or RowKey ge '~ix}'`.
-pub const INDEX_PREFIX_END: &str = "~ix}";
-/// Separates the parts of an index key (prefix, index name, value).
-pub const INDEX_SEPARATOR: char = '|';
-/// Ends each value of an index key; sorts below every character a value's
-/// text form holds, so a shorter value sorts first.
-pub const INDEX_VALUE_END: char = '!';
-/// Column of every index row and intent: the index's name (`~intent` for an intent).
-pub const INDEX_OF: &str = "_IndexOf";
-/// Column of an index row: the indexed columns, comma-separated, in index order.
-pub const INDEX_ON: &str = "_IndexOn";
-/// Column of an index row or intent: the entity's RowKey.
-pub const INDEX_ROW: &str = "_IndexRow";
-/// Column of a global index row: the entity's PartitionKey.
-pub const INDEX_PARTITION: &str = "_IndexPartition";
-/// Column of a unique global index row: when its reservation was made (`Edm.DateTime`).
-pub const INDEX_RESERVED_AT: &str = "_IndexReservedAt";
-/// Column of a unique global index row: whether its reservation was confirmed (`Edm.Boolean`).
-pub const INDEX_CONFIRMED: &str = "_IndexConfirmed";
-/// Column of an intent: the global index rows to bring into line, a JSON
-/// array of `[PartitionKey, RowKey]` pairs.
-pub const INDEX_KEYS: &str = "_IndexKeys";
-/// The [`INDEX_OF`] value of an intent, and its key segment.
-pub const INDEX_INTENT: &str = "~intent";
-/// The RowKey of a unique global index row (one row per value).
-pub const INDEX_UNIQUE_ROW: &str = "owner";
-
-/// `~ix|{index}|`: the start of every key of one index.
-pub fn index_key_prefix(index: &str) -> String {
-    format!("{INDEX_PREFIX}{index}{INDEX_SEPARATOR}")
-}
-
-/// `~ix|~intent|`: the start of every intent's RowKey.
-pub fn intent_key_prefix() -> String {
-    index_key_prefix(INDEX_INTENT)
-}
-
-/// Whether a key is under the reserved index prefix.
-pub fn is_index_key(key: &str) -> bool {
-    key.starts_with(INDEX_PREFIX)
-}
-
-/// Whether a row is an index row or an intent (never an entity).
-pub fn is_index_row(row: &Row) -> bool {
-    row.get(INDEX_OF).is_some()
-}
-
 // --- Identity rows (`web::identity`) -----------------------------------------------
 //
 // Keys never carry user text: a user name, an email, a role name, a claim, a
@@ -346,143 +289,6 @@ pub const RESERVED_SYSTEM_COLUMNS: &[&str] = &[
     INDEX_KEYS,
 ];
 
-// --- Blob names -----------------------------------------------------------------
-
-/// The default container of offloaded values and files.
-pub const DEFAULT_CONTAINER: &str = "unified-tables-values";
-
-/// Escapes one name segment as `Uri.EscapeDataString` does, with `.`
-/// escaped too (so no segment is `.` or `..`); an empty segment is `%`.
-pub fn escape_segment(segment: &str) -> String {
-    if segment.is_empty() {
-        return "%".to_owned();
-    }
-    let mut out = String::with_capacity(segment.len());
-    for b in segment.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'~' => out.push(b as char),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
-/// Reverses [`escape_segment`]: `%` alone is the empty key.
-pub fn unescape_segment(segment: &str) -> Option<String> {
-    if segment == "%" {
-        return Some(String::new());
-    }
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-/// The partition key a blob name holds when it has the offload shape
-/// (`{table}/{partitionKey}/…`: a partition segment followed by a `/`), or
-/// `None`. Every large value's and file's blob has it.
-pub fn blob_partition(name: &str) -> Option<String> {
-    let mut segments = name.splitn(3, '/');
-    let (_table, partition, _rest) = (segments.next()?, segments.next()?, segments.next()?);
-    if partition.is_empty() {
-        return None;
-    }
-    unescape_segment(partition)
-}
-
-/// The blob name of a value: `{table}/{partitionKey}/{rowKey}/{column}/{sha256}`.
-pub fn blob_name(table: &str, partition_key: &str, row_key: &str, column: &str, sha256: &str) -> String {
-    format!(
-        "{}{}/{sha256}",
-        row_prefix(table, partition_key, row_key),
-        escape_segment(column)
-    )
-}
-
-/// The prefix (with its trailing `/`) of every blob of one row.
-pub fn row_prefix(table: &str, partition_key: &str, row_key: &str) -> String {
-    format!(
-        "{}/{}/{}/",
-        escape_segment(table),
-        escape_segment(partition_key),
-        escape_segment(row_key)
-    )
-}
-
-/// The prefix of every blob of one partition.
-pub fn partition_prefix(table: &str, partition_key: &str) -> String {
-    format!("{}/{}/", escape_segment(table), escape_segment(partition_key))
-}
-
-/// Whether a name has the exact offload shape `{t}/{pk}/{rk}/{col}/{64 lower-hex}`.
-pub fn is_offload_shape(name: &str) -> bool {
-    let parts: Vec<&str> = name.split('/').collect();
-    parts.len() == 5
-        && parts[..4].iter().all(|p| !p.is_empty())
-        && parts[4].len() == 64
-        && parts[4]
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
-// --- The blob reference cell --------------------------------------------------------
-
-/// The reference cell `{Col}__blob`: where a value's blob is and how to
-/// check it. Stored as JSON with the members `path`, `sha256`, `length` and
-/// the optional `contentType` and `encoding`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BlobRef {
-    /// The blob's path in the container.
-    pub path: String,
-    /// Lower-case hex SHA-256 of the stored bytes.
-    pub sha256: String,
-    /// The stored length in bytes.
-    pub length: u64,
-    /// The content type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content_type: Option<String>,
-    /// The encoding of the stored bytes (`text`, `gzip`, `binary`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub encoding: Option<String>,
-}
-
-impl BlobRef {
-    /// The JSON text of the reference cell.
-    pub fn to_cell(&self) -> String {
-        // A struct of strings and a number always serializes.
-        serde_json::to_string(self).unwrap_or_default()
-    }
-
-    /// Parses the JSON text of the reference cell `cell`.
-    pub fn parse(cell: &str, json: &str) -> Result<BlobRef> {
-        crate::value::case_insensitive_json::from_str(json).map_err(|e| Error::Decode {
-            column: cell.to_owned(),
-            expected: "a blob reference (JSON with path, sha256, length)".into(),
-            found: e.to_string(),
-        })
-    }
-}
-
-/// The blob paths of every readable reference cell of a row.
-pub fn blob_paths(row: &Row) -> BTreeSet<String> {
-    row.properties
-        .iter()
-        .filter(|(k, _)| is_blob_cell(k))
-        .filter_map(|(k, v)| v.as_str().and_then(|json| BlobRef::parse(k, json).ok()).map(|r| r.path))
-        .collect()
-}
-
 // --- Locks ------------------------------------------------------------------------
 
 /// The default container of named locks.
@@ -505,64 +311,6 @@ pub fn decode_fencing_token(bytes: &[u8]) -> Option<u64> {
     }
     text.parse().ok()
 }
-
-// --- Pools of accounts --------------------------------------------------------------
-
-/// The table in each account of a pool that holds the pool's descriptor.
-pub const POOL_TABLE: &str = "UnifiedTablesPool";
-/// The descriptor row's PartitionKey.
-pub const POOL_PARTITION: &str = "pool";
-/// The descriptor row's RowKey.
-pub const POOL_ROW: &str = "descriptor";
-/// The descriptor's columns: the pool's id (lower-case hex, shared by every
-/// account), its size (`Edm.Int32`), its accounts' names in pool order (a
-/// JSON array) and this account's position in it (`Edm.Int32`).
-pub const POOL_ID: &str = "PoolId";
-/// See [`POOL_ID`].
-pub const POOL_SIZE: &str = "Size";
-/// See [`POOL_ID`].
-pub const POOL_ACCOUNTS: &str = "Accounts";
-/// See [`POOL_ID`].
-pub const POOL_POSITION: &str = "Position";
-/// The descriptor's epoch (`Edm.Int64`): 1 when the pool is first recorded,
-/// one more at each step of a reshard that changes what a handle may write
-/// (the freeze of the moving partitions, the switch to the grown pool). A
-/// descriptor without the column is at epoch 0.
-pub const POOL_EPOCH: &str = "Epoch";
-/// On account 0's descriptor while a reshard is under way: the names of the
-/// accounts the pool grows to (a JSON array). Writes to the partitions that
-/// move are refused until the switch.
-pub const POOL_GROWING_TO: &str = "GrowingTo";
-/// The RowKey, in [`POOL_PARTITION`] of account 0, of the record of a reshard
-/// under way: its id, phase, old and new accounts, tables and containers.
-pub const POOL_JOB_ROW: &str = "reshard";
-/// The reshard record's columns: the job's id (lower-case hex), its phase
-/// ([`POOL_PHASE_COPY`] or [`POOL_PHASE_REMOVE`]), the old and the new
-/// accounts' names, the tables and the blob containers it moves (JSON arrays).
-pub const POOL_JOB_ID: &str = "JobId";
-/// See [`POOL_JOB_ID`].
-pub const POOL_JOB_PHASE: &str = "Phase";
-/// See [`POOL_JOB_ID`].
-pub const POOL_JOB_FROM: &str = "From";
-/// See [`POOL_JOB_ID`].
-pub const POOL_JOB_TO: &str = "To";
-/// See [`POOL_JOB_ID`].
-pub const POOL_JOB_TABLES: &str = "Tables";
-/// See [`POOL_JOB_ID`].
-pub const POOL_JOB_CONTAINERS: &str = "Containers";
-/// The reshard phase that copies the moving partitions (the pool's moving
-/// partitions are frozen, the old pool still opens).
-pub const POOL_PHASE_COPY: &str = "copy";
-/// The reshard phase after the switch: the grown pool opens, and the moved
-/// partitions are being removed from their old accounts.
-pub const POOL_PHASE_REMOVE: &str = "remove";
-/// The partition of account 0's [`POOL_TABLE`] that lists the pool's tables,
-/// one row each (RowKey: the table's name), recorded by a pooled handle
-/// before it creates the table and before its first write to it; a reshard
-/// moves every table listed.
-pub const POOL_TABLES_PARTITION: &str = "tables";
-/// Like [`POOL_TABLES_PARTITION`], for the blob containers of the pool.
-pub const POOL_CONTAINERS_PARTITION: &str = "containers";
 
 // --- Sessions -----------------------------------------------------------------------
 
@@ -591,6 +339,7 @@ mod tests {
     }
 
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn segments_never_fold() {
