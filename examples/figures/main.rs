@@ -78,6 +78,7 @@ mod cache;
 mod common;
 mod http_floor;
 mod index;
+mod index_floor;
 mod large;
 mod point;
 mod point_token;

@@ -7,6 +7,7 @@ pub(crate) mod check;
 pub(crate) mod ctxt;
 pub(crate) mod docs;
 pub(crate) mod index;
+pub(crate) mod names;
 pub(crate) mod symbol;
 pub(crate) mod ty;
 pub(crate) mod union;
