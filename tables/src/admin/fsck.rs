@@ -9,13 +9,14 @@ use serde::Serialize;
 use super::read::Read;
 use super::scan::{Range, Scanned};
 use super::{report, Admin, Event, Observer, Stop};
-use crate::backend::blob::BlobCondition;
+use crate::backend::blob::{BlobCondition, BlobItem};
 use crate::backend::{IfMatch, WriteOp};
 use crate::error::{ErrorKind, Result};
 use crate::large::entity_rows::continuation_index;
 use crate::large::logical::{assemble_with, Damage};
 use crate::layout::{blob_paths, escape_segment, is_offload_shape, partition_prefix, split_parts, SPLIT_OF};
 use crate::service::MAX_LIST_RESULTS;
+use crate::store::Blobs;
 use crate::value::{Row, Value};
 
 /// What [`Admin::fsck`] looks at and may do.
@@ -297,12 +298,19 @@ impl Admin {
         }
     }
 
-    /// The blob prefix of a range: the table's, or one partition's.
-    pub(super) fn blob_prefix(&self, range: &Range) -> String {
-        match &range.partition {
+    /// The blobs of the table (or the range's partition) in the blob
+    /// store's container, one listing page at a time.
+    pub(super) fn blob_pages(&self, range: &Range) -> Result<BlobPages<'_>> {
+        let prefix = match &range.partition {
             Some(pk) => partition_prefix(&self.table, pk),
             None => format!("{}/", escape_segment(&self.table)),
-        }
+        };
+        Ok(BlobPages {
+            blobs: self.blob_store()?,
+            prefix,
+            marker: None,
+            done: false,
+        })
     }
 
     /// The blob service's clock less `age`, in nanoseconds: blobs last
@@ -323,27 +331,21 @@ impl Admin {
         cutoff: Option<i128>,
     ) -> Result<Vec<(String, u64, bool)>> {
         let blobs = self.blob_store()?;
-        let container = &blobs.options.container;
-        let prefix = self.blob_prefix(range);
+        let mut pages = self.blob_pages(range)?;
         let mut out = Vec::new();
-        let mut marker: Option<String> = None;
-        loop {
-            let listing = match blobs
-                .backend
-                .list(container, &prefix, None, marker.as_deref(), MAX_LIST_RESULTS)
-                .await
-            {
-                Err(e) if e.kind() == ErrorKind::NotFound => return Ok(out),
-                other => other?,
-            };
-            for item in listing.items {
+        while let Some(items) = pages.next().await? {
+            for item in items {
                 if !is_offload_shape(&item.name) || referenced.contains(&item.name) {
                     continue;
                 }
                 let mut deleted = false;
                 if cutoff.is_some_and(|c| item.properties.last_modified.unix_nanos() < c) {
                     let condition = BlobCondition::IfMatch(item.properties.etag.clone());
-                    deleted = match blobs.backend.delete(container, &item.name, condition).await {
+                    deleted = match blobs
+                        .backend
+                        .delete(&blobs.options.container, &item.name, condition)
+                        .await
+                    {
                         Ok(d) => d,
                         Err(e) if e.kind() == ErrorKind::PreconditionFailed => false,
                         Err(e) => return Err(e),
@@ -351,11 +353,8 @@ impl Admin {
                 }
                 out.push((item.name, item.properties.length, deleted));
             }
-            match listing.next_marker {
-                Some(m) => marker = Some(m),
-                None => return Ok(out),
-            }
         }
+        Ok(out)
     }
 
     /// The orphan blobs of the table (or one partition) last modified more
@@ -389,5 +388,39 @@ impl Admin {
                 Ok(out)
             })
             .await
+    }
+}
+
+/// The blobs under a prefix of the blob store's container, one listing page
+/// at a time; a container that does not exist lists nothing.
+pub(super) struct BlobPages<'a> {
+    blobs: &'a Blobs,
+    prefix: String,
+    marker: Option<String>,
+    done: bool,
+}
+
+impl BlobPages<'_> {
+    /// The next page's blobs, or `None` after the last.
+    pub(super) async fn next(&mut self) -> Result<Option<Vec<BlobItem>>> {
+        if self.done {
+            return Ok(None);
+        }
+        let container = &self.blobs.options.container;
+        let listing = match self
+            .blobs
+            .backend
+            .list(container, &self.prefix, None, self.marker.as_deref(), MAX_LIST_RESULTS)
+            .await
+        {
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                self.done = true;
+                return Ok(None);
+            }
+            other => other?,
+        };
+        self.marker = listing.next_marker;
+        self.done = self.marker.is_none();
+        Ok(Some(listing.items))
     }
 }

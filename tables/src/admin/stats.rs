@@ -7,12 +7,11 @@ use serde::Serialize;
 
 use super::scan::{Range, Scanned};
 use super::{report, Admin, Event, Observer};
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::index::rows::is_intent;
 use crate::large::logical::Tier;
 use crate::large::stream::well_formed_count;
 use crate::layout::{chunk_cell, len_cell, BlobRef, BLOB_SUFFIX, CHUNKS_SUFFIX};
-use crate::service::MAX_LIST_RESULTS;
 use crate::value::{Row, Value};
 
 /// Large values of one tier.
@@ -108,31 +107,11 @@ impl Admin {
                 }
                 stats.rows = scan.rows;
                 stats.row_bytes = scan.bytes;
-                if let Ok(blobs) = self.blob_store() {
-                    let prefix = self.blob_prefix(&range);
-                    let mut marker: Option<String> = None;
-                    loop {
-                        let listing = match blobs
-                            .backend
-                            .list(
-                                &blobs.options.container,
-                                &prefix,
-                                None,
-                                marker.as_deref(),
-                                MAX_LIST_RESULTS,
-                            )
-                            .await
-                        {
-                            Err(e) if e.kind() == ErrorKind::NotFound => break,
-                            other => other?,
-                        };
-                        for item in listing.items {
+                if let Ok(mut pages) = self.blob_pages(&range) {
+                    while let Some(items) = pages.next().await? {
+                        for item in items {
                             stats.blobs += 1;
                             stats.blob_bytes += item.properties.length;
-                        }
-                        match listing.next_marker {
-                            Some(m) => marker = Some(m),
-                            None => break,
                         }
                     }
                 }
