@@ -14,7 +14,7 @@ use metrics::{
 };
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming};
 use unified_tables::telemetry::{CACHE_HITS, OPERATION_DURATION, REQUESTS, RETRIES, SETTLE_READ_BACKS};
-use unified_tables::{CachePolicy, ReadCache};
+use unified_tables::{CachePolicy, QueryOptions, ReadCache};
 use unified_tables_tests::model::Customer;
 use unified_tables_tests::scenarios::exactly_once::{busy, faulty_tables, lost};
 use unified_tables_tests::{azure_env, memory_env, Env};
@@ -132,6 +132,22 @@ async fn operations_requests_read_backs_and_cache_hits_are_counted(env: &Env) {
     faulty.fail_next(FaultTarget::Write, FaultTiming::Before, busy);
     plain.create(&mut Customer::new("p", "busy", "n")).await.unwrap();
 
+    // A stream of three pages: the two fetched ahead by tasks of their own
+    // count as the stream's requests too.
+    let paged: Vec<Customer> = (0..2_500)
+        .map(|i| Customer::new("s", &format!("{i:05}"), "n"))
+        .collect();
+    plain.upsert_batch(&paged).await.unwrap();
+    let queries = env.counts().queries;
+    let mut stream = plain.stream(QueryOptions::partition("s"));
+    let mut streamed = 0;
+    while let Some(c) = stream.next().await {
+        c.unwrap();
+        streamed += 1;
+    }
+    assert_eq!(streamed, 2_500);
+    let queries = env.counts().queries - queries;
+
     let after = m.snapshot();
     let op = |name: &str, outcome: &str| {
         format!("{OPERATION_DURATION}{{db.collection.name={table},db.operation.name={name},outcome={outcome}}}")
@@ -156,6 +172,10 @@ async fn operations_requests_read_backs_and_cache_hits_are_counted(env: &Env) {
     };
     assert_eq!(requests("create", "entity"), 3 + 1 + 1 + 1, "{after:#?}");
     assert_eq!(requests("get", "entity"), 0, "{after:#?}");
+    assert_eq!(delta(&before, &after, &op("stream", "ok")), 1, "{after:#?}");
+    assert!(queries >= 3, "three pages: {queries}");
+    assert_eq!(requests("stream", "query"), queries, "{after:#?}");
+    assert_eq!(requests("none", "query"), 0, "{after:#?}");
     assert_eq!(m.get("no such line"), 0);
 }
 

@@ -22,7 +22,14 @@
 //!   `precondition_failed`, `not_found`, `throttled`, …) and
 //!   `db.response.status_code` (the service's status, when the failure is
 //!   one). An operation called inside another (a `mutate`'s read) adds no
-//!   span of its own;
+//!   span of its own. A stream ([`Store::stream`](crate::Store::stream),
+//!   [`UnionStore::stream`](crate::UnionStore::stream), an index lookup's
+//!   `stream` or its whole answer) is one operation (`stream`, or
+//!   `index_find`) whose span is entered at each poll, so every page's
+//!   request is inside it, also a page fetched ahead by a task of its own;
+//!   it ends at the stream's end, at its first error, or when the stream is
+//!   dropped before its end (a success). An index lookup's page is
+//!   `index_page`, a unique index's `get` is `index_get`;
 //! - inside it, **one DEBUG span [`REQUEST_SPAN`] per request** a backend
 //!   is asked for, on every backend (the in-memory one too), on the target
 //!   [`REQUEST_TARGET`], with `request` (the backend call: `get`,
@@ -71,7 +78,7 @@ mod operation;
 pub(crate) use self::metrics::*;
 #[cfg(feature = "metrics")]
 pub(crate) use self::operation::current_operation;
-pub(crate) use self::operation::{record_batch_size, Operation, Peer};
+pub(crate) use self::operation::{carried, record_batch_size, Operation, Peer};
 
 use crate::error::{Error, ErrorKind};
 

@@ -1,8 +1,12 @@
 //! The span of one public operation, and what it records when it ends.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures::Stream;
 
 use tracing::field::Empty;
 use tracing::{Instrument as _, Span};
@@ -117,47 +121,135 @@ impl<'a> Operation<'a> {
     /// Runs `work` as this operation: inside its span, recording the
     /// outcome (and, with the feature `metrics`, its duration).
     pub(crate) async fn run<R>(self, work: impl Future<Output = Result<R>>) -> Result<R> {
-        if self.nested || (self.span.is_disabled() && !super::METRICS) {
+        if !self.watched() {
             return work.await;
-        }
-        if self.span.is_disabled() {
-            // Metrics only (no subscriber wants the span): the operation's
-            // name for its requests' counters, and its duration.
-            let started = Instant::now();
-            let result = CURRENT.scope(self.name, work).await;
-            let outcome = match &result {
-                Ok(_) => "ok",
-                Err(error) => error_type(error),
-            };
-            super::operation_done(self.name, self.collection, outcome, started.elapsed());
-            return result;
         }
         let started = Instant::now();
         let result = CURRENT.scope(self.name, work.instrument(self.span.clone())).await;
-        let elapsed = started.elapsed();
-        let outcome = match &result {
-            Ok(_) => {
-                self.span.in_scope(|| {
-                    tracing::debug!(name: OPERATION_DONE, target: OPERATION_TARGET, elapsed_us = elapsed.as_micros() as u64, "done")
-                });
-                "ok"
-            }
-            Err(error) => {
-                let kind = error_type(error);
-                self.span.record("error.type", kind);
-                self.span.record("otel.status_code", "ERROR");
-                if let Some(status) = status_code(error) {
-                    self.span
-                        .record("db.response.status_code", tracing::field::display(status));
-                }
-                self.span.in_scope(|| {
-                    tracing::debug!(name: OPERATION_DONE, target: OPERATION_TARGET, elapsed_us = elapsed.as_micros() as u64, error.type = kind, "failed")
-                });
-                kind
-            }
-        };
-        super::operation_done(self.name, self.collection, outcome, elapsed);
+        ended(
+            &self.span,
+            self.name,
+            self.collection,
+            started.elapsed(),
+            result.as_ref().err(),
+        );
         result
+    }
+
+    /// Whether anything watches this operation: a subscriber that wants its
+    /// span, or (feature `metrics`) a recorder of its duration. A nested
+    /// operation is never watched: the one around it is.
+    fn watched(&self) -> bool {
+        !self.nested && (!self.span.is_disabled() || super::METRICS)
+    }
+
+    /// `inner` as this operation: each poll inside its span (so its requests,
+    /// and tasks that carry the operation with [`carried`], are inside it),
+    /// the outcome recorded at the stream's end, at its first error, or when
+    /// it is dropped before its end (as a success: a reader may stop early).
+    pub(crate) fn stream<S>(self, inner: S) -> OperationStream<S> {
+        let watched = self.watched();
+        OperationStream {
+            inner: Box::pin(inner),
+            span: self.span,
+            name: self.name,
+            collection: if watched {
+                self.collection.to_owned()
+            } else {
+                String::new()
+            },
+            started: Instant::now(),
+            open: watched,
+        }
+    }
+}
+
+/// Records the end of an operation: on its span the outcome (and the
+/// `done` or `failed` event), and its duration for the metrics.
+fn ended(span: &Span, name: &'static str, collection: &str, elapsed: Duration, error: Option<&crate::Error>) {
+    let outcome = match error {
+        None => "ok",
+        Some(error) => error_type(error),
+    };
+    if !span.is_disabled() {
+        match error {
+            None => span.in_scope(|| {
+                tracing::debug!(name: OPERATION_DONE, target: OPERATION_TARGET, elapsed_us = elapsed.as_micros() as u64, "done")
+            }),
+            Some(error) => {
+                span.record("error.type", outcome);
+                span.record("otel.status_code", "ERROR");
+                if let Some(status) = status_code(error) {
+                    span.record("db.response.status_code", tracing::field::display(status));
+                }
+                span.in_scope(|| {
+                    tracing::debug!(name: OPERATION_DONE, target: OPERATION_TARGET, elapsed_us = elapsed.as_micros() as u64, error.type = outcome, "failed")
+                });
+            }
+        }
+    }
+    super::operation_done(name, collection, outcome, elapsed);
+}
+
+/// A stream run as one operation (see [`Operation::stream`]).
+pub(crate) struct OperationStream<S> {
+    inner: Pin<Box<S>>,
+    span: Span,
+    name: &'static str,
+    collection: String,
+    started: Instant,
+    /// Watched, and not ended yet.
+    open: bool,
+}
+
+impl<S> OperationStream<S> {
+    fn end(&mut self, error: Option<&crate::Error>) {
+        if std::mem::take(&mut self.open) {
+            ended(&self.span, self.name, &self.collection, self.started.elapsed(), error);
+        }
+    }
+}
+
+impl<S, T> Stream for OperationStream<S>
+where
+    S: Stream<Item = Result<T>>,
+{
+    type Item = Result<T>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<T>>> {
+        let this = self.get_mut();
+        if !this.open {
+            return this.inner.as_mut().poll_next(cx);
+        }
+        let polled = {
+            let _inside = this.span.enter();
+            CURRENT.sync_scope(this.name, || this.inner.as_mut().poll_next(cx))
+        };
+        match &polled {
+            Poll::Ready(None) => this.end(None),
+            Poll::Ready(Some(Err(error))) => this.end(Some(error)),
+            _ => {}
+        }
+        polled
+    }
+}
+
+impl<S> Drop for OperationStream<S> {
+    fn drop(&mut self) {
+        self.end(None);
+    }
+}
+
+/// `work`, to be spawned as a task of the running operation: inside its
+/// span and under its name, so the task's requests count as the operation's.
+pub(crate) fn carried<F: Future>(work: F) -> impl Future<Output = F::Output> {
+    let name = CURRENT.try_with(|name| *name).ok();
+    let work = work.instrument(Span::current());
+    async move {
+        match name {
+            Some(name) => CURRENT.scope(name, work).await,
+            None => work.await,
+        }
     }
 }
 

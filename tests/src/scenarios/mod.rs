@@ -70,6 +70,7 @@ macro_rules! for_each_scenario {
             telemetry::a_write_settled_by_a_read_back_tells_its_verdict,
             telemetry::a_read_served_by_the_cache_tells_so,
             telemetry::a_refused_write_is_an_error_type_on_its_operation,
+            telemetry::a_stream_and_an_index_lookup_are_one_operation_each,
             crud::create_then_get_returns_the_entity_with_its_etag,
             crud::create_of_an_existing_key_is_already_exists,
             crud::update_is_conditional_on_the_etag_read,

@@ -5,11 +5,13 @@
 
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming};
 use unified_tables::telemetry::{
-    BLOB_FETCHED, CACHE_HIT, CONTINUATION_ROWS, DB_SYSTEM, OPERATION_SPAN, REQUEST_SPAN, SETTLE_READ_BACK,
+    BLOB_FETCHED, CACHE_HIT, CONTINUATION_ROWS, DB_SYSTEM, OPERATION_DONE, OPERATION_SPAN, REQUEST_SPAN,
+    SETTLE_READ_BACK,
 };
-use unified_tables::{CachePolicy, ReadCache};
+use unified_tables::{CachePolicy, QueryOptions, ReadCache};
 
 use super::exactly_once::{faulty_tables, lost};
+use super::indexes::Member;
 use crate::model::{Customer, Document};
 use crate::telemetry::{capture, Captured, SpanRecord};
 use crate::{noise, Env};
@@ -190,5 +192,88 @@ pub async fn a_refused_write_is_an_error_type_on_its_operation(env: &Env) {
         .filter(|r| r.fields.get("error.type").map(String::as_str) == Some("already_exists"))
         .count();
     assert_eq!(refused, 1);
+    no_row_content(&seen, &[PK, RK, NAME]);
+}
+
+/// The requests captured inside `op`, and whether each is: every request
+/// this thread saw during the capture must be inside its operation.
+fn requests_inside(seen: &Captured, op: &SpanRecord) -> usize {
+    let requests = seen.named(REQUEST_SPAN);
+    assert!(
+        requests.iter().all(|r| seen.within(r.id, op.id)),
+        "every request inside the operation: {requests:#?}"
+    );
+    requests.len()
+}
+
+/// The `done` event of `op`, inside its span.
+fn ended_once(seen: &Captured, op: &SpanRecord) {
+    let done = seen
+        .events()
+        .into_iter()
+        .filter(|e| e.name == OPERATION_DONE && e.span == Some(op.id))
+        .count();
+    assert_eq!(done, 1, "one done event in {op:?}");
+}
+
+pub async fn a_stream_and_an_index_lookup_are_one_operation_each(env: &Env) {
+    let store = env.tables.store_in::<Customer>(&env.table);
+    // Three pages: the second and third are fetched ahead, each by a task of its own.
+    let customers: Vec<Customer> = (0..2_500)
+        .map(|i| Customer::new(PK, &format!("{RK}-{i:05}"), NAME))
+        .collect();
+    store.upsert_batch(&customers).await.unwrap();
+
+    let (seen, guard) = capture();
+    let mut stream = store.stream(QueryOptions::partition(PK));
+    let mut read = 0;
+    while let Some(c) = stream.next().await {
+        c.unwrap();
+        read += 1;
+    }
+    drop(stream);
+    drop(guard);
+    assert_eq!(read, 2_500);
+    let op = operation(&seen, env, "stream");
+    assert!(!op.fields.contains_key("error.type"), "{op:?}");
+    assert!(requests_inside(&seen, &op) >= 1, "the first page's query, at least");
+    ended_once(&seen, &op);
+
+    // An index lookup: the index rows' query and the entity's read, in one operation.
+    let members = env.tables.store_in::<Member>(&env.table);
+    let team = "team-telemetry";
+    members
+        .create(&mut Member::new(team, "m1", NAME, "Lviv"))
+        .await
+        .unwrap();
+    let (seen, guard) = capture();
+    let found = Member::find_by_city(&members, team, "Lviv").await.unwrap();
+    let held = Member::get_by_email(&members, team, NAME).await.unwrap();
+    drop(guard);
+    assert_eq!((found.len(), held.map(|m| m.id)), (1, Some("m1".to_owned())));
+    for name in ["index_find", "index_get"] {
+        let op = operation(&seen, env, name);
+        let requests: Vec<SpanRecord> = seen
+            .named(REQUEST_SPAN)
+            .into_iter()
+            .filter(|r| seen.within(r.id, op.id))
+            .collect();
+        assert!(
+            requests.len() >= 2,
+            "the index rows and the entity, inside {name}: {requests:#?}"
+        );
+        ended_once(&seen, &op);
+    }
+    assert_eq!(seen.named(REQUEST_SPAN).len(), 4, "no request outside the two lookups");
+
+    // A stream dropped before its end ends its operation as a success.
+    let (seen, guard) = capture();
+    let mut stream = store.stream(QueryOptions::partition(PK));
+    stream.next().await.expect("a customer").unwrap();
+    drop(stream);
+    drop(guard);
+    let op = operation(&seen, env, "stream");
+    assert!(!op.fields.contains_key("error.type"), "{op:?}");
+    ended_once(&seen, &op);
     no_row_content(&seen, &[PK, RK, NAME]);
 }

@@ -133,7 +133,12 @@ impl<'s, T: TableEntity, K, V: IndexKey> IndexLookup<'s, T, K, V> {
         let value = value_part::<V>(value);
         let partition = partition.map(str::to_owned);
         let (store, def) = (self.store, self.index.def());
-        Box::pin(async move { store.get_unique(def, partition.as_deref(), &value?).await })
+        Box::pin(async move {
+            store
+                .op("index_get")
+                .run(async { store.get_unique(def, partition.as_deref(), &value?).await })
+                .await
+        })
     }
 }
 

@@ -101,7 +101,8 @@ impl<'s, T: TableEntity> IndexQuery<'s, T> {
     /// The matches, page by page (each page's entities read 16 at a time).
     pub fn stream(self) -> impl Stream<Item = Result<T>> + Send + 's {
         let limit = self.take.unwrap_or(usize::MAX);
-        futures::stream::try_unfold(
+        let op = self.store.op("index_find");
+        let matches = futures::stream::try_unfold(
             (self, None::<IndexCursor>, false),
             |(mut query, cursor, done)| async move {
                 if done {
@@ -116,7 +117,8 @@ impl<'s, T: TableEntity> IndexQuery<'s, T> {
             },
         )
         .try_flatten()
-        .take(limit)
+        .take(limit);
+        op.stream(matches)
     }
 
     /// One page of at most `take` entities (default 100, at most 1000),
@@ -124,7 +126,8 @@ impl<'s, T: TableEntity> IndexQuery<'s, T> {
     /// than asked and still have a cursor.
     pub async fn page(mut self, cursor: Option<IndexCursor>) -> Result<IndexPage<T>> {
         let size = self.take.unwrap_or(DEFAULT_PAGE_SIZE).clamp(1, MAX_PAGE_SIZE as usize);
-        self.read_page(cursor, size).await
+        let store = self.store;
+        store.op("index_page").run(self.read_page(cursor, size)).await
     }
 
     /// Every match (up to `take`).

@@ -134,8 +134,9 @@ impl PageFetcher {
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                     let (backend, table, request) = (self.backend.clone(), self.table.clone(), self.request.clone());
                     let bodies = self.bodies;
-                    let task = runtime
-                        .spawn(async move { Self::fetch(&*backend, &table, &request, Some(&token), bodies).await });
+                    let task = runtime.spawn(crate::telemetry::carried(async move {
+                        Self::fetch(&*backend, &table, &request, Some(&token), bodies).await
+                    }));
                     self.ahead = Some(Ahead(task));
                     // The successor's own token comes with it.
                     self.token = None;

@@ -89,10 +89,11 @@ impl<T: TableEntity> Store<T> {
     /// # }).unwrap();
     /// ```
     pub fn stream<S>(&self, options: QueryOptions<T, S>) -> EntityStream<T> {
+        let op = self.op("stream");
         let request = match self.request_for(&options) {
             Ok(request) => request,
             Err(e) => {
-                return EntityStream::new(stream::once(async move { Err::<T, Error>(e) }));
+                return EntityStream::new(op.stream(stream::once(async move { Err::<T, Error>(e) })));
             }
         };
         let state = State {
@@ -105,6 +106,6 @@ impl<T: TableEntity> Store<T> {
         let inner = stream::try_unfold(state, |mut state| async move {
             Ok(state.next().await?.map(|entity| (entity, state)))
         });
-        EntityStream::new(inner)
+        EntityStream::new(op.stream(inner))
     }
 }

@@ -206,7 +206,7 @@ impl<E: TableUnion> UnionStore<E> {
                 st.buffer.extend(page.rows);
             }
         });
-        UnionStream::new(stream::StreamExt::chain(failed, rows))
+        UnionStream::new(self.store.op("stream").stream(stream::StreamExt::chain(failed, rows)))
     }
 
     /// One page of a request.
