@@ -80,7 +80,7 @@ pub use store::{
     AnyPartition, BuildIndexOptions, BuildStep, ConvergeOptions, ConvergeStep, Converged, Delivery, IndexCheckOptions,
     IndexFinding, IndexReport, OnePartition, PrefixNeedsAPartition, SweepReport, Visibility,
 };
-pub use store::{AppliedIntents, IndexCursor, IndexLookup, IndexPage, IndexQuery};
+pub use store::{AppliedIntents, IndexCursor, IndexLookup, IndexPage, IndexQuery, IndexStream};
 pub use store::{
     CachePolicy, Concurrency, Count, Cursor, EntityPage, EntityStream, Lookup, Outcome, QueryOptions, ReadCache,
     ReadCacheBuilder, Store, DEFAULT_PAGE_SIZE,

@@ -30,7 +30,7 @@ pub use features::soft_delete::Visibility;
 pub use features::sweep::SweepReport;
 pub use index::{
     AppliedIntents, BuildIndexOptions, BuildStep, IndexCheckOptions, IndexCursor, IndexFinding, IndexLookup, IndexPage,
-    IndexQuery, IndexReport,
+    IndexQuery, IndexReport, IndexStream,
 };
 pub use query::paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use query::stream::EntityStream;

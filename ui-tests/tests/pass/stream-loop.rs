@@ -1,4 +1,5 @@
-//! A stream polled in place in a crate that imports nothing from `futures`.
+//! Streams (of a query and of an index lookup) polled in place in a crate
+//! that imports nothing from `futures`.
 
 use unified_tables::{Error, QueryOptions, Store, TableEntity};
 
@@ -9,6 +10,8 @@ struct Message {
     #[table(row_key)]
     id: String,
     text: String,
+    #[index]
+    author: String,
 }
 
 async fn show(messages: Store<Message>) -> Result<usize, Error> {
@@ -22,6 +25,10 @@ async fn show(messages: Store<Message>) -> Result<usize, Error> {
     while let Some(message) = s.try_next().await? {
         seen += message.id.len();
     }
+    let mut s = messages.index(Message::BY_AUTHOR).find("room-1", "ann").stream();
+    while let Some(message) = s.try_next().await? {
+        seen += message.author.len();
+    }
     Ok(seen)
 }
 
@@ -31,4 +38,5 @@ fn main() {
     let _ = show;
     let store = unified_tables::Tables::memory().store::<Message>();
     assert_unpin_send(&store.stream(QueryOptions::partition("p")));
+    assert_unpin_send(&store.index(Message::BY_AUTHOR).find("p", "ann").stream());
 }

@@ -96,12 +96,13 @@ impl<'s, T: TableEntity, K, V: IndexKey> IndexLookup<'s, T, K, V> {
             None => None,
         });
         IndexQuery {
-            store: self.store,
+            store: self.store.clone(),
             def: self.index.def(),
             partition: partition.map(str::to_owned),
             span,
             take: None,
             error,
+            lookup: std::marker::PhantomData,
         }
     }
 

@@ -18,5 +18,5 @@ pub use build::{BuildIndexOptions, BuildStep};
 pub use check::{IndexCheckOptions, IndexFinding, IndexReport};
 pub use lookup::{find_global, find_local, get_global, get_local, IndexLookup};
 pub(crate) use maintain::{reserved_ops, IndexPlan};
-pub use query::{IndexCursor, IndexPage, IndexQuery};
+pub use query::{IndexCursor, IndexPage, IndexQuery, IndexStream};
 pub(crate) use verbs::{partition_columns, patch_touches, without_intents};

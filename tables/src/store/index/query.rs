@@ -3,10 +3,11 @@
 //! entity one index row points at.
 
 use std::future::{Future, IntoFuture};
+use std::marker::PhantomData;
 use std::ops::Bound;
 use std::pin::Pin;
 
-use futures::{Stream, StreamExt, TryStreamExt};
+use futures::{StreamExt, TryStreamExt};
 
 use crate::backend::QueryRequest;
 use crate::entity::{Key, TableEntity};
@@ -14,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::index::rows::{entity_of, index_row};
 use crate::index::IndexDef;
 use crate::layout::{index_key_prefix, INDEX_PARTITION, INDEX_ROW, INDEX_UNIQUE_ROW};
+use crate::named_stream::named_stream;
 use crate::query::{CmpOp, Filter};
 use crate::service::{next_prefix, MAX_PAGE_SIZE};
 use crate::store::query::paging::DEFAULT_PAGE_SIZE;
@@ -73,13 +75,27 @@ pub struct IndexPage<T> {
 /// cannot hold (a key too long) fails when the query runs.
 #[must_use = "a query does nothing until it is awaited, streamed or paged"]
 pub struct IndexQuery<'s, T> {
-    pub(super) store: &'s Store<T>,
+    pub(super) store: Store<T>,
     pub(super) def: &'static IndexDef,
     pub(super) partition: Option<String>,
     pub(super) span: Span,
     pub(super) take: Option<usize>,
     pub(super) error: Option<Error>,
+    /// The lookup it came from, whose store it holds a handle of.
+    pub(super) lookup: PhantomData<&'s ()>,
 }
+
+named_stream!(
+    /// The matches of an index query, page by page: returned by
+    /// [`IndexQuery::stream`].
+    ///
+    /// It is `Unpin`: poll it in place with its own [`next`](Self::next) or
+    /// [`try_next`](Self::try_next), or use it as a [`futures::Stream`] with any
+    /// stream combinator. After an error the stream ends.
+    IndexStream<T>,
+    T,
+    "match"
+);
 
 impl<T> std::fmt::Debug for IndexQuery<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -98,12 +114,46 @@ impl<'s, T: TableEntity> IndexQuery<'s, T> {
         self
     }
 
-    /// The matches, page by page (each page's entities read 16 at a time).
-    pub fn stream(self) -> impl Stream<Item = Result<T>> + Send + 's {
+    /// The matches, page by page (each page's entities read 16 at a time),
+    /// polled in place without importing a stream trait.
+    ///
+    /// ```
+    /// # use unified_tables::{TableEntity, Tables};
+    /// #[derive(TableEntity, Debug)]
+    /// struct Ticket {
+    ///     #[table(partition_key)] project: String,
+    ///     #[table(row_key)] id: String,
+    ///     #[index] assignee: String,
+    /// }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let tickets = Tables::memory().store::<Ticket>();
+    /// for id in ["1", "2"] {
+    ///     tickets.create(&mut Ticket { project: "p".into(), id: id.into(), assignee: "ann".into() }).await?;
+    /// }
+    /// let mut ann = tickets.index(Ticket::BY_ASSIGNEE).find("p", "ann").stream();
+    /// let mut ids = Vec::new();
+    /// while let Some(ticket) = ann.try_next().await? {
+    ///     ids.push(ticket.id);
+    /// }
+    /// assert_eq!(ids, ["1", "2"]);
+    /// # Ok::<(), unified_tables::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn stream(self) -> IndexStream<T> {
         let limit = self.take.unwrap_or(usize::MAX);
         let op = self.store.op("index_find");
+        // The same query, owning its handle, so the stream outlives the lookup.
+        let query: IndexQuery<'static, T> = IndexQuery {
+            store: self.store.clone(),
+            def: self.def,
+            partition: self.partition,
+            span: self.span,
+            take: self.take,
+            error: self.error,
+            lookup: PhantomData,
+        };
         let matches = futures::stream::try_unfold(
-            (self, None::<IndexCursor>, false),
+            (query, None::<IndexCursor>, false),
             |(mut query, cursor, done)| async move {
                 if done {
                     return Ok::<_, Error>(None);
@@ -118,7 +168,7 @@ impl<'s, T: TableEntity> IndexQuery<'s, T> {
         )
         .try_flatten()
         .take(limit);
-        op.stream(matches)
+        IndexStream::new(op.stream(matches))
     }
 
     /// One page of at most `take` entities (default 100, at most 1000),
@@ -126,7 +176,7 @@ impl<'s, T: TableEntity> IndexQuery<'s, T> {
     /// than asked and still have a cursor.
     pub async fn page(mut self, cursor: Option<IndexCursor>) -> Result<IndexPage<T>> {
         let size = self.take.unwrap_or(DEFAULT_PAGE_SIZE).clamp(1, MAX_PAGE_SIZE as usize);
-        let store = self.store;
+        let store = self.store.clone();
         store.op("index_page").run(self.read_page(cursor, size)).await
     }
 
