@@ -77,8 +77,9 @@ pub use options::{MutateAttempts, StoreOptions, SweepSchedule};
 pub use stamp::{KeyPart, Stamp};
 pub use store::union::{UnionColumns, UnionEntry, UnionPage, UnionQuery, UnionStore, UnionStream, UnionWrite};
 pub use store::{
-    AnyPartition, BuildIndexOptions, BuildStep, ConvergeOptions, ConvergeStep, Converged, Delivery, IndexCheckOptions,
-    IndexFinding, IndexReport, OnePartition, PrefixNeedsAPartition, SweepReport, Visibility,
+    AnyPartition, BuildIndexOptions, BuildStep, BuildSteps, ConvergeOptions, ConvergeStep, ConvergeSteps, Converged,
+    Delivery, IndexCheckOptions, IndexFinding, IndexReport, OnePartition, PrefixNeedsAPartition, SweepReport,
+    Visibility,
 };
 pub use store::{AppliedIntents, IndexCursor, IndexLookup, IndexPage, IndexQuery, IndexStream};
 pub use store::{

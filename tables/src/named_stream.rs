@@ -1,7 +1,8 @@
 //! The crate's named streams: a type per stream (`EntityStream`,
-//! `UnionStream`, `BlobContentStream`) with inherent `next` and `try_next`,
-//! so a caller polls it in place without importing a stream trait, and a
-//! [`futures::Stream`] for combinators.
+//! `IndexStream`, `UnionStream`, `BlobContentStream`, `BuildSteps`,
+//! `ConvergeSteps`) with inherent `next` and `try_next`, so a caller polls
+//! it in place without importing a stream trait, and a [`futures::Stream`]
+//! for combinators.
 
 /// Defines a named stream of `Result<Item>`: the struct (holding a boxed
 /// stream), `Debug`, `futures::Stream`, a crate-private `new`, and the

@@ -24,13 +24,13 @@ pub(crate) use shared::{Blobs, Shared};
 pub(crate) use write::conditions::check_caller_etag;
 
 pub use cache::{CachePolicy, ReadCache, ReadCacheBuilder};
-pub use features::converge::{ConvergeOptions, ConvergeStep, Converged};
+pub use features::converge::{ConvergeOptions, ConvergeStep, ConvergeSteps, Converged};
 pub use features::ordering::Delivery;
 pub use features::soft_delete::Visibility;
 pub use features::sweep::SweepReport;
 pub use index::{
-    AppliedIntents, BuildIndexOptions, BuildStep, IndexCheckOptions, IndexCursor, IndexFinding, IndexLookup, IndexPage,
-    IndexQuery, IndexReport, IndexStream,
+    AppliedIntents, BuildIndexOptions, BuildStep, BuildSteps, IndexCheckOptions, IndexCursor, IndexFinding,
+    IndexLookup, IndexPage, IndexQuery, IndexReport, IndexStream,
 };
 pub use query::paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use query::stream::EntityStream;

@@ -1,7 +1,7 @@
-//! Streams (of a query and of an index lookup) polled in place in a crate
-//! that imports nothing from `futures`.
+//! Streams (of a query, an index lookup, an index build and a converge)
+//! polled in place in a crate that imports nothing from `futures`.
 
-use unified_tables::{Error, QueryOptions, Store, TableEntity};
+use unified_tables::{BuildIndexOptions, ConvergeOptions, Error, QueryOptions, Store, TableEntity};
 
 #[derive(TableEntity)]
 struct Message {
@@ -29,6 +29,14 @@ async fn show(messages: Store<Message>) -> Result<usize, Error> {
     while let Some(message) = s.try_next().await? {
         seen += message.author.len();
     }
+    let mut steps = messages.build_index(Message::BY_AUTHOR, BuildIndexOptions::default());
+    while let Some(step) = steps.try_next().await? {
+        seen += step.rows as usize;
+    }
+    let mut steps = messages.converge(ConvergeOptions::default());
+    while let Some(step) = steps.next().await {
+        seen += step?.checked as usize;
+    }
     Ok(seen)
 }
 
@@ -39,4 +47,6 @@ fn main() {
     let store = unified_tables::Tables::memory().store::<Message>();
     assert_unpin_send(&store.stream(QueryOptions::partition("p")));
     assert_unpin_send(&store.index(Message::BY_AUTHOR).find("p", "ann").stream());
+    assert_unpin_send(&store.build_index(Message::BY_AUTHOR, BuildIndexOptions::default()));
+    assert_unpin_send(&store.converge(ConvergeOptions::default()));
 }

@@ -4,14 +4,13 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use futures::Stream;
-
 use crate::backend::race::{race_backoff, RACE_ATTEMPTS};
 use crate::backend::{IfMatch, QueryRequest};
 use crate::entity::{Key, TableEntity};
 use crate::error::{ErrorKind, Result};
 use crate::large::plan::{large_columns, plan, Limits};
 use crate::layout::{is_cell_of, is_system_column, SPLIT_PARTS};
+use crate::named_stream::named_stream;
 use crate::query::{CmpOp, Filter};
 use crate::service::MAX_PAGE_SIZE;
 use crate::store::read::is_not_an_entity;
@@ -49,6 +48,18 @@ pub enum Converged {
     /// Deleted while it was looked at.
     Gone,
 }
+
+named_stream!(
+    /// The entities a [`Store::converge`] looked at, one [`ConvergeStep`]
+    /// each.
+    ///
+    /// It is `Unpin`: poll it in place with its own [`next`](Self::next) or
+    /// [`try_next`](Self::try_next), or use it as a [`futures::Stream`] with any
+    /// stream combinator. After an error the stream ends.
+    ConvergeSteps,
+    ConvergeStep,
+    "entity looked at"
+);
 
 /// One entity looked at, with the totals so far.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,19 +112,20 @@ impl<T: TableEntity> Store<T> {
     ///
     /// ```
     /// # use unified_tables::{TableEntity, Tables};
-    /// use futures::TryStreamExt;
     /// use unified_tables::{ConvergeOptions, Converged};
     /// #[derive(TableEntity)]
     /// struct User { #[table(partition_key)] pk: String, #[table(row_key)] rk: String, #[alias("FullName")] name: String }
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let users = Tables::memory().store::<User>();
     /// let dry = ConvergeOptions { dry_run: true, ..Default::default() };
-    /// let steps: Vec<_> = users.converge(dry).try_collect().await?;
-    /// assert!(steps.iter().all(|s| s.outcome == Converged::Unchanged));
+    /// let mut steps = users.converge(dry);
+    /// while let Some(step) = steps.try_next().await? {
+    ///     assert_eq!(step.outcome, Converged::Unchanged);
+    /// }
     /// # Ok::<(), unified_tables::Error>(())
     /// # }).unwrap();
     /// ```
-    pub fn converge(&self, options: ConvergeOptions) -> impl Stream<Item = Result<ConvergeStep>> + Send + 'static {
+    pub fn converge(&self, options: ConvergeOptions) -> ConvergeSteps {
         let state = State {
             store: self.clone(),
             options,
@@ -129,12 +141,12 @@ impl<T: TableEntity> Store<T> {
                 skipped: 0,
             },
         };
-        futures::stream::try_unfold(state, |mut state| async move {
+        ConvergeSteps::new(futures::stream::try_unfold(state, |mut state| async move {
             match state.next().await? {
                 Some(step) => Ok(Some((step, state))),
                 None => Ok(None),
             }
-        })
+        }))
     }
 
     /// Why the stored main row differs from what `T` writes for `entity`,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use futures::{Stream, StreamExt, TryStreamExt};
+use futures::{StreamExt, TryStreamExt};
 
 use super::applier::Applied;
 use crate::backend::pack::{op_weight, pack};
@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::index::rows::{index_row, RowKeys};
 use crate::index::{Index, IndexDef};
 use crate::layout::{index_key_prefix, is_index_key, is_index_row, SPLIT_OF};
+use crate::named_stream::named_stream;
 use crate::query::{CmpOp, Filter};
 use crate::service::{next_prefix, MAX_PAGE_SIZE};
 use crate::store::write::batch::group_by_partition;
@@ -43,6 +44,18 @@ pub struct BuildIndexOptions {
     /// wait until writing them keeps to the rate, then go out together.
     pub max_rows_per_second: Option<u32>,
 }
+
+named_stream!(
+    /// The pages of an index build, one [`BuildStep`] each: returned by
+    /// [`Store::build_index`].
+    ///
+    /// It is `Unpin`: poll it in place with its own [`next`](Self::next) or
+    /// [`try_next`](Self::try_next), or use it as a [`futures::Stream`] with any
+    /// stream combinator. After an error the stream ends.
+    BuildSteps,
+    BuildStep,
+    "page built"
+);
 
 /// One page of a build: up to 1,000 entities, their index rows written and
 /// checked.
@@ -277,22 +290,22 @@ impl<T: TableEntity> Store<T> {
     ///
     /// ```
     /// # use unified_tables::{TableEntity, Tables};
-    /// use futures::TryStreamExt;
-    /// use unified_tables::{BuildIndexOptions, BuildStep};
+    /// use unified_tables::BuildIndexOptions;
     /// #[derive(TableEntity)]
     /// struct Order { #[table(partition_key)] customer: String, #[table(row_key)] id: String, #[index] status: String }
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let orders = Tables::memory().store::<Order>();
-    /// let steps: Vec<BuildStep> = orders.build_index(Order::BY_STATUS, BuildIndexOptions::default()).try_collect().await?;
-    /// assert!(steps.is_empty(), "nothing to build in an empty table");
+    /// let mut steps = orders.build_index(Order::BY_STATUS, BuildIndexOptions::default());
+    /// let mut pages = 0;
+    /// while let Some(step) = steps.try_next().await? {
+    ///     pages += 1;
+    ///     println!("{} entities, {} index rows written", step.entities, step.rows);
+    /// }
+    /// assert_eq!(pages, 0, "nothing to build in an empty table");
     /// # Ok::<(), unified_tables::Error>(())
     /// # }).unwrap();
     /// ```
-    pub fn build_index<K, V>(
-        &self,
-        index: Index<T, K, V>,
-        options: BuildIndexOptions,
-    ) -> impl Stream<Item = Result<BuildStep>> + Send + 'static {
+    pub fn build_index<K, V>(&self, index: Index<T, K, V>, options: BuildIndexOptions) -> BuildSteps {
         let build = Build {
             store: self.clone(),
             def: index.def(),
@@ -308,9 +321,9 @@ impl<T: TableEntity> Store<T> {
                 rechecked: 0,
             },
         };
-        futures::stream::try_unfold(build, |mut build| async move {
+        BuildSteps::new(futures::stream::try_unfold(build, |mut build| async move {
             Ok(build.next().await?.map(|step| (step, build)))
-        })
+        }))
     }
 
     /// Deletes every row of the index `name` (local rows in every

@@ -14,7 +14,7 @@ pub(crate) mod verbs;
 
 pub use applier::AppliedIntents;
 pub(crate) use applier::Applying;
-pub use build::{BuildIndexOptions, BuildStep};
+pub use build::{BuildIndexOptions, BuildStep, BuildSteps};
 pub use check::{IndexCheckOptions, IndexFinding, IndexReport};
 pub use lookup::{find_global, find_local, get_global, get_local, IndexLookup};
 pub(crate) use maintain::{reserved_ops, IndexPlan};
