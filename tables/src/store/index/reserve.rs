@@ -171,6 +171,23 @@ impl<T> Store<T> {
         Ok(())
     }
 
+    /// After the write they were made for failed with `error`: releases the
+    /// reservations when the failure proves the write was not applied, and
+    /// keeps them when it may still land ([`ErrorKind::OutcomeUnknown`]):
+    /// a write that lands after its reservation was deleted would hold the
+    /// value with no row, and a second entity could take it. A kept
+    /// reservation is live while young and, once its entity holds the
+    /// value, for as long as it does; otherwise it expires.
+    pub(crate) async fn release_refused(&self, reserved: &[Reservation], error: &Error) {
+        if error.kind() == ErrorKind::OutcomeUnknown {
+            if !reserved.is_empty() {
+                tracing::debug!(table = %self.table, "a write in doubt keeps its reservations until it is known");
+            }
+            return;
+        }
+        self.release_all(reserved).await;
+    }
+
     /// Deletes reservations of a write that was refused (each on condition
     /// of its version: one taken over since is left to its new owner).
     pub(crate) async fn release_all(&self, reserved: &[Reservation]) {

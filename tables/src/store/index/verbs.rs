@@ -187,7 +187,7 @@ impl<T: TableEntity> Store<T> {
                     return Ok(etag);
                 }
                 Err(e) => {
-                    self.release_all(&reservations).await;
+                    self.release_refused(&reservations, &e).await;
                     let (at, source) = match e {
                         Error::Transaction { index, source } => (index, *source),
                         other => (0, other),

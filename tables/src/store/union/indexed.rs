@@ -68,7 +68,7 @@ impl<E: TableUnion> UnionStore<E> {
                 }
                 Err(e) => e,
             };
-            self.store.release_all(&reserved).await;
+            self.store.release_refused(&reserved, &error).await;
             let (at, source) = match error {
                 Error::Transaction { index, source } => (index, *source),
                 other => (0, other),

@@ -373,7 +373,7 @@ impl<T: TableEntity> Store<T> {
                 other => (0, other),
             };
             let kind = error.kind();
-            self.release_all(&reserved).await;
+            self.release_refused(&reserved, &error).await;
             // A unique index row taken: by another entity (refused) or by a stale row (removed, tried again).
             if kind == ErrorKind::AlreadyExists
                 && attempt < RACE_ATTEMPTS
