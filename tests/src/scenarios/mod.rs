@@ -17,6 +17,7 @@ pub mod hostile_rows;
 pub mod identity;
 pub mod identity_auth;
 pub mod identity_races;
+pub mod identity_unique;
 pub mod index_global;
 pub mod index_tools;
 pub mod index_values;
@@ -42,6 +43,7 @@ pub mod protect;
 pub mod query;
 pub mod racing_reads;
 pub mod read_ahead;
+pub mod reservations;
 pub mod sessions;
 pub mod soft_delete;
 pub mod telemetry;
@@ -293,6 +295,8 @@ macro_rules! for_each_scenario {
             index_global::global_lookups_drop_stale_hits_and_the_job_finishes_a_crashed_write,
             index_global::global_unique_racing_writers_on_one_value_leave_one_holder,
             index_global::global_unique_reservations_of_stalled_or_dead_writers_expire,
+            reservations::a_unique_value_has_one_holder_against_every_interleaving,
+            identity_unique::identity_a_registration_keeps_its_email_through_a_timeout_and_a_double_submit,
             index_tools::index_tools_find_drift_and_repair_what_is_safe,
             index_tools::index_tools_build_an_index_over_existing_rows,
             index_tools::index_tools_drop_an_index_no_longer_declared,

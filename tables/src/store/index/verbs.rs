@@ -175,7 +175,12 @@ impl<T: TableEntity> Store<T> {
             }];
             ops.extend(index_ops);
             match self
-                .commit(Write::new(ops).droppable_from(1).tokens_on([0]))
+                .commit(
+                    Write::new(ops)
+                        .droppable_from(1)
+                        .tokens_on([0])
+                        .send_before(self.send_deadline(&reservations)),
+                )
                 .await
                 .map(Committed::first)
             {
@@ -197,6 +202,7 @@ impl<T: TableEntity> Store<T> {
                         && attempt < RACE_ATTEMPTS
                         && self.unique_conflict(&plan.claims).await?
                     {
+                        tokio::time::sleep(race_backoff(attempt)).await;
                         continue;
                     }
                     let may_retry = condition == IfMatch::Any && at == 0 && lost_race(kind);

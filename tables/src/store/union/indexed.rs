@@ -54,7 +54,12 @@ impl<E: TableUnion> UnionStore<E> {
             let reserved = self.store.reserve_all(&plan.reservations).await?;
             let error = match self
                 .store
-                .commit(Write::new(ops).droppable_from(1).tokens_on([0]))
+                .commit(
+                    Write::new(ops)
+                        .droppable_from(1)
+                        .tokens_on([0])
+                        .send_before(self.store.send_deadline(&reserved)),
+                )
                 .await
                 .map(Committed::first)
             {
@@ -78,6 +83,7 @@ impl<E: TableUnion> UnionStore<E> {
                 && attempt < RACE_ATTEMPTS
                 && self.store.unique_conflict(&plan.claims).await?
             {
+                tokio::time::sleep(race_backoff(attempt)).await;
                 continue;
             }
             if !insert && at == 0 && lost_race(kind) && attempt < RACE_ATTEMPTS {

@@ -346,7 +346,9 @@ impl<T: TableEntity> Store<T> {
                 unit.new_refs()
             };
             let (old_refs, new_parts, indexed) = (unit.old_refs, unit.new_parts, unit.index);
-            let write = Write::new(unit.ops).droppable_from(new_parts + 1);
+            let write = Write::new(unit.ops)
+                .droppable_from(new_parts + 1)
+                .send_before(self.send_deadline(&reserved));
             let error = match self.commit(write).await {
                 Ok(Committed {
                     mut outcomes, settled, ..
@@ -379,6 +381,7 @@ impl<T: TableEntity> Store<T> {
                 && attempt < RACE_ATTEMPTS
                 && self.unique_conflict(&indexed.claims).await?
             {
+                tokio::time::sleep(race_backoff(attempt)).await;
                 continue;
             }
             // A continuation key already taken: our own leftover is reclaimed, a foreign row fails the write.

@@ -54,6 +54,9 @@ pub(crate) struct Write {
     /// The operations whose rows carry a write token: each gets one here
     /// unless it has one already.
     tokens: Vec<usize>,
+    /// No attempt is sent after this instant (a write that holds unique
+    /// reservations is sent only while they are young).
+    deadline: Option<std::time::Instant>,
 }
 
 impl Write {
@@ -64,6 +67,7 @@ impl Write {
             ops,
             droppable: usize::MAX,
             tokens: Vec::new(),
+            deadline: None,
         }
     }
 
@@ -75,6 +79,14 @@ impl Write {
     /// Lets the operations at `index..` be dropped when they find their row gone.
     pub(crate) fn droppable_from(mut self, index: usize) -> Write {
         self.droppable = index;
+        self
+    }
+
+    /// Sends no attempt after `deadline`: one due later is refused with
+    /// [`Error::Conflict`] when no earlier attempt is in doubt, and is
+    /// [`Error::OutcomeUnknown`] when one is.
+    pub(crate) fn send_before(mut self, deadline: Option<std::time::Instant>) -> Write {
+        self.deadline = deadline;
         self
     }
 
@@ -121,6 +133,7 @@ impl<T> Store<T> {
             mut ops,
             droppable,
             tokens,
+            deadline,
         } = write;
         check_conditions(&ops)?;
         for index in tokens {
@@ -133,7 +146,7 @@ impl<T> Store<T> {
         let writing = self.begin_write(&ops);
         let noted = self.note_written(&ops);
         let (outcomes, kept) = self
-            .send_ops(ops, droppable)
+            .send_ops(ops, droppable, deadline)
             .await
             .inspect_err(|_| self.forget_written(&noted))?;
         Ok(Committed {
@@ -147,14 +160,19 @@ impl<T> Store<T> {
     /// dropping operations at index `droppable..` that found their row gone
     /// and sending the rest again. Returns every outcome and the indexes
     /// (into `ops`) of the operations sent in the end.
-    async fn send_ops(&self, mut ops: Vec<WriteOp>, droppable: usize) -> Result<(Vec<WriteOutcome>, Vec<usize>)> {
+    async fn send_ops(
+        &self,
+        mut ops: Vec<WriteOp>,
+        droppable: usize,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<(Vec<WriteOutcome>, Vec<usize>)> {
         let mut kept: Vec<usize> = (0..ops.len()).collect();
         loop {
             if ops.len() == 1 || droppable >= ops.len() {
                 // Nothing can be dropped: the operations are moved, not copied.
-                return self.exchange_ops(ops).await.map(|outcomes| (outcomes, kept));
+                return self.exchange_ops(ops, deadline).await.map(|outcomes| (outcomes, kept));
             }
-            match self.exchange_ops(ops.clone()).await {
+            match self.exchange_ops(ops.clone(), deadline).await {
                 Ok(outcomes) => return Ok((outcomes, kept)),
                 Err(Error::Transaction { index, source })
                     if index >= droppable && index < ops.len() && source.kind() == ErrorKind::NotFound =>

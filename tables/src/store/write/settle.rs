@@ -255,7 +255,11 @@ impl<T> Store<T> {
 
     /// One request (one operation, or one transaction of several) with its
     /// token, its retries and its read-backs; see the module docs.
-    pub(super) async fn exchange_ops(&self, mut ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
+    pub(super) async fn exchange_ops(
+        &self,
+        mut ops: Vec<WriteOp>,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<WriteOutcome>> {
         let policy = self.shared.retry;
         if self.write_tokens {
             stamp(&mut ops);
@@ -266,6 +270,16 @@ impl<T> Store<T> {
         // request may be stored, whatever later answers say.
         let mut doubt: Option<Error> = None;
         loop {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                tracing::debug!(table = %self.table, "a write is due past its deadline; not sent");
+                return Err(match doubt {
+                    Some(earlier) => self.outcome_unknown(&ops, earlier),
+                    None => {
+                        let (pk, rk) = ops.first().map_or(("", ""), WriteOp::keys);
+                        Error::conflict(&self.table, &crate::value::Key::new(pk, rk))
+                    }
+                });
+            }
             let error = match self.request(&ops).await {
                 Ok(outcomes) => return Ok(outcomes),
                 Err(e) => e,
