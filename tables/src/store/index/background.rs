@@ -257,7 +257,7 @@ impl Job {
 
 impl<T> Store<T> {
     /// Hands the intents of a committed write to the handle's background applier.
-    pub(crate) fn intents_written(&self, plan: &super::IndexPlan) {
+    pub(crate) fn intents_written(&self, plan: &super::maintain::IndexPlan) {
         if plan.intents.is_empty() || tokio::runtime::Handle::try_current().is_err() {
             return;
         }
