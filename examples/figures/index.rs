@@ -15,7 +15,10 @@
 //! - `Store::build_index` over rows the table already holds against a raw
 //!   scan of the same rows plus raw transactions of their index rows (the
 //!   same keys and cells, written into the same table), and the build's peak
-//!   heap over 10x the rows against a tenth.
+//!   heap over 10x the rows against a tenth;
+//! - the operator's tools (`index_tools.rs`): `check_indexes`' peak heap
+//!   over 10x the entities against a tenth, and `apply_index_intents` over
+//!   intents one of which is poisoned.
 //!
 //! Run on the single-threaded runtime of the memory figures; times are
 //! medians of interleaved rounds.
@@ -77,8 +80,10 @@ pub struct Sizes {
     pub writes: usize,
     /// Lookups (and filtered queries) per measurement.
     pub lookups: usize,
-    /// Rows the index is built over.
+    /// Rows the index is built over, and entities `check_indexes` checks.
     pub build_rows: usize,
+    /// Intents `apply_index_intents` applies.
+    pub intents: usize,
     /// Interleaved rounds.
     pub rounds: usize,
 }
@@ -283,7 +288,7 @@ async fn lookup_figures(db: &Tables, sizes: Sizes) -> Result<Vec<Figure>, Failur
     Ok(figures)
 }
 
-async fn seed(db: &Tables, table: &str, n: usize) -> Result<(), Failure> {
+pub(crate) async fn seed(db: &Tables, table: &str, n: usize) -> Result<(), Failure> {
     let store: Store<Reading> = db.store_in(table);
     for start in (0..n).step_by(SEED_CHUNK) {
         let chunk: Vec<Reading> = (start..n.min(start + SEED_CHUNK))
@@ -296,7 +301,7 @@ async fn seed(db: &Tables, table: &str, n: usize) -> Result<(), Failure> {
 
 /// `Store::build_index` of the label index over `table`: the time and the
 /// index rows written.
-async fn build(db: &Tables, table: &str) -> Result<(Duration, u64), Failure> {
+pub(crate) async fn build(db: &Tables, table: &str) -> Result<(Duration, u64), Failure> {
     let store: Store<Tagged> = db.store_in(table);
     let started = Instant::now();
     let steps: Vec<_> = store
@@ -386,5 +391,6 @@ pub async fn figures(db: &Tables, sizes: Sizes) -> Result<Vec<Figure>, Failure> 
     let mut figures = write_figures(db, sizes).await?;
     figures.extend(lookup_figures(db, sizes).await?);
     figures.extend(build_figures(db, sizes).await?);
+    figures.extend(crate::index_tools::figures(db, sizes.build_rows, sizes.intents).await?);
     Ok(figures)
 }

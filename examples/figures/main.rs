@@ -43,7 +43,10 @@
 //! 12. secondary indexes: a write with one local index against the same
 //!     write without, a lookup by the index against a filtered partition
 //!     query, and `build_index` over 100,000 rows against a raw scan plus
-//!     raw transactions of the same index rows, with its peak heap.
+//!     raw transactions of the same index rows, with its peak heap;
+//!     `check_indexes`' peak heap over 100,000 entities against 10,000; and
+//!     `apply_index_intents` over 10,000 intents, one of them poisoned,
+//!     applying the others and naming that one.
 //!
 //! The ratio is library / reference of the figures as printed (times: lower
 //! is better; MB/s: higher is better); the target, where one is set, says
@@ -79,6 +82,7 @@ mod common;
 mod http_floor;
 mod index;
 mod index_floor;
+mod index_tools;
 mod large;
 mod point;
 mod point_token;
@@ -129,12 +133,14 @@ const INDEX_SIZES: (index::Sizes, index::Sizes) = (
         writes: 20_000,
         lookups: 200,
         build_rows: 100_000,
+        intents: 10_000,
         rounds: 3,
     },
     index::Sizes {
         writes: 600,
         lookups: 100,
         build_rows: 100_000,
+        intents: 10_000,
         rounds: 2,
     },
 );

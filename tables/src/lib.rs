@@ -81,7 +81,7 @@ pub use store::{
     Delivery, IndexCheckOptions, IndexFinding, IndexReport, OnePartition, PrefixNeedsAPartition, SweepReport,
     Visibility,
 };
-pub use store::{AppliedIntents, IndexCursor, IndexLookup, IndexPage, IndexQuery, IndexStream};
+pub use store::{AppliedIntents, FailedIntent, IndexCursor, IndexLookup, IndexPage, IndexQuery, IndexStream};
 pub use store::{
     CachePolicy, Concurrency, Count, Cursor, EntityPage, EntityStream, Lookup, Outcome, QueryOptions, ReadCache,
     ReadCacheBuilder, Store, DEFAULT_PAGE_SIZE,

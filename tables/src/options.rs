@@ -126,8 +126,12 @@ impl Default for BlobOptions {
 
 /// How many attempts [`Store::mutate`](crate::Store::mutate) and the other
 /// compare-and-swap verbs make before they report a conflict: 1 to 1,000
-/// (default 3). The pause before attempt `n + 1` is `n × 20 ms` plus jitter,
-/// so 1,000 attempts already pause for hours in total.
+/// (default 3). The pause before attempt `n + 1` is random, from 0 up to
+/// `4 ms × 2^(n − 1)`, capped at 100 ms (capped exponential backoff with full
+/// jitter), so 1,000 attempts pause at most about 100 s in total; and no
+/// pause is taken that would end past
+/// [`StoreOptions::mutate_budget`](crate::StoreOptions::mutate_budget)
+/// (default 4 s) after the call began, whatever attempts are left.
 ///
 /// ```
 /// use unified_tables::{MutateAttempts, StoreOptions};
@@ -155,7 +159,7 @@ impl MutateAttempts {
             n if n > Self::MAX => Err(invalid(
                 "StoreOptions::mutate_attempts",
                 format!(
-                    "{n} is above {}: the pauses between that many attempts alone last hours; use at most {}",
+                    "{n} is above {}: use at most {} (and StoreOptions::mutate_budget to bound the time a call spends losing races)",
                     Self::MAX,
                     Self::MAX
                 ),

@@ -29,8 +29,8 @@ pub use features::ordering::Delivery;
 pub use features::soft_delete::Visibility;
 pub use features::sweep::SweepReport;
 pub use index::{
-    AppliedIntents, BuildIndexOptions, BuildStep, BuildSteps, IndexCheckOptions, IndexCursor, IndexFinding,
-    IndexLookup, IndexPage, IndexQuery, IndexReport, IndexStream,
+    AppliedIntents, BuildIndexOptions, BuildStep, BuildSteps, FailedIntent, IndexCheckOptions, IndexCursor,
+    IndexFinding, IndexLookup, IndexPage, IndexQuery, IndexReport, IndexStream,
 };
 pub use query::paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
 pub use query::stream::EntityStream;

@@ -18,6 +18,7 @@ pub mod identity;
 pub mod identity_auth;
 pub mod identity_races;
 pub mod identity_unique;
+pub mod index_applier;
 pub mod index_global;
 pub mod index_tools;
 pub mod index_values;
@@ -292,6 +293,9 @@ macro_rules! for_each_scenario {
             indexes::indexes_lost_answers_settle_the_index_rows_once,
             index_values::index_lookups_of_every_value_type_sort_and_range,
             index_global::global_indexes_every_verb_keeps_them_after_the_applier,
+            index_applier::index_intents_job_goes_on_past_a_failing_intent_and_names_it,
+            index_applier::settle_indexes_returns_while_other_tasks_keep_writing,
+            index_applier::an_applier_that_fails_logs_the_index_and_keys_never_the_value,
             index_global::global_lookups_drop_stale_hits_and_the_job_finishes_a_crashed_write,
             index_global::global_unique_racing_writers_on_one_value_leave_one_holder,
             index_global::global_unique_reservations_of_stalled_or_dead_writers_expire,

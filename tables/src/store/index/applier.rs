@@ -10,42 +10,31 @@
 //! condition of its version. Applying is idempotent and needs no order, so a
 //! crash between any two requests leaves intents the next run finishes.
 //!
-//! The handle applies the intents of its own writes in background tasks
-//! ([`Store::settle_indexes`] waits for them); [`Store::apply_index_intents`]
+//! The handle applies the intents of its own writes in a bounded number of
+//! background tasks (`background.rs`; [`Store::settle_indexes`] waits for
+//! those handed over before it was called); [`Store::apply_index_intents`]
 //! finds and applies every intent of a table (after a crash, an import or a
-//! partition delete).
+//! partition delete), going on past an intent that fails and naming it.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
-use tokio::sync::Notify;
-
-use super::maintain::IndexPlan;
-use crate::backend::race::{lost_race, race_backoff, RACE_ATTEMPTS};
+use crate::backend::race::{lost_race, RACE_ATTEMPTS};
 use crate::backend::{IfMatch, QueryRequest, UpdateMode, WriteOp};
 use crate::entity::{Key, TableEntity};
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::index::rows::{
     entity_of, index_row, intent_keys, is_intent, reservation, same_cells, set_reservation, RowKeys,
 };
 use crate::index::IndexDef;
-use crate::layout::intent_key_prefix;
+use crate::layout::{intent_key_prefix, INDEX_PREFIX, INDEX_SEPARATOR};
 use crate::query::{CmpOp, Filter};
 use crate::service::{next_prefix, MAX_PAGE_SIZE};
 use crate::store::write::{Committed, Write};
 use crate::store::Store;
 use crate::value::{DateTime, Row, Value};
 
-/// The intents a handle's background tasks are applying.
-#[derive(Debug, Default)]
-pub(crate) struct Applying {
-    pending: AtomicUsize,
-    idle: Notify,
-}
-
 /// What [`Store::apply_index_intents`] did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AppliedIntents {
     /// Intents found.
     pub found: u64,
@@ -54,6 +43,63 @@ pub struct AppliedIntents {
     /// Intents left for a later run (their entity kept changing, or a
     /// reservation of its value is still young).
     pub left: u64,
+    /// Intents that failed, each named with why; they stay for a later run.
+    /// The job goes on past them: one intent the service refuses never
+    /// keeps the others from being applied.
+    pub failed: Vec<FailedIntent>,
+}
+
+/// An intent [`Store::apply_index_intents`] could not apply, named by its
+/// keys and its index, never by the indexed value (an index row's key holds
+/// the value, so neither it nor an error naming it is shown).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedIntent {
+    /// The entity's PartitionKey (the intent's too).
+    pub partition_key: String,
+    /// The entity's RowKey.
+    pub row_key: String,
+    /// The intent's RowKey: delete it to give the intent up.
+    pub intent: String,
+    /// The index whose row could not be brought into line, when the failure
+    /// was about one.
+    pub index: Option<String>,
+    /// What kind of failure.
+    pub kind: ErrorKind,
+    /// Why, without keys or values: a refusal made before sending (a value
+    /// too long for its index names the index and the column), or the
+    /// service's status and error code.
+    pub reason: String,
+}
+
+/// A failure, and the index it was about (when it was about one).
+pub(crate) type Failure = (Option<String>, Error);
+
+/// An error's text without the keys and values it may hold: what an index
+/// tool logs and reports, since an index row's key holds the indexed value.
+pub(crate) fn value_free(e: &Error) -> String {
+    match e {
+        Error::InvalidValue { .. } | Error::OversizedValue { .. } | Error::Config { .. } => e.to_string(),
+        Error::Service {
+            status,
+            code,
+            request_id,
+            ..
+        } => match request_id {
+            Some(id) => format!("the service answered {status} {code} (request id {id})"),
+            None => format!("the service answered {status} {code}"),
+        },
+        Error::Transaction { source, .. } | Error::BatchFailed { source, .. } => value_free(source),
+        other => format!("{:?} (the error's text names row keys and is left out)", other.kind()),
+    }
+}
+
+/// The index an index row's keys belong to: `~ix|{index}|…` in its
+/// PartitionKey (global) or its RowKey (local).
+fn index_of_keys((pk, rk): &RowKeys) -> Option<String> {
+    [pk, rk].into_iter().find_map(|key| {
+        let rest = key.strip_prefix(INDEX_PREFIX)?;
+        rest.split_once(INDEX_SEPARATOR).map(|(name, _)| name.to_owned())
+    })
 }
 
 /// What applying one intent did.
@@ -78,71 +124,6 @@ pub(crate) enum Step {
 }
 
 impl<T> Store<T> {
-    /// Hands the intents of a committed write to a background task of the handle.
-    pub(crate) fn intents_written(&self, plan: &IndexPlan) {
-        if plan.intents.is_empty() || tokio::runtime::Handle::try_current().is_err() {
-            return;
-        }
-        let applying = self.shared.applying.clone();
-        applying.pending.fetch_add(1, Ordering::SeqCst);
-        let store: Store<()> = Store::new(self.shared.clone(), self.table.clone());
-        let (defs, intents) = (plan.defs, plan.intents.clone());
-        tokio::spawn(async move {
-            for (pk, rk) in intents {
-                // A failure (the service busy or unreachable) is tried again a few times,
-                // then left for the operator's job.
-                for attempt in 1..=RACE_ATTEMPTS {
-                    let applied = match store.shared.backend.get(&store.table, &pk, &rk).await {
-                        Ok(Some(intent)) => store.apply_intent(defs, &intent).await.map(|_| ()),
-                        Ok(None) => Ok(()),
-                        Err(e) => Err(e),
-                    };
-                    match applied {
-                        Ok(()) => break,
-                        Err(e) if attempt == RACE_ATTEMPTS => {
-                            tracing::warn!(table = %store.table, error = %e, "an intent was left for the next run of Store::apply_index_intents")
-                        }
-                        Err(_) => tokio::time::sleep(race_backoff(attempt)).await,
-                    }
-                }
-            }
-            if applying.pending.fetch_sub(1, Ordering::SeqCst) == 1 {
-                applying.idle.notify_waiters();
-            }
-        });
-    }
-
-    /// Hands the intents a partition delete left in `partition` to a background task.
-    pub(crate) fn partition_intents_written(&self, defs: &'static [IndexDef], partition: &str) {
-        if !crate::index::any_global(defs) || tokio::runtime::Handle::try_current().is_err() {
-            return;
-        }
-        let applying = self.shared.applying.clone();
-        applying.pending.fetch_add(1, Ordering::SeqCst);
-        let store: Store<()> = Store::new(self.shared.clone(), self.table.clone());
-        let partition = partition.to_owned();
-        tokio::spawn(async move {
-            if let Err(e) = store.apply_intents_in(defs, Some(&partition)).await {
-                tracing::debug!(table = %store.table, error = %e, "intents were left for the next run of the applier");
-            }
-            if applying.pending.fetch_sub(1, Ordering::SeqCst) == 1 {
-                applying.idle.notify_waiters();
-            }
-        });
-    }
-
-    /// Waits until the handle's background tasks applied what they were given.
-    pub(crate) async fn applied(&self) {
-        let applying = Arc::clone(&self.shared.applying);
-        loop {
-            let idle = applying.idle.notified();
-            if applying.pending.load(Ordering::SeqCst) == 0 {
-                return;
-            }
-            idle.await;
-        }
-    }
-
     /// Finds every intent of the table (or of one partition) and applies it.
     pub(crate) async fn apply_intents_in(
         &self,
@@ -167,9 +148,33 @@ impl<T> Store<T> {
         while let Some(rows) = pages.next(|_| true).await? {
             for intent in rows.iter().filter(|r| is_intent(r)) {
                 out.found += 1;
-                match self.apply_intent(defs, intent).await? {
-                    Applied::Done => out.applied += 1,
-                    Applied::Left => out.left += 1,
+                match self.apply_intent_named(defs, intent).await {
+                    Ok(Applied::Done) => out.applied += 1,
+                    Ok(Applied::Left) => out.left += 1,
+                    Err((index, e)) => {
+                        let failed = FailedIntent {
+                            partition_key: intent.partition_key.clone(),
+                            row_key: intent
+                                .get(crate::layout::INDEX_ROW)
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_owned(),
+                            intent: intent.row_key.clone(),
+                            index,
+                            kind: e.kind(),
+                            reason: value_free(&e),
+                        };
+                        tracing::warn!(
+                            table = %self.table,
+                            partition_key = %failed.partition_key,
+                            row_key = %failed.row_key,
+                            index = failed.index.as_deref().unwrap_or_default(),
+                            error_kind = ?failed.kind,
+                            error = %failed.reason,
+                            "an intent failed; the job goes on with the others"
+                        );
+                        out.failed.push(failed);
+                    }
                 }
             }
         }
@@ -178,23 +183,28 @@ impl<T> Store<T> {
 
     /// Applies one intent (see the module docs).
     pub(crate) async fn apply_intent(&self, defs: &'static [IndexDef], intent: &Row) -> Result<Applied> {
+        self.apply_intent_named(defs, intent).await.map_err(|(_, e)| e)
+    }
+
+    /// [`Store::apply_intent`], its failure with the index it was about.
+    pub(crate) async fn apply_intent_named(
+        &self,
+        defs: &'static [IndexDef],
+        intent: &Row,
+    ) -> std::result::Result<Applied, Failure> {
         let Some(row_key) = intent.get(crate::layout::INDEX_ROW).and_then(Value::as_str) else {
             return Ok(Applied::Left);
         };
         let entity_key = Key::new(intent.partition_key.clone(), row_key.to_owned());
         let named: BTreeSet<RowKeys> = intent_keys(intent).into_iter().collect();
-        let applied = self.reconcile(defs, true, &entity_key, &named).await?;
+        let applied = self.reconcile_named(defs, true, &entity_key, &named).await?;
         if applied == Applied::Done {
-            self.remove_if_unchanged(intent).await?;
+            self.remove_if_unchanged(intent).await.map_err(|e| (None, e))?;
         }
         Ok(applied)
     }
 
-    /// Brings the index rows of one entity into line with it: adds the rows
-    /// of `defs` (global ones only, with `only_global`) its values need,
-    /// removes those of `named` it does not need and holds, reads the entity
-    /// again and works again if it moved. `Left` when a row is not this
-    /// entity's to change now (another holder; a young reservation).
+    /// [`Store::reconcile_named`] without the index a failure was about.
     pub(crate) async fn reconcile(
         &self,
         defs: &'static [IndexDef],
@@ -202,28 +212,50 @@ impl<T> Store<T> {
         entity_key: &Key,
         named: &BTreeSet<RowKeys>,
     ) -> Result<Applied> {
+        self.reconcile_named(defs, only_global, entity_key, named)
+            .await
+            .map_err(|(_, e)| e)
+    }
+
+    /// Brings the index rows of one entity into line with it: adds the rows
+    /// of `defs` (global ones only, with `only_global`) its values need,
+    /// removes those of `named` it does not need and holds, reads the entity
+    /// again and works again if it moved. `Left` when a row is not this
+    /// entity's to change now (another holder; a young reservation). A value
+    /// too long for its index fails, naming the index.
+    pub(crate) async fn reconcile_named(
+        &self,
+        defs: &'static [IndexDef],
+        only_global: bool,
+        entity_key: &Key,
+        named: &BTreeSet<RowKeys>,
+    ) -> std::result::Result<Applied, Failure> {
         for _ in 0..RACE_ATTEMPTS {
-            let before = self.main_row(entity_key).await?;
+            let before = self.main_row(entity_key).await.map_err(|e| (None, e))?;
             let mut steps = Vec::new();
-            let desired: Vec<(&IndexDef, Row)> = match &before {
-                Some(e) => defs
-                    .iter()
-                    .filter(|d| d.global || !only_global)
-                    .filter_map(|d| index_row(d, e).ok().flatten().map(|r| (d, r)))
-                    .collect(),
-                None => Vec::new(),
-            };
+            let mut desired: Vec<(&IndexDef, Row)> = Vec::new();
+            if let Some(e) = &before {
+                for def in defs.iter().filter(|d| d.global || !only_global) {
+                    match index_row(def, e) {
+                        Ok(Some(row)) => desired.push((def, row)),
+                        Ok(None) => {}
+                        Err(err) => return Err((Some(def.name.to_owned()), err)),
+                    }
+                }
+            }
             let wanted: BTreeSet<RowKeys> = desired
                 .iter()
                 .map(|(_, r)| (r.partition_key.clone(), r.row_key.clone()))
                 .collect();
             for (def, row) in &desired {
-                steps.push(self.ensure_index_row(def, row, entity_key).await?);
+                let step = self.ensure_index_row(def, row, entity_key).await;
+                steps.push(step.map_err(|e| (Some(def.name.to_owned()), e))?);
             }
             for keys in named.iter().filter(|k| !wanted.contains(*k)) {
-                steps.push(self.remove_index_row(keys, entity_key).await?);
+                let step = self.remove_index_row(keys, entity_key).await;
+                steps.push(step.map_err(|e| (index_of_keys(keys), e))?);
             }
-            let after = self.main_row(entity_key).await?;
+            let after = self.main_row(entity_key).await.map_err(|e| (None, e))?;
             // The entity or a row changed while this ran: bring the rows into line again.
             if after.as_ref().map(|r| &r.etag) != before.as_ref().map(|r| &r.etag) || steps.contains(&Step::Raced) {
                 continue;
@@ -326,10 +358,17 @@ impl<T> Store<T> {
 
 impl<T: TableEntity> Store<T> {
     /// Waits until the background tasks of this handle applied the intents
-    /// of the writes it made (global indexes: see
+    /// of the writes it made before the call (global indexes: see
     /// [`guide::secondary_indexes`](crate::guide::secondary_indexes#keeping-them-right)).
     /// A lookup through a global index after it finds every write this
-    /// handle made before it was called.
+    /// handle made before it was called. Writes made while it waits never
+    /// keep it waiting: it returns once the intents handed over before the
+    /// call are applied (or failed, and left for
+    /// [`Store::apply_index_intents`]), whatever other tasks keep writing.
+    ///
+    /// The handle applies its intents in at most 8 background tasks; the
+    /// intents of further writes wait in a queue (their keys only), oldest
+    /// first, and a call of this helps with those it waits for.
     ///
     /// ```
     /// # use unified_tables::{TableEntity, Tables};
@@ -353,7 +392,11 @@ impl<T: TableEntity> Store<T> {
     /// beside running writers and other appliers.
     ///
     /// Reads every row of the table's intent range (a scan of each partition,
-    /// server-side), then four requests or so per intent.
+    /// server-side), then four requests or so per intent. An intent that
+    /// fails (the service refuses one of its rows, a value too long for its
+    /// index) is left in place, named in [`AppliedIntents::failed`] by its
+    /// keys and index, and the job goes on with the others; an error is
+    /// returned only when the intents cannot be listed.
     pub async fn apply_index_intents(&self, partition: Option<&str>) -> Result<AppliedIntents> {
         self.apply_intents_in(T::INDEXES, partition).await
     }

@@ -4,6 +4,7 @@
 //! [`guide::secondary_indexes`](crate::guide::secondary_indexes).
 
 mod applier;
+mod background;
 mod build;
 mod check;
 mod lookup;
@@ -12,8 +13,8 @@ mod query;
 mod reserve;
 pub(crate) mod verbs;
 
-pub use applier::AppliedIntents;
-pub(crate) use applier::Applying;
+pub use applier::{AppliedIntents, FailedIntent};
+pub(crate) use background::Applying;
 pub use build::{BuildIndexOptions, BuildStep, BuildSteps};
 pub use check::{IndexCheckOptions, IndexFinding, IndexReport};
 pub use lookup::{find_global, find_local, get_global, get_local, IndexLookup};
