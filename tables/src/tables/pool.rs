@@ -129,6 +129,7 @@ pub(crate) async fn check_pool(backends: &[Arc<dyn Backend>], names: &[String]) 
         position: 0,
         epoch: 1,
         growing_to: None,
+        grown_from: None,
     });
     for (position, (stored, backend)) in found.iter().zip(backends).enumerate() {
         let mine = match position {
