@@ -25,8 +25,8 @@ use unified_tables::{
     BlobContent, Cursor, Error, ErrorKind, PoolOptions, QueryOptions, ReshardOptions, RetryPolicy, Row, Store, Tables,
     Value,
 };
-use unified_tables_tests::model::Document;
 use unified_tables_tests::gate::{GateBackend, Point};
+use unified_tables_tests::model::Document;
 use unified_tables_tests::pool::{keys, requests_by_target, scan, Accounts, Reading, World};
 use unified_tables_tests::{noise, unique_table};
 
@@ -728,7 +728,11 @@ async fn a_write_landing_after_the_copy_is_copied_again_not_lost(accounts: Accou
     copied.reached.await.unwrap();
     let copy = scan(&accounts.rows[2], &table).await;
     assert_eq!(copy.len(), 1, "the copy is made");
-    assert_eq!(copy[0].get("Value"), Some(&Value::Int64(1)), "of the version before the write");
+    assert_eq!(
+        copy[0].get("Value"),
+        Some(&Value::Int64(1)),
+        "of the version before the write"
+    );
 
     // The write lands in the old account after the copy, and its caller is told it succeeded.
     write.release.send(()).unwrap();
@@ -784,13 +788,18 @@ async fn moved_partitions_stay_frozen_until_they_are_removed(accounts: Accounts)
     let staying = keys("sensor", 1, false).remove(0);
     let err = write(moved.clone()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Invalid);
-    assert!(err.to_string().contains(&moved) && err.to_string().contains("removing"), "{err}");
+    assert!(
+        err.to_string().contains(&moved) && err.to_string().contains("removing"),
+        "{err}"
+    );
     write(staying).await.expect("a partition that stayed is written");
 
     Tables::reshard_with(accounts.pool(2), accounts.pool(3), no_wait())
         .await
         .unwrap();
-    write(moved).await.expect("a moved partition is written once the job is done");
+    write(moved)
+        .await
+        .expect("a moved partition is written once the job is done");
     accounts.forget_pool().await;
 }
 

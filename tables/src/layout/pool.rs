@@ -52,7 +52,8 @@ pub const POOL_JOB_CONTAINERS: &str = "Containers";
 /// partitions are frozen, the old pool still opens).
 pub const POOL_PHASE_COPY: &str = "copy";
 /// The reshard phase after the switch: the grown pool opens, and the moved
-/// partitions are being removed from their old accounts.
+/// partitions are being removed from their old accounts (frozen until then,
+/// see [`POOL_GROWN_FROM`]).
 pub const POOL_PHASE_REMOVE: &str = "remove";
 /// The partition of account 0's [`POOL_TABLE`] that lists the pool's tables,
 /// one row each (RowKey: the table's name), recorded by a pooled handle

@@ -47,9 +47,9 @@ pub mod soft_delete;
 pub mod telemetry;
 pub mod transactions;
 pub mod unconditional;
-pub mod unsent_resends;
 pub mod union;
 pub mod union_rows;
+pub mod unsent_resends;
 pub mod values;
 pub mod wildcard_etags;
 

@@ -13,7 +13,9 @@ use crate::Env;
 
 /// What a pool's fence answers to a write of a moving partition.
 fn fenced() -> Error {
-    Error::config("partition \"p\" is moving: writes to a moving partition are refused until the reshard switches the pool")
+    Error::config(
+        "partition \"p\" is moving: writes to a moving partition are refused until the reshard switches the pool",
+    )
 }
 
 /// The service refuses the request itself.

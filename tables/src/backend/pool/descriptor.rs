@@ -7,7 +7,8 @@
 use crate::backend::{Backend, IfMatch, UpdateMode, WriteOp};
 use crate::error::{Error, Result};
 use crate::layout::{
-    POOL_ACCOUNTS, POOL_EPOCH, POOL_GROWING_TO, POOL_GROWN_FROM, POOL_ID, POOL_PARTITION, POOL_POSITION, POOL_ROW, POOL_SIZE, POOL_TABLE,
+    POOL_ACCOUNTS, POOL_EPOCH, POOL_GROWING_TO, POOL_GROWN_FROM, POOL_ID, POOL_PARTITION, POOL_POSITION, POOL_ROW,
+    POOL_SIZE, POOL_TABLE,
 };
 use crate::value::{Row, Value};
 
