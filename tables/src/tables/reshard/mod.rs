@@ -94,12 +94,12 @@ impl ReshardOptions {
     /// when no handle of the pool is open.
     ///
     /// A shorter wait is unsafe when writers run: a write admitted before
-    /// the freeze may land in its old account after the job read it. The
-    /// job then copies the changed row again before it removes it (see
-    /// [`ReshardReport::rows_recopied`]), until it has removed it; a write
-    /// that lands after that (an insert or upsert re-creating the row in
-    /// its old account, a delete) is not carried to the grown pool, although
-    /// its caller was told it succeeded.
+    /// the freeze may land in its old account after the job read it. A row
+    /// it changes or creates before the job's removal reaches that row is
+    /// copied again first (see [`ReshardReport::rows_recopied`]); a delete
+    /// that lands after the copy, and a write that lands after the removal
+    /// passed its row (re-creating it in its old account), are not carried
+    /// to the grown pool, although their callers were told they succeeded.
     pub fn fence_wait(mut self, wait: Duration) -> ReshardOptions {
         self.fence_wait = wait;
         self
