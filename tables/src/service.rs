@@ -9,6 +9,12 @@ use crate::value::{utf16_len, Key, Row};
 
 // --- Tables ----------------------------------------------------------------
 
+/// The longest the service works on one table operation once it has the
+/// request: past it, it answers 500 `OperationTimedOut`, and the operation
+/// may still complete (a write in flight can land up to this long after
+/// it reached the service).
+pub const SERVER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The longest key the service accepts, in UTF-16 units.
 pub const MAX_KEY_UNITS: usize = 1024;
 /// The most custom properties an entity may have.

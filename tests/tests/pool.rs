@@ -25,8 +25,9 @@ use unified_tables::{
     BlobContent, Cursor, Error, ErrorKind, PoolOptions, QueryOptions, ReshardOptions, RetryPolicy, Row, Store, Tables,
     Value,
 };
+use unified_tables_tests::gate::{GateBackend, Point};
 use unified_tables_tests::model::Document;
-use unified_tables_tests::pool::{keys, requests_by_target, Accounts, Reading, World};
+use unified_tables_tests::pool::{keys, requests_by_target, scan, Accounts, Reading, World};
 use unified_tables_tests::{noise, unique_table};
 
 /// One test at a time touches the Azure accounts' pool descriptors.
@@ -667,6 +668,141 @@ async fn a_throttled_answer_does_not_stop_the_job(accounts: Accounts) {
     accounts.forget_pool().await;
 }
 
+/// A write admitted before the freeze that lands in its old account after
+/// the job copied its row (held there by a gate across the freeze and the
+/// copy): the job finds the row changed since its copy, copies it again
+/// before it removes it, and the acknowledged write is in the grown pool.
+async fn a_write_landing_after_the_copy_is_copied_again_not_lost(accounts: Accounts) {
+    let _turn = DESCRIPTORS.lock().await;
+    accounts.forget_pool().await;
+    let table = unique_table("late");
+    // A partition that moves from account 1 to account 2.
+    let sensor = (0..)
+        .map(|i| format!("sensor-{i}"))
+        .find(|k| account_of(k, 2) == 1 && account_of(k, 3) == 2)
+        .unwrap();
+    let slow = GateBackend::new(accounts.rows[1].clone());
+    let writers = vec![
+        (accounts.names[0].clone(), accounts.handle(0)),
+        (
+            accounts.names[1].clone(),
+            Tables::with_backend(slow.clone())
+                .with_blobs(accounts.blobs[1].clone(), accounts.values.clone())
+                .with_retry(accounts.retry),
+        ),
+    ];
+    let old = Tables::pooled_with(writers, PoolOptions::new().check_interval(Duration::ZERO))
+        .await
+        .unwrap();
+    let store = old.store_in::<Reading>(&table);
+    let mut row = Reading {
+        sensor: sensor.clone(),
+        at: "0001".into(),
+        value: 1,
+    };
+    store.upsert(&mut row).await.unwrap();
+
+    // The write is admitted (the pool is not frozen yet) and held before it reaches the service.
+    let write = slow.arm(Point::BeforeWrite);
+    let writer = tokio::spawn({
+        let store = store.clone();
+        async move {
+            let mut row = Reading {
+                sensor,
+                at: "0001".into(),
+                value: 2,
+            };
+            store.upsert(&mut row).await
+        }
+    });
+    write.reached.await.unwrap();
+
+    // The job freezes the partition and copies it; held once the copy is written.
+    let copying = GateBackend::new(accounts.rows[2].clone());
+    let copied = copying.arm(Point::AfterWrite);
+    let mut grown = accounts.pool(3);
+    grown[2].1 = Tables::with_backend(copying.clone())
+        .with_blobs(accounts.blobs[2].clone(), accounts.values.clone())
+        .with_retry(accounts.retry);
+    let job = tokio::spawn(Tables::reshard_with(accounts.pool(2), grown, no_wait()));
+    copied.reached.await.unwrap();
+    let copy = scan(&accounts.rows[2], &table).await;
+    assert_eq!(copy.len(), 1, "the copy is made");
+    assert_eq!(
+        copy[0].get("Value"),
+        Some(&Value::Int64(1)),
+        "of the version before the write"
+    );
+
+    // The write lands in the old account after the copy, and its caller is told it succeeded.
+    write.release.send(()).unwrap();
+    writer.await.unwrap().expect("the write is acknowledged");
+    copied.release.send(()).unwrap();
+    let report = job.await.unwrap().unwrap();
+    assert_eq!(report.rows_recopied, 1, "{report:?}");
+    assert_eq!((report.rows_copied, report.rows_removed), (1, 1), "{report:?}");
+
+    let three = Tables::pooled(accounts.pool(3)).await.unwrap();
+    let found = three
+        .store_in::<Reading>(&table)
+        .get((row.sensor.as_str(), "0001"))
+        .await
+        .unwrap()
+        .expect("the row moved");
+    assert_eq!(found.value, 2, "the acknowledged write is in the grown pool");
+    assert!(scan(&accounts.rows[1], &table).await.is_empty(), "nothing left behind");
+    accounts.forget_pool().await;
+}
+
+/// From the switch until the job has removed them from their old accounts,
+/// the moved partitions stay frozen: a handle of the grown pool refuses
+/// writes to them and writes the others; once the job is finished, it
+/// writes them too.
+async fn moved_partitions_stay_frozen_until_they_are_removed(accounts: Accounts) {
+    let _turn = DESCRIPTORS.lock().await;
+    let accounts = accounts.with_retry(RetryPolicy::no_retries());
+    accounts.forget_pool().await;
+    let world = World::write(&accounts).await;
+    // Stop the job after its switch: account 0's transactions are the
+    // freeze, the switch, then its removals and the job's end.
+    accounts.rows[0].fail_after(FaultTarget::Transaction, 2, FaultTiming::Before, injected);
+    Tables::reshard_with(accounts.pool(2), accounts.pool(3), no_wait())
+        .await
+        .unwrap_err();
+    let grown = Tables::pooled_with(accounts.pool(3), PoolOptions::new().check_interval(Duration::ZERO))
+        .await
+        .unwrap();
+    let readings = grown.store_in::<Reading>(&world.readings);
+    let write = |sensor: String| {
+        let readings = readings.clone();
+        async move {
+            let mut row = Reading {
+                sensor,
+                at: "after".into(),
+                value: 1,
+            };
+            readings.upsert(&mut row).await
+        }
+    };
+    let moved = keys("sensor", 1, true).remove(0);
+    let staying = keys("sensor", 1, false).remove(0);
+    let err = write(moved.clone()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Invalid);
+    assert!(
+        err.to_string().contains(&moved) && err.to_string().contains("removing"),
+        "{err}"
+    );
+    write(staying).await.expect("a partition that stayed is written");
+
+    Tables::reshard_with(accounts.pool(2), accounts.pool(3), no_wait())
+        .await
+        .unwrap();
+    write(moved)
+        .await
+        .expect("a moved partition is written once the job is done");
+    accounts.forget_pool().await;
+}
+
 macro_rules! on_both {
     ($($name:ident),* $(,)?) => {
         mod memory {
@@ -706,4 +842,6 @@ on_both!(
     a_held_lock_stops_the_job_naming_it,
     stale_handles_are_fenced,
     a_throttled_answer_does_not_stop_the_job,
+    a_write_landing_after_the_copy_is_copied_again_not_lost,
+    moved_partitions_stay_frozen_until_they_are_removed,
 );

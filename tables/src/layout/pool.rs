@@ -26,6 +26,11 @@ pub const POOL_EPOCH: &str = "Epoch";
 /// accounts the pool grows to (a JSON array). Writes to the partitions that
 /// move are refused until the switch.
 pub const POOL_GROWING_TO: &str = "GrowingTo";
+/// On account 0's descriptor from a reshard's switch until the job has
+/// removed the moved partitions from their old accounts: the names of the
+/// accounts the pool grew from (a JSON array). Writes to the partitions
+/// that moved are refused until then.
+pub const POOL_GROWN_FROM: &str = "GrownFrom";
 /// The RowKey, in [`POOL_PARTITION`] of account 0, of the record of a reshard
 /// under way: its id, phase, old and new accounts, tables and containers.
 pub const POOL_JOB_ROW: &str = "reshard";
@@ -47,7 +52,8 @@ pub const POOL_JOB_CONTAINERS: &str = "Containers";
 /// partitions are frozen, the old pool still opens).
 pub const POOL_PHASE_COPY: &str = "copy";
 /// The reshard phase after the switch: the grown pool opens, and the moved
-/// partitions are being removed from their old accounts.
+/// partitions are being removed from their old accounts (frozen until then,
+/// see [`POOL_GROWN_FROM`]).
 pub const POOL_PHASE_REMOVE: &str = "remove";
 /// The partition of account 0's [`POOL_TABLE`] that lists the pool's tables,
 /// one row each (RowKey: the table's name), recorded by a pooled handle

@@ -44,10 +44,11 @@ impl PoolOptions {
     /// How long a write may go without re-reading account 0's descriptor:
     /// the first write after this interval reads it (one point read, shared
     /// by the writes that wait for it), and the writes within it trust the
-    /// last read. Zero reads it before every write. A reshard waits at least
-    /// this long after freezing the moving partitions (see
-    /// [`ReshardOptions::fence_wait`](crate::ReshardOptions::fence_wait)), so
-    /// keep it below that wait.
+    /// last read. Zero reads it before every write. A reshard's wait after
+    /// freezing the moving partitions covers this interval and a write in
+    /// flight (see
+    /// [`ReshardOptions::fence_wait`](crate::ReshardOptions::fence_wait)):
+    /// raise that wait with it.
     pub fn check_interval(mut self, interval: Duration) -> PoolOptions {
         self.check_interval = interval;
         self
@@ -129,6 +130,7 @@ pub(crate) async fn check_pool(backends: &[Arc<dyn Backend>], names: &[String]) 
         position: 0,
         epoch: 1,
         growing_to: None,
+        grown_from: None,
     });
     for (position, (stored, backend)) in found.iter().zip(backends).enumerate() {
         let mine = match position {

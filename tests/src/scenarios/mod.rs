@@ -52,6 +52,7 @@ pub mod transactions;
 pub mod unconditional;
 pub mod union;
 pub mod union_rows;
+pub mod unsent_resends;
 pub mod values;
 pub mod wildcard_etags;
 
@@ -128,6 +129,7 @@ macro_rules! for_each_scenario {
             concurrency::a_rejected_write_is_classified_by_re_reading,
             concurrency::lost_answers_are_reported_as_unknown_outcomes,
             concurrency::composite_ids_work_with_the_outcome_verbs,
+            unsent_resends::a_resend_refused_before_it_is_sent_after_a_timeout_is_an_unknown_outcome,
             exactly_once::a_create_whose_answer_is_lost_is_applied_once,
             exactly_once::upserts_and_replaces_whose_answers_are_lost_are_applied_once,
             exactly_once::a_conditional_update_whose_answer_is_lost_succeeds_with_the_stored_etag,

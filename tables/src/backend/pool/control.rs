@@ -85,7 +85,10 @@ impl PoolControl {
     /// Notes what a read sent at `sent` found: whether writes may go
     /// without a lock until the interval has passed.
     fn note(&self, sent: Instant, view: &Descriptor) {
-        let clear = view.id == self.opened.id && view.accounts == self.opened.accounts && view.growing_to.is_none();
+        let clear = view.id == self.opened.id
+            && view.accounts == self.opened.accounts
+            && view.growing_to.is_none()
+            && view.grown_from.is_none();
         let until = match clear {
             true => (sent + self.interval).saturating_duration_since(self.base).as_nanos() as u64,
             false => 0,
@@ -100,7 +103,8 @@ impl PoolControl {
 
     /// Refuses a write to the partition (or blob routing key) `key` when the
     /// handle's pool is stale, or when `key`'s partition is moving while the
-    /// pool grows; reads account 0's descriptor first when the last read is
+    /// pool grows (from the freeze until the reshard has removed it from its
+    /// old account); reads account 0's descriptor first when the last read is
     /// older than the interval.
     pub(crate) async fn admit(&self, key: &str) -> Result<()> {
         let now = self.base.elapsed().as_nanos() as u64;
@@ -171,6 +175,18 @@ impl PoolControl {
                     opened.epoch,
                     view.epoch,
                     to.len(),
+                )));
+            }
+        }
+        if let Some(from) = &view.grown_from {
+            let old_home = account_of(key, from.len());
+            let home = account_of(key, view.accounts.len());
+            if old_home != home {
+                return Err(Error::config(format!(
+                    "partition {key:?} has moved from account {:?} to account {:?}, and the reshard that moved it \
+                     (epoch {}) is still removing it from its old account: writes to it are refused until the job \
+                     has finished (if it stopped, run Tables::reshard again with the same accounts)",
+                    from[old_home], view.accounts[home], view.epoch,
                 )));
             }
         }

@@ -7,7 +7,8 @@
 use crate::backend::{Backend, IfMatch, UpdateMode, WriteOp};
 use crate::error::{Error, Result};
 use crate::layout::{
-    POOL_ACCOUNTS, POOL_EPOCH, POOL_GROWING_TO, POOL_ID, POOL_PARTITION, POOL_POSITION, POOL_ROW, POOL_SIZE, POOL_TABLE,
+    POOL_ACCOUNTS, POOL_EPOCH, POOL_GROWING_TO, POOL_GROWN_FROM, POOL_ID, POOL_PARTITION, POOL_POSITION, POOL_ROW,
+    POOL_SIZE, POOL_TABLE,
 };
 use crate::value::{Row, Value};
 
@@ -24,6 +25,9 @@ pub(crate) struct Descriptor {
     pub(crate) epoch: u64,
     /// The accounts the pool is growing to while a reshard copies (account 0 only).
     pub(crate) growing_to: Option<Vec<String>>,
+    /// The accounts the pool grew from, from a reshard's switch until the
+    /// moved partitions are removed from them (account 0 only).
+    pub(crate) grown_from: Option<Vec<String>>,
 }
 
 fn names_json(names: &[String]) -> Value {
@@ -38,8 +42,12 @@ impl Descriptor {
             .with(POOL_ACCOUNTS, names_json(&self.accounts))
             .with(POOL_POSITION, Value::Int32(self.position as i32))
             .with(POOL_EPOCH, Value::Int64(self.epoch as i64));
-        match &self.growing_to {
+        let row = match &self.growing_to {
             Some(to) => row.with(POOL_GROWING_TO, names_json(to)),
+            None => row,
+        };
+        match &self.grown_from {
+            Some(from) => row.with(POOL_GROWN_FROM, names_json(from)),
             None => row,
         }
     }
@@ -86,12 +94,20 @@ impl Descriptor {
         {
             return Err(malformed(POOL_GROWING_TO));
         }
+        let grown_from = names(POOL_GROWN_FROM)?;
+        if grown_from
+            .as_ref()
+            .is_some_and(|from| from.is_empty() || from.len() >= accounts.len() || accounts[..from.len()] != from[..])
+        {
+            return Err(malformed(POOL_GROWN_FROM));
+        }
         Ok(Descriptor {
             id,
             accounts,
             position,
             epoch,
             growing_to,
+            grown_from,
         })
     }
 
@@ -100,6 +116,7 @@ impl Descriptor {
         Descriptor {
             position,
             growing_to: None,
+            grown_from: None,
             ..self.clone()
         }
     }

@@ -22,7 +22,13 @@
 //!   that cannot be read, another 5xx such as 500 `OperationTimedOut`) is
 //!   settled by reading back the rows the request wrote ([`Evidence`]);
 //! - a refusal of an attempt sent after one left in doubt (409, 412, 404)
-//!   may be the echo of that earlier attempt: it is settled the same way.
+//!   may be the echo of that earlier attempt: it is settled the same way;
+//! - a failure of an attempt after one left in doubt is settled the same
+//!   way too: when the rows prove nothing applied yet, a refusal of the
+//!   service (400) is the answer the earlier attempt got as well, and is
+//!   returned; a refusal made before the attempt was sent (the fence of a
+//!   pool, see [`Error::was_sent`]) says nothing of the earlier attempt,
+//!   which may still land: [`Error::OutcomeUnknown`].
 //!
 //! What the read-back proves:
 //!
@@ -317,6 +323,10 @@ impl<T> Store<T> {
                 (Answer::Refused, true) => {}
                 (Answer::Failed, true) => failed = Some(error),
             }
+            // Refused before it was sent (a pool's fence, a check of the
+            // client's): it says nothing of the attempt in doubt, which may
+            // still land.
+            let unsent = failed.as_ref().is_some_and(|e| !e.was_sent());
             let evidence = loop {
                 match self.read_back(&ops).await {
                     Ok(evidence) => break Some(evidence),
@@ -342,6 +352,11 @@ impl<T> Store<T> {
                 Evidence::Applied(outcomes) => return Ok(outcomes),
                 Evidence::Nothing => {
                     tracing::warn!(table = %self.table, "a write whose answer was lost finds no row of its own: whether it landed cannot be told");
+                    return Err(self.outcome_unknown(&ops, earlier()));
+                }
+                // Not landed yet, and not sent again: the attempt in doubt may still land.
+                Evidence::NotYet if unsent => {
+                    tracing::warn!(table = %self.table, "a write whose answer was lost has not landed, and its next attempt was refused before it was sent: it may still land");
                     return Err(self.outcome_unknown(&ops, earlier()));
                 }
                 // The same request refused for what it is, not for the row: an

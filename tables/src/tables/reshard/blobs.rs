@@ -95,9 +95,11 @@ async fn delete_stale(job: &Job, account: usize, scope: Scope<'_>, item: &BlobIt
     }
 }
 
-/// Makes each new account's container hold exactly the moving blobs of
-/// `scope` the old accounts hold.
-pub(super) async fn copy(job: &Job, scope: Scope<'_>, report: &mut ReshardReport) -> Result<()> {
+/// Makes each new account's container hold the moving blobs of `scope` the
+/// old accounts hold: the missing and different ones are copied, and with
+/// `repair` (before the switch) the ones the old accounts no longer have
+/// are deleted, so that the copy holds exactly theirs.
+pub(super) async fn copy(job: &Job, scope: Scope<'_>, repair: bool, report: &mut ReshardReport) -> Result<()> {
     let old = job.growth.old;
     let added = &job.blobs[old..];
     for account in added {
@@ -125,8 +127,10 @@ pub(super) async fn copy(job: &Job, scope: Scope<'_>, report: &mut ReshardReport
                 break;
             }
             let extra = targets[t].next().await?.expect("peeked");
-            delete_stale(job, to, scope, &extra).await?;
-            report.blobs_repaired += 1;
+            if repair {
+                delete_stale(job, to, scope, &extra).await?;
+                report.blobs_repaired += 1;
+            }
         }
         let copied = match targets[t].peek().await? {
             Some(there) if there.name == item.name => {
@@ -139,7 +143,7 @@ pub(super) async fn copy(job: &Job, scope: Scope<'_>, report: &mut ReshardReport
             report.blobs_copied += 1;
         }
     }
-    for (t, target) in targets.iter_mut().enumerate() {
+    for (t, target) in targets.iter_mut().enumerate().filter(|_| repair) {
         while let Some(extra) = target.next().await? {
             delete_stale(job, old + t, scope, &extra).await?;
             report.blobs_repaired += 1;

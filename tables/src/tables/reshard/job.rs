@@ -149,3 +149,17 @@ pub(super) async fn step(
     let ops = vec![descriptor.write_op(Some(stored)), record.write_op()];
     account.transaction(POOL_TABLE, ops).await.map(drop)
 }
+
+/// One transaction in account 0: the descriptor `descriptor` over the
+/// version `stored`, and the record deleted (the end of the job).
+pub(super) async fn finish(account: &dyn Backend, descriptor: &Descriptor, stored: &IfMatch) -> Result<()> {
+    let ops = vec![
+        descriptor.write_op(Some(stored)),
+        WriteOp::Delete {
+            partition_key: POOL_PARTITION.into(),
+            row_key: POOL_JOB_ROW.into(),
+            condition: IfMatch::Any,
+        },
+    ];
+    account.transaction(POOL_TABLE, ops).await.map(drop)
+}

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use self::blobs::Scope;
-use self::job::{delete_record, read_record, step, Phase, Record};
+use self::job::{delete_record, finish, read_record, step, Phase, Record};
 use self::scan::{send, Growth};
 use super::pool::check_pool;
 use super::Tables;
@@ -56,11 +56,17 @@ impl Default for ReshardOptions {
 impl ReshardOptions {
     /// How long a reshard waits by default after freezing the moving
     /// partitions, before it copies them (see [`ReshardOptions::fence_wait`]):
-    /// 5 s, above twice the default check interval of a pooled handle.
-    pub const DEFAULT_FENCE_WAIT: Duration = Duration::from_secs(5);
+    /// 70 s, the longest a write admitted before the freeze can take to land
+    /// with the defaults: a handle's
+    /// [check interval](crate::PoolOptions::check_interval) (2 s), then an
+    /// attempt's [request timeout](crate::RetryPolicy::request_timeout) (35
+    /// s, within which the request may reach the service), then the time the
+    /// service may still take to apply it ([`SERVER_TIMEOUT`](crate::service::SERVER_TIMEOUT), 30 s), and a
+    /// margin of 3 s.
+    pub const DEFAULT_FENCE_WAIT: Duration = Duration::from_secs(70);
 
     /// The defaults: the tables and containers the pool lists, and a wait
-    /// of [`ReshardOptions::DEFAULT_FENCE_WAIT`] (5 s).
+    /// of [`ReshardOptions::DEFAULT_FENCE_WAIT`] (70 s).
     pub fn new() -> ReshardOptions {
         ReshardOptions::default()
     }
@@ -75,10 +81,25 @@ impl ReshardOptions {
     }
 
     /// How long the job waits after freezing the moving partitions before
-    /// it reads them: at least the longest
-    /// [check interval](crate::PoolOptions::check_interval) of any handle of
-    /// the pool (2 s by default), so that every handle has read the freeze
-    /// and refuses writes to them. Zero when no handle of the pool is open.
+    /// it reads them: the longest a write admitted before the freeze can
+    /// take to land. That is the longest
+    /// [check interval](crate::PoolOptions::check_interval) of the pool's
+    /// handles (until a handle has read the freeze it admits writes to the
+    /// moving partitions), plus the longest
+    /// [request timeout](crate::RetryPolicy::request_timeout) of their retry
+    /// policies (an attempt sent then may reach the service that late; a
+    /// resend is refused by the fence), plus [`SERVER_TIMEOUT`](crate::service::SERVER_TIMEOUT) (30 s, the
+    /// time the service may still take to apply it): 67 s with the
+    /// defaults, and [`ReshardOptions::DEFAULT_FENCE_WAIT`] is 70 s. Zero
+    /// when no handle of the pool is open.
+    ///
+    /// A shorter wait is unsafe when writers run: a write admitted before
+    /// the freeze may land in its old account after the job read it. A row
+    /// it changes or creates before the job's removal reaches that row is
+    /// copied again first (see [`ReshardReport::rows_recopied`]); a delete
+    /// that lands after the copy, and a write that lands after the removal
+    /// passed its row (re-creating it in its old account), are not carried
+    /// to the grown pool, although their callers were told they succeeded.
     pub fn fence_wait(mut self, wait: Duration) -> ReshardOptions {
         self.fence_wait = wait;
         self
@@ -101,6 +122,11 @@ pub struct ReshardReport {
     pub blobs_repaired: usize,
     /// Rows removed from accounts that no longer hold their partition.
     pub rows_removed: usize,
+    /// Rows found changed in their old account after the job had copied
+    /// them (by a write admitted before the freeze that landed after the
+    /// copy), copied again before their removal, which deletes the version
+    /// the copy holds.
+    pub rows_recopied: usize,
     /// Blobs removed from accounts that no longer hold them.
     pub blobs_removed: usize,
     /// The tables the job moves.
@@ -175,7 +201,7 @@ impl Job {
         let prefixes = table_prefixes(&record.tables);
         // Blobs first, so that a copied row never refers to a blob its account lacks.
         for scope in self.scopes(record, values, &prefixes) {
-            blobs::copy(self, scope, report).await?;
+            blobs::copy(self, scope, true, report).await?;
         }
         for table in &record.tables {
             rows::copy(self, table, report).await?;
@@ -188,10 +214,30 @@ impl Job {
             rows::remove(self, table, report).await?;
         }
         let prefixes = table_prefixes(&record.tables);
-        for scope in self.scopes(record, values, &prefixes) {
+        let scopes = self.scopes(record, values, &prefixes);
+        // A row copied again may name a large value's blob written after
+        // the copy: the values' blobs the copies lack are copied first.
+        for scope in scopes.iter().filter(|s| !s.leased) {
+            blobs::copy(self, *scope, false, report).await?;
+        }
+        for scope in scopes {
             blobs::remove(self, scope, report).await?;
         }
         Ok(())
+    }
+
+    /// Ends the job: account 0's descriptor no longer freezes the moved
+    /// partitions, and the record is deleted, in one transaction.
+    async fn finish(&self) -> Result<()> {
+        let (switched, stored) = self.authority_descriptor().await?;
+        if switched.grown_from.is_none() {
+            return send(&self.policy, true, || delete_record(self.authority())).await;
+        }
+        let thawed = Descriptor {
+            grown_from: None,
+            ..switched
+        };
+        send(&self.policy, false, || finish(self.authority(), &thawed, &stored)).await
     }
 
     /// Account 0's descriptor and the condition that replaces it.
@@ -225,6 +271,9 @@ impl Job {
             position: 0,
             epoch: frozen.epoch + 1,
             growing_to: None,
+            // The moved partitions stay frozen until they are removed from
+            // their old accounts, so that their copies change only by the job.
+            grown_from: Some(record.from.clone()),
         };
         send(&self.policy, false, || {
             step(self.authority(), &switched, &stored, record)
@@ -268,7 +317,8 @@ impl Tables {
     /// those the pool lists).
     ///
     /// ```
-    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # // A paused clock: the default fence wait passes at once.
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
     /// use unified_tables::Tables;
     /// let accounts: Vec<Tables> = (0..3).map(|_| Tables::memory()).collect();
     /// let two = || vec![("a", accounts[0].clone()), ("b", accounts[1].clone())];
@@ -404,7 +454,7 @@ impl Tables {
         report.epoch = switched.epoch;
         job.spread(&switched).await?;
         job.remove(&record, values.as_deref(), &mut report).await?;
-        send(&job.policy, true, || delete_record(job.authority())).await?;
+        job.finish().await?;
         Ok(report)
     }
 }
@@ -419,4 +469,18 @@ async fn freeze(job: &Job, record: &Record) -> Result<()> {
         ..current
     };
     send(&job.policy, false, || step(job.authority(), &frozen, &stored, record)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::pool::DEFAULT_CHECK_INTERVAL;
+    use crate::service::SERVER_TIMEOUT;
+
+    #[test]
+    fn the_default_fence_wait_outlasts_a_write_admitted_before_the_freeze() {
+        let longest = DEFAULT_CHECK_INTERVAL + RetryPolicy::default().request_timeout() + SERVER_TIMEOUT;
+        assert!(ReshardOptions::DEFAULT_FENCE_WAIT >= longest, "{longest:?}");
+        assert_eq!(ReshardOptions::new().fence_wait, ReshardOptions::DEFAULT_FENCE_WAIT);
+    }
 }
