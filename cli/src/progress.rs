@@ -187,6 +187,11 @@ pub fn describe(finding: &Finding) -> String {
             HumanBytes(*bytes),
             if *repaired { " - deleted" } else { "" }
         ),
+        Finding::IndexInFlight {
+            index,
+            partition_key,
+            row_key,
+        } => format!("in flight {partition_key:?} {row_key:?} (reservation of index {index:?} of a write not finished yet) - not repaired"),
         other => format!("{other:?}"),
     }
 }

@@ -22,6 +22,7 @@ pub mod pool;
 pub mod rows;
 pub mod scenarios;
 pub mod soak;
+pub mod steps;
 pub mod telemetry;
 pub mod text;
 pub mod wide;

@@ -30,7 +30,9 @@ pub struct FsckOptions {
     /// store's cleanup grace when the check started are deleted (each on its
     /// ETag; a blob written while the check runs is never deleted, however
     /// long the check takes), and index rows of secondary indexes whose
-    /// entity (read again) does not need them are deleted (each on its ETag).
+    /// entity (read again) does not need them are deleted (each on its ETag),
+    /// but for the reservations of writes still in flight
+    /// ([`Finding::IndexInFlight`], in flight, not repaired).
     /// A damaged entity's rows and blobs are never touched; an entity without
     /// its index rows is only reported.
     pub repair: bool,
@@ -97,6 +99,19 @@ pub enum Finding {
         row_key: String,
         /// Whether the repair deleted it (on its version, once its entity was read again).
         repaired: bool,
+    },
+    /// A reservation of a unique global value whose write may still be in
+    /// flight: not confirmed, and younger than the handle's
+    /// [`StoreOptions::unique_reservation_timeout`](crate::StoreOptions::unique_reservation_timeout),
+    /// while its entity does not hold the value (yet). Not drift yet, so
+    /// never repaired: check again once the timeout has passed.
+    IndexInFlight {
+        /// The index.
+        index: String,
+        /// The reservation's PartitionKey.
+        partition_key: String,
+        /// The reservation's RowKey.
+        row_key: String,
     },
     /// An entity without the row of an index the table's index rows
     /// describe. Not repaired here (a row's projected cells are the

@@ -204,15 +204,15 @@ impl Admin {
                                 other => other,
                             })?;
                         let same_partition = batch.first().is_none_or(|u| u.key.0 == unit.key.0);
-                        let ops: usize = batch.iter().map(|u| u.ops.len()).sum();
+                        let ops: usize = batch.iter().map(Unit::len).sum();
                         let weight: usize = batch.iter().map(|u| u.weight).sum();
-                        let fits = ops + unit.ops.len() <= MAX_TRANSACTION_OPS
-                            && weight + unit.weight <= TRANSACTION_BODY_BUDGET;
+                        let fits =
+                            ops + unit.len() <= MAX_TRANSACTION_OPS && weight + unit.weight <= TRANSACTION_BODY_BUDGET;
                         let joins = same_partition && fits;
                         if !batch.is_empty() && !joins {
                             let n = batch.len() as u64;
                             let skipped = self
-                                .commit(std::mem::take(&mut batch), options.mode, tolerate_present, &mut out)
+                                .commit(std::mem::take(&mut batch), &options, tolerate_present, &mut out)
                                 .await?;
                             tolerate_present &= skipped > 0;
                             done += n;
@@ -242,7 +242,7 @@ impl Admin {
                         batch.push(unit);
                     }
                     let n = batch.len() as u64;
-                    let skipped = self.commit(batch, options.mode, tolerate_present, &mut out).await?;
+                    let skipped = self.commit(batch, &options, tolerate_present, &mut out).await?;
                     tolerate_present &= skipped > 0;
                     done += n;
                     position = Position {
@@ -273,11 +273,14 @@ impl Admin {
     /// Writes a batch of one partition in one transaction, blobs first.
     /// An entity present already is dropped from the batch and the rest
     /// written again, under [`ImportMode::Skip`] or when `tolerate_present`;
-    /// returns how many were dropped.
+    /// returns how many were dropped. The unique global values the batch
+    /// moves to are reserved before it is sent and confirmed after it
+    /// committed, as the store's own writes do; the index rows it removes
+    /// are dropped from the transaction when they are gone already.
     async fn commit(
         &self,
         mut batch: Vec<Unit>,
-        mode: ImportMode,
+        options: &ImportOptions,
         tolerate_present: bool,
         out: &mut ImportReport,
     ) -> Result<u64> {
@@ -285,55 +288,157 @@ impl Admin {
         let uploads: Vec<_> = batch.iter_mut().flat_map(|u| std::mem::take(&mut u.uploads)).collect();
         out.blobs += uploads.len() as u64;
         self.store.upload_all(uploads).await?;
+        let mut reserved = Vec::with_capacity(batch.len());
+        for unit in &batch {
+            match self.store.reserve_all(&unit.index.reservations).await {
+                Ok(r) => reserved.push(r),
+                Err(e) => {
+                    for r in &reserved {
+                        self.store.release_all(r).await;
+                    }
+                    return Err(self.refused(unit, out.written, e));
+                }
+            }
+        }
         while !batch.is_empty() {
-            let ops: Vec<WriteOp> = batch.iter().flat_map(|u| u.ops.iter().cloned()).collect();
-            let rows = ops.iter().filter(|op| op.row().is_some()).count() as u64;
-            let count = ops.len();
+            let mut sent = Sent::of(&batch);
+            let rows = sent.ops.iter().filter(|op| op.row().is_some()).count() as u64;
+            let count = sent.ops.len();
             // Through the store's write pipeline: a throttled answer is sent
             // again after the retry policy's backoff, a lost one settled by
             // the main rows' write tokens, so a long import rides out both.
-            match self
-                .store
-                .commit(crate::store::Write::new(ops).droppable_from(count))
-                .await
-                .map_err(|e| as_transaction(e, count))
-            {
-                Ok(_) => {
+            // The removals go last, so a dropped one moves no other operation.
+            let write = crate::store::Write::new(std::mem::take(&mut sent.ops)).droppable_from(sent.removals);
+            match self.store.commit(write).await.map_err(|e| as_transaction(e, count)) {
+                Ok(committed) => {
+                    for ((unit, r), main) in batch.iter().zip(&reserved).zip(&sent.mains) {
+                        let Some((written, previous)) = unit.reserving.as_ref().filter(|_| !r.is_empty()) else {
+                            continue;
+                        };
+                        let etag = committed
+                            .outcomes
+                            .get(*main)
+                            .and_then(|o| o.etag.clone())
+                            .unwrap_or_else(|| crate::value::ETag::new(""));
+                        let key = crate::entity::Key::new(unit.key.0.clone(), unit.key.1.clone());
+                        self.store
+                            .confirm_all(options.indexes, r, &key, &etag, written, previous.as_ref())
+                            .await
+                            .map_err(|e| self.refused(unit, out.written, e))?;
+                    }
                     out.written += batch.len() as u64;
                     out.rows += rows;
                     return Ok(skipped);
                 }
                 // A unique index row taken: another entity holds the value (the import stops), or a stale row (removed, sent again).
                 Err(Error::Transaction { index, source })
-                    if source.kind() == ErrorKind::AlreadyExists && claims_at(&batch, index) =>
+                    if source.kind() == ErrorKind::AlreadyExists && sent.claims_at(&batch, index) =>
                 {
                     let claims: Vec<_> = batch.iter().flat_map(|u| u.index.claims.iter().cloned()).collect();
-                    if !self.store.unique_conflict(&claims).await? {
+                    let conflict = self.store.unique_conflict(&claims).await;
+                    if !matches!(conflict, Ok(true)) {
+                        for r in &reserved {
+                            self.store.release_all(r).await;
+                        }
+                        conflict?;
                         return Err(Error::Transaction { index, source });
                     }
                 }
                 Err(Error::Transaction { index, source })
-                    if source.kind() == ErrorKind::AlreadyExists && (mode == ImportMode::Skip || tolerate_present) =>
+                    if source.kind() == ErrorKind::AlreadyExists
+                        && (options.mode == ImportMode::Skip || tolerate_present)
+                        && index < sent.owners.len() =>
                 {
-                    let mut at = index;
-                    let unit = batch.iter().position(|u| {
-                        let inside = at < u.ops.len();
-                        at = at.saturating_sub(u.ops.len());
-                        inside
-                    });
-                    match unit {
-                        Some(i) => {
-                            batch.remove(i);
-                            out.skipped += 1;
-                            skipped += 1;
-                        }
-                        None => return Err(Error::Transaction { index, source }),
-                    }
+                    let unit = sent.owners[index];
+                    batch.remove(unit);
+                    self.store.release_all(&reserved.remove(unit)).await;
+                    out.skipped += 1;
+                    skipped += 1;
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    for r in &reserved {
+                        self.store.release_refused(r, &e).await;
+                    }
+                    return Err(e);
+                }
             }
         }
         Ok(skipped)
+    }
+
+    /// The error an import stops with when `unit`'s unique global value is
+    /// refused (taken, or lost while the write was confirmed): the entity
+    /// and the index are named, the value is not.
+    fn refused(&self, unit: &Unit, committed: u64, error: Error) -> Error {
+        match error {
+            Error::UniqueViolation {
+                table, index, holder, ..
+            } => Error::BatchFailed {
+                committed: usize::try_from(committed).unwrap_or(usize::MAX),
+                partition_key: unit.key.0.clone(),
+                row_key: unit.key.1.clone(),
+                source: Box::new(Error::UniqueViolation {
+                    table,
+                    index,
+                    value: HIDDEN_VALUE.to_owned(),
+                    holder,
+                }),
+            },
+            other => other,
+        }
+    }
+}
+
+/// What an import's refusal shows for a unique value (values may be
+/// personal data; the refused entity and the holder are named instead).
+const HIDDEN_VALUE: &str = "(not shown)";
+
+/// A batch's transaction: every unit's own rows, then every index row and
+/// intent added, then every index row removed (the only operations that
+/// may be dropped, when their row is gone).
+struct Sent {
+    ops: Vec<WriteOp>,
+    /// The unit of each operation before the removals.
+    owners: Vec<usize>,
+    /// The operations of each unit's additions, by unit.
+    additions: Vec<std::ops::Range<usize>>,
+    /// The index of each unit's main row.
+    mains: Vec<usize>,
+    /// Where the removals start.
+    removals: usize,
+}
+
+impl Sent {
+    fn of(batch: &[Unit]) -> Sent {
+        let mut sent = Sent {
+            ops: Vec::new(),
+            owners: Vec::new(),
+            additions: Vec::new(),
+            mains: Vec::new(),
+            removals: 0,
+        };
+        for (u, unit) in batch.iter().enumerate() {
+            sent.mains.push(sent.ops.len());
+            sent.ops.extend(unit.ops.iter().cloned());
+            sent.owners.extend(std::iter::repeat_n(u, unit.ops.len()));
+        }
+        for (u, unit) in batch.iter().enumerate() {
+            let start = sent.ops.len();
+            sent.ops.extend(unit.additions.iter().cloned());
+            sent.owners.extend(std::iter::repeat_n(u, unit.additions.len()));
+            sent.additions.push(start..sent.ops.len());
+        }
+        sent.removals = sent.ops.len();
+        sent.ops.extend(batch.iter().flat_map(|u| u.removals.iter().cloned()));
+        sent
+    }
+
+    /// Whether operation `index` is an index row a unit adds for a unique
+    /// local value (not its entity's own rows).
+    fn claims_at(&self, batch: &[Unit], index: usize) -> bool {
+        self.owners
+            .get(index)
+            .is_some_and(|&u| self.additions[u].contains(&index) && !batch[u].index.claims.is_empty())
     }
 }
 
@@ -353,19 +458,6 @@ fn as_transaction(error: Error, ops: usize) -> Error {
         },
         other => other,
     }
-}
-
-/// Whether operation `index` of a batch's transaction is a unit's index
-/// operation (not its entity's main row).
-fn claims_at(batch: &[Unit], index: usize) -> bool {
-    let mut at = index;
-    for u in batch {
-        if at < u.ops.len() {
-            return at > 0 && !u.index.claims.is_empty();
-        }
-        at -= u.ops.len();
-    }
-    false
 }
 
 /// Copies a table into another (on the same account or another): an

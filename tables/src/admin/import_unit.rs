@@ -23,11 +23,28 @@ use crate::value::{Row, Value};
 /// One entity's writes.
 pub(super) struct Unit {
     pub(super) key: (String, String),
+    /// Its own rows: the main row first, then continuation rows.
     pub(super) ops: Vec<WriteOp>,
+    /// Its index rows and intent to add (refused with 409 when a unique
+    /// local value is taken).
+    pub(super) additions: Vec<WriteOp>,
+    /// The index rows of the stored version to remove (dropped when gone).
+    pub(super) removals: Vec<WriteOp>,
+    /// With unique global values to reserve: the row as written, in its
+    /// one-cell form, and the stored version it replaces (what a lost
+    /// reservation writes back).
+    pub(super) reserving: Option<(Row, Option<Row>)>,
     pub(super) uploads: Vec<crate::store::Upload>,
     pub(super) weight: usize,
     /// Its index step (what a refusal on a unique index row means).
     pub(super) index: crate::store::index::IndexPlan,
+}
+
+impl Unit {
+    /// How many operations it adds to a transaction.
+    pub(super) fn len(&self) -> usize {
+        self.ops.len() + self.additions.len() + self.removals.len()
+    }
 }
 
 /// Column names of large values, kept for the life of the process (the
@@ -136,6 +153,7 @@ impl Admin {
             extra_ops: limits.extra_ops + index_ops.len(),
             ..limits
         };
+        let reserving = (!index.reservations.is_empty()).then(|| (row.clone(), stored.clone()));
         let planned = self.store.plan_row(row, &columns, limits)?;
         uploads.extend(planned.blobs.into_iter().map(crate::store::Upload::from));
         let new_parts = planned.continuations.len();
@@ -162,11 +180,16 @@ impl Admin {
                 });
             }
         }
-        ops.extend(index_ops);
-        let weight = ops.iter().map(op_weight).sum();
+        let (removals, additions): (Vec<WriteOp>, Vec<WriteOp>) = index_ops
+            .into_iter()
+            .partition(|op| matches!(op, WriteOp::Delete { .. }));
+        let weight = ops.iter().chain(&additions).chain(&removals).map(op_weight).sum();
         Ok(Unit {
             key: (pk, rk),
             ops,
+            additions,
+            removals,
+            reserving,
             uploads,
             weight,
             index,

@@ -10,7 +10,7 @@ use super::fsck::Finding;
 use super::Admin;
 use crate::backend::{IfMatch, QueryRequest, WriteOp};
 use crate::error::{ErrorKind, Result};
-use crate::index::rows::{entity_of, index_row, is_intent, RowKeys};
+use crate::index::rows::{entity_of, index_row, is_intent, reservation, RowKeys};
 use crate::index::{IndexDef, Projection};
 use crate::layout::{
     is_index_key, INDEX_OF, INDEX_ON, INDEX_PARTITION, INDEX_PREFIX, INDEX_PREFIX_END, INDEX_ROW, INDEX_UNIQUE_ROW,
@@ -18,7 +18,7 @@ use crate::layout::{
 };
 use crate::query::{CmpOp, Filter};
 use crate::service::MAX_PAGE_SIZE;
-use crate::value::{Row, Value};
+use crate::value::{DateTime, Row, Value};
 
 /// The indexes of a table, as its index rows describe them, and the keys of
 /// every index row.
@@ -146,7 +146,8 @@ impl Admin {
     /// Checks one index row against the entity it names: an intent not
     /// applied, a row whose entity is gone, a row whose entity holds another
     /// value. With `repair`, a row whose entity (read again) does not need it
-    /// is deleted on condition of the version scanned.
+    /// is deleted on condition of the version scanned, unless it is the
+    /// reservation of a write still in flight (reported, never repaired).
     pub(crate) async fn check_index_row(&self, learned: &Learned, row: Row, repair: bool) -> Result<Option<Finding>> {
         let (pk, rk) = (row.partition_key.clone(), row.row_key.clone());
         if is_intent(&row) {
@@ -172,6 +173,15 @@ impl Admin {
         if holds {
             return Ok(None);
         }
+        // A write still in flight: its reservation is made, its entity not
+        // written yet (or written since it was read). Not drift until it expires.
+        if self.in_flight(&row) {
+            return Ok(Some(Finding::IndexInFlight {
+                index,
+                partition_key: pk,
+                row_key: rk,
+            }));
+        }
         let repaired = repair && self.delete_index_row(&row).await?;
         Ok(Some(match entity {
             None => Finding::IndexOrphan {
@@ -187,6 +197,21 @@ impl Admin {
                 repaired,
             },
         }))
+    }
+
+    /// Whether a row is a reservation of a unique global value that is not
+    /// confirmed and younger than the handle's
+    /// [`StoreOptions::unique_reservation_timeout`](crate::StoreOptions::unique_reservation_timeout):
+    /// its write may still land, so it is live whatever its entity says now
+    /// (the rule of `Store::check_indexes` and of the reservation protocol).
+    fn in_flight(&self, row: &Row) -> bool {
+        let (at, confirmed) = reservation(row);
+        let timeout = self.tables.shared.options.unique_reservation_timeout;
+        let young = at.is_some_and(|at| {
+            let nanos = DateTime::now().unix_nanos() - at.unix_nanos();
+            u128::try_from(nanos).map_or(true, |n| n < timeout.as_nanos())
+        });
+        !confirmed && young
     }
 
     /// Deletes an index row on the version scanned; `false` when it changed since.

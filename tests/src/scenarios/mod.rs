@@ -20,6 +20,8 @@ pub mod identity_races;
 pub mod identity_unique;
 pub mod index_applier;
 pub mod index_global;
+pub mod index_import;
+pub mod index_partition_delete;
 pub mod index_tools;
 pub mod index_values;
 pub mod indexes;
@@ -306,6 +308,11 @@ macro_rules! for_each_scenario {
             index_tools::index_tools_find_drift_and_repair_what_is_safe,
             index_tools::index_tools_build_an_index_over_existing_rows,
             index_tools::index_tools_drop_an_index_no_longer_declared,
+            index_partition_delete::partition_delete_keeps_every_write_made_between_its_requests,
+            index_partition_delete::partition_delete_leaves_an_entity_changed_since_it_was_listed,
+            index_import::import_refuses_a_taken_unique_global_value,
+            index_import::import_replacing_over_drifted_index_rows_succeeds_and_resumes,
+            index_import::fsck_repair_leaves_a_registration_in_flight,
             identity::identity_registration_normalizes_names_and_finds_users,
             identity::identity_user_names_and_emails_are_unique,
             identity::identity_keys_of_hostile_user_text_are_valid,

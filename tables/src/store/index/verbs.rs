@@ -10,7 +10,7 @@ use crate::entity::{Key, TableEntity};
 use crate::error::{Error, ErrorKind, Result};
 use crate::index::rows::{index_row, intent_row, RowKeys};
 use crate::index::IndexDef;
-use crate::layout::{intent_key_prefix, is_index_key, INDEX_PREFIX, INDEX_PREFIX_END, SPLIT_OF};
+use crate::layout::{intent_key_prefix, is_index_key, INDEX_PREFIX, INDEX_PREFIX_END, INDEX_ROW, SPLIT_OF};
 use crate::query::{CmpOp, Filter};
 use crate::store::write::settle::new_token;
 use crate::store::write::{Committed, Write};
@@ -27,13 +27,17 @@ pub(crate) fn global_keys(defs: &[IndexDef], row: &Row) -> Vec<RowKeys> {
 }
 
 /// The columns a partition delete reads besides the keys: the indexed
-/// columns of global indexes, whose rows it leaves intents for.
+/// columns of global indexes, whose rows it leaves intents for, and the
+/// entity an index row belongs to, which it goes with.
 pub(crate) fn partition_columns<T: TableEntity>() -> Vec<String> {
     let mut out: Vec<String> = T::INDEXES
         .iter()
         .filter(|d| d.global)
         .flat_map(|d| d.columns.iter().map(|c| (*c).to_owned()))
         .collect();
+    if !T::INDEXES.is_empty() {
+        out.push(INDEX_ROW.to_owned());
+    }
     out.sort();
     out.dedup();
     out

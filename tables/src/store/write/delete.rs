@@ -3,13 +3,14 @@
 //! same packer as batch writes. A main row is never separated from its
 //! continuation rows in a way that leaves a readable entity damaged.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::backend::pack::{op_weight, pack};
 use crate::backend::race::{race_backoff, RACE_ATTEMPTS};
 use crate::backend::{IfMatch, QueryRequest, WriteOp};
 use crate::entity::{ColumnKind, Key, TableEntity};
 use crate::error::{ErrorKind, KeyKind, Result};
+use crate::index::rows::entity_of;
 use crate::large::entity_rows::{continuation_owner, continuation_range};
 use crate::layout::{blob_cell, blob_paths, continuation_key, split_parts, MAX_CONTINUATION_ROWS, SPLIT_OF};
 use crate::query::Filter;
@@ -30,9 +31,13 @@ fn delete_op(partition_key: &str, row_key: String, condition: IfMatch) -> WriteO
 /// The rows one delete removes together: an entity's main row with the
 /// continuation rows found beside it, or a leftover continuation row alone.
 struct DeleteUnit {
+    /// The RowKey of its first row (an entity's own).
+    key: String,
     ops: Vec<WriteOp>,
-    /// Whether the unit is an entity (counted), not a leftover row.
+    /// Whether the unit is an entity (counted), not a continuation or index row.
     entity: bool,
+    /// The RowKey of the entity a continuation or index row belongs to.
+    owner: Option<String>,
     refs: BTreeSet<String>,
 }
 
@@ -133,6 +138,16 @@ impl<T: TableEntity> Store<T> {
     /// go in the same transaction as its main row where they are read
     /// together, and the blobs of deleted entities are released. Atomic per
     /// transaction only: if it fails part way, call it again to finish.
+    ///
+    /// Each row is deleted on condition of the version listed, so **an
+    /// entity written in the partition while it runs keeps its index rows
+    /// and its unique value**: an entity changed since it was listed is left
+    /// in place (not counted; call again to delete it), with its
+    /// continuation and index rows; a continuation or index row goes only
+    /// with its entity (deleted here on the version listed) or once its
+    /// entity is gone; and the intents left for global indexes name the
+    /// values of the version deleted. A continuation or index row listed on
+    /// a later page than its entity costs a read of the entity.
     pub async fn delete_partition(&self, partition_key: &str) -> Result<usize> {
         self.op("delete_partition")
             .run(async move {
@@ -154,6 +169,7 @@ impl<T: TableEntity> Store<T> {
                     top: Some(MAX_PAGE_SIZE),
                 };
                 let mut pages = self.pages(request).await?;
+                let mut owners = Owners::default();
                 let mut deleted = 0;
                 while let Some(rows) = pages.next(|_| true).await? {
                     // Every listed row leaves the read cache, also if a transaction below fails.
@@ -162,63 +178,151 @@ impl<T: TableEntity> Store<T> {
                     }
                     // An entity of a type with global indexes leaves an intent for the applier.
                     let mut intents = self.partition_intents(&rows)?;
-                    let mut units = delete_units(partition_key, crate::store::index::without_intents(rows));
-                    for unit in units.iter_mut().filter(|u| u.entity) {
-                        let row_key = unit.ops[0].keys().1.to_owned();
-                        unit.ops.extend(intents.remove(&row_key));
+                    let (mut entities, dependents) =
+                        delete_units(partition_key, crate::store::index::without_intents(rows));
+                    for unit in &mut entities {
+                        unit.ops.extend(intents.remove(&unit.key));
                     }
-                    let ranges = pack(units.iter().map(|u| (u.ops.len(), u.ops.iter().map(op_weight).sum())));
-                    let mut units = units.into_iter();
-                    for range in ranges {
-                        let tx: Vec<DeleteUnit> = units.by_ref().take(range.len()).collect();
-                        let mut owner = Vec::new();
-                        let mut ops = Vec::new();
-                        for (u, unit) in tx.iter().enumerate() {
-                            owner.push((u, true));
-                            owner.extend(std::iter::repeat_n((u, false), unit.ops.len() - 1));
-                            ops.extend(unit.ops.iter().cloned());
-                        }
-                        let kept = self.commit(Write::new(ops).droppable_from(0)).await?.kept;
-                        for index in kept {
-                            let (u, first) = owner[index];
-                            if first && tx[u].entity {
-                                deleted += 1;
-                                let (pk, rk) = tx[u].ops[0].keys();
-                                self.release_blobs(&Key::new(pk, rk), &tx[u].refs, &BTreeSet::new())
-                                    .await;
-                            }
+                    // Rows listed with their entity go with it; a later page's rows were
+                    // listed after it went, so their entity is read again (it may be new).
+                    owners.deleted.clear();
+                    for unit in self.delete_conditionally(entities, &mut owners).await? {
+                        deleted += 1;
+                        self.release_blobs(&Key::new(partition_key, &unit.key), &unit.refs, &BTreeSet::new())
+                            .await;
+                    }
+                    let mut kept = Vec::with_capacity(dependents.len());
+                    for unit in dependents {
+                        if self
+                            .owner_is_gone(partition_key, unit.owner.as_deref(), &mut owners)
+                            .await?
+                        {
+                            kept.push(unit);
                         }
                     }
+                    self.delete_conditionally(kept, &mut owners).await?;
                 }
                 self.partition_intents_written(T::INDEXES, partition_key);
                 Ok(deleted)
             })
             .await
     }
+
+    /// Whether a continuation or index row owned by `owner` may go: its
+    /// entity, listed on the same page, was deleted here on the version
+    /// listed, or it is gone (read again otherwise).
+    async fn owner_is_gone(&self, partition_key: &str, owner: Option<&str>, owners: &mut Owners) -> Result<bool> {
+        let Some(owner) = owner else { return Ok(true) };
+        if owners.deleted.contains(owner) {
+            return Ok(true);
+        }
+        if owners.left.contains(owner) {
+            return Ok(false);
+        }
+        let present = self.main_row(&Key::new(partition_key, owner)).await?.is_some();
+        if present {
+            owners.left.insert(owner.to_owned());
+        }
+        Ok(!present)
+    }
+
+    /// Deletes `units` in packed transactions, each operation on condition
+    /// of the version listed. A unit that finds a row gone or changed is
+    /// left out and the rest sent again (an entity changed since is
+    /// remembered as left). Returns the units deleted.
+    async fn delete_conditionally(&self, units: Vec<DeleteUnit>, owners: &mut Owners) -> Result<Vec<DeleteUnit>> {
+        let mut done = Vec::new();
+        let ranges = pack(units.iter().map(|u| (u.ops.len(), u.ops.iter().map(op_weight).sum())));
+        let mut units = units.into_iter();
+        for range in ranges {
+            let mut tx: Vec<DeleteUnit> = units.by_ref().take(range.len()).collect();
+            while !tx.is_empty() {
+                let ops: Vec<WriteOp> = tx.iter().flat_map(|u| u.ops.iter().cloned()).collect();
+                let count = ops.len();
+                let (index, kind, error) = match self.commit(Write::new(ops)).await {
+                    Ok(_) => {
+                        owners
+                            .deleted
+                            .extend(tx.iter().filter(|u| u.entity).map(|u| u.key.clone()));
+                        done.extend(tx.into_iter().filter(|u| u.entity));
+                        break;
+                    }
+                    Err(crate::Error::Transaction { index, source }) if moved(source.kind()) => {
+                        (index, source.kind(), crate::Error::Transaction { index, source })
+                    }
+                    Err(e) if count == 1 && moved(e.kind()) => (0, e.kind(), e),
+                    Err(e) => return Err(e),
+                };
+                let mut at = index;
+                let Some(u) = tx.iter().position(|u| {
+                    let inside = at < u.ops.len();
+                    at = at.saturating_sub(u.ops.len());
+                    inside
+                }) else {
+                    return Err(error);
+                };
+                let unit = tx.remove(u);
+                if unit.entity && kind == ErrorKind::PreconditionFailed {
+                    owners.left.insert(unit.key);
+                }
+            }
+        }
+        Ok(done)
+    }
+}
+
+/// Whether a delete's refusal says its row moved since it was listed
+/// (changed or gone): the row is left to whoever moved it.
+fn moved(kind: ErrorKind) -> bool {
+    matches!(kind, ErrorKind::NotFound | ErrorKind::PreconditionFailed)
+}
+
+/// What a partition delete learned of the entities whose rows it lists:
+/// those of the current page it deleted on the version listed, and those it
+/// leaves (changed since, or written after its listing passed them).
+#[derive(Default)]
+struct Owners {
+    deleted: HashSet<String>,
+    left: HashSet<String>,
 }
 
 /// Groups a page of rows into delete units, in key order: each main row
-/// with the continuation rows of it found on the same page.
-fn delete_units(partition_key: &str, rows: Vec<Row>) -> Vec<DeleteUnit> {
+/// with the continuation rows of it found on the same page (the entity
+/// units), and the rows whose entity is not among them: continuation rows
+/// and index rows (the dependent units). Every operation is on condition of
+/// the version listed.
+fn delete_units(partition_key: &str, rows: Vec<Row>) -> (Vec<DeleteUnit>, Vec<DeleteUnit>) {
     let mut units: Vec<DeleteUnit> = Vec::with_capacity(rows.len());
-    let mut by_key: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut by_key: HashMap<String, usize> = HashMap::new();
+    let mut dependents = Vec::new();
     for row in rows {
+        let version = row.etag.clone().map_or(IfMatch::Any, IfMatch::ETag);
         let owner = continuation_owner(&row).map(str::to_owned);
-        match owner.and_then(|o| by_key.get(&o).copied()) {
-            Some(u) => units[u].ops.push(delete_op(partition_key, row.row_key, IfMatch::Any)),
-            None => {
-                let entity = row.get(SPLIT_OF).is_none() && !crate::layout::is_index_key(&row.row_key);
-                if entity {
-                    by_key.insert(row.row_key.clone(), units.len());
-                }
-                let refs = blob_paths(&row);
-                units.push(DeleteUnit {
-                    ops: vec![delete_op(partition_key, row.row_key, IfMatch::Any)],
-                    entity,
-                    refs,
-                });
-            }
+        if let Some(u) = owner.as_ref().and_then(|o| by_key.get(o).copied()) {
+            units[u].ops.push(delete_op(partition_key, row.row_key, version));
+            continue;
         }
+        let index = crate::layout::is_index_key(&row.row_key);
+        if owner.is_some() || index {
+            let owner = owner.or_else(|| entity_of(&row).map(|(_, rk)| rk));
+            dependents.push(DeleteUnit {
+                key: row.row_key.clone(),
+                ops: vec![delete_op(partition_key, row.row_key, version)],
+                entity: false,
+                owner,
+                refs: BTreeSet::new(),
+            });
+            continue;
+        }
+        by_key.insert(row.row_key.clone(), units.len());
+        let refs = blob_paths(&row);
+        units.push(DeleteUnit {
+            key: row.row_key.clone(),
+            ops: vec![delete_op(partition_key, row.row_key, version)],
+            entity: true,
+            owner: None,
+            refs,
+        });
     }
-    units
+    (units, dependents)
 }
