@@ -204,14 +204,14 @@ fn turn(other: Other, verb: Verb, clean: Store<Member>, raw: Env2, case: Case, s
             // The reservation's timeout has passed: every request the writer sent before
             // has landed by then (a write is sent only while its reservations are younger
             // than half the timeout, and the service ends an operation within 30 s).
-            Other::Takeover => match {
+            Other::Takeover => {
                 tokio::time::sleep(TIMEOUT + Duration::from_millis(50)).await;
                 script.land().await;
-                take_over(&raw, &case).await
-            } {
-                true => said(&clean.create(&mut case.member(&case.rival, &case.value, "rival")).await),
-                false => Said::Refused("the value's holder holds it".into()),
-            },
+                match take_over(&raw, &case).await {
+                    true => said(&clean.create(&mut case.member(&case.rival, &case.value, "rival")).await),
+                    false => Said::Refused("the value's holder holds it".into()),
+                }
+            }
         };
         *said_to.lock().expect("said") = Some(told);
     })
