@@ -18,6 +18,8 @@ pub mod identity;
 pub mod identity_auth;
 pub mod identity_races;
 pub mod index_global;
+pub mod index_limits;
+pub mod index_projections;
 pub mod index_tools;
 pub mod index_values;
 pub mod indexes;
@@ -296,6 +298,9 @@ macro_rules! for_each_scenario {
             index_tools::index_tools_find_drift_and_repair_what_is_safe,
             index_tools::index_tools_build_an_index_over_existing_rows,
             index_tools::index_tools_drop_an_index_no_longer_declared,
+            index_projections::index_projections_copy_every_cell_of_each_field,
+            index_limits::index_limits_a_value_too_long_for_a_key_is_refused_by_index_and_field,
+            index_limits::index_limits_a_projection_past_a_row_or_a_transaction_is_refused_by_index,
             identity::identity_registration_normalizes_names_and_finds_users,
             identity::identity_user_names_and_emails_are_unique,
             identity::identity_keys_of_hostile_user_text_are_valid,
