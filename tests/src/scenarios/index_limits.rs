@@ -119,8 +119,8 @@ pub async fn index_limits_a_value_too_long_for_a_key_is_refused_by_index_and_fie
     store.settle_indexes().await;
     assert_nothing_stored(env, "after a RowKey too long for an intent").await;
 
-    // Within the limits, the same write is taken.
-    long.id = "r".repeat(900);
+    // A shorter RowKey is taken (Azurite takes keys of about 500 characters at most).
+    long.id = "r".repeat(400);
     store.create(&mut long).await.unwrap();
     store.settle_indexes().await;
     assert!(Handle::get_by_email(&store, "b@x").await.unwrap().is_some());
