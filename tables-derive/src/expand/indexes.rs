@@ -6,8 +6,8 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use super::private;
-use crate::internals::ast::Container;
+use super::{fields, private};
+use crate::internals::ast::{Container, Storage};
 use crate::internals::index::{resolve, Projected};
 
 /// `(the INDEXES constant, the items beside the impl)`; both empty for a
@@ -30,11 +30,28 @@ pub(crate) fn expand(cont: &Container) -> (TokenStream, TokenStream) {
         let projection = match &ix.projection {
             Projected::Keys => quote!(#p::Projection::Keys),
             Projected::All => quote!(#p::Projection::All),
+            // Each field by the columns it writes: a flattened record's
+            // (`Parent_Child`), any other field's own; every form of a
+            // column (`__Json`, `__GZip`, ...) is copied with it.
             Projected::Fields(fields) => {
-                let cols = fields.iter().map(|f| f.column.as_str());
-                quote!(#p::Projection::Columns(&[#(#cols),*]))
+                let lists = fields.iter().map(|f| fields::listed_names(f, false).0);
+                quote!(#p::Projection::Columns(#p::concat_names!(#(#lists),*)))
             }
         };
+        // A flattened record's #[protected] fields cannot be seen here: refused when the record is known.
+        if let (true, Projected::Fields(fields)) = (global, &ix.projection) {
+            for f in fields {
+                if let Storage::Flatten { inner, .. } = &f.storage {
+                    let msg = format!(
+                        "project cannot copy `{}` into the global index `{name}`: its record has #[protected] fields, and a global index's rows live outside the entity's partition; remove it from project(..), or remove #[protected] from the record's fields",
+                        f.ident
+                    );
+                    consts.push(quote_spanned! {inner.span()=>
+                        const _: () = ::core::assert!(!#p::protected_in(<#inner as #p::TableRecord>::COLUMNS), #msg);
+                    });
+                }
+            }
+        }
         consts.push(quote! {
             const #def_ident: #p::IndexDef = #p::IndexDef {
                 name: #name,

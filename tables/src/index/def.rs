@@ -4,12 +4,18 @@
 use std::fmt;
 use std::marker::PhantomData;
 
+use crate::layout::is_cell_of;
+
 /// The cells an index row carries besides the keys and the indexed values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Projection {
     /// None (the default): a lookup reads each entity.
     Keys,
-    /// These columns (`project(a, b)`), by stored name.
+    /// These columns (`project(a, b)`), by stored name: a field's column,
+    /// or each column of a flattened record (`Parent_Child`). An index row
+    /// carries every cell of each, in whatever form the entity's row holds
+    /// it (`{Col}`, `{Col}__Json`, `{Col}__GZip`, ...; see
+    /// [`layout::is_cell_of`](crate::layout::is_cell_of)).
     Columns(&'static [&'static str]),
     /// Every ordinary column (`project(all)`), for readers of the index rows.
     All,
@@ -38,13 +44,14 @@ impl IndexDef {
         !self.global
     }
 
-    /// Whether `column` is indexed or projected: a write that changes it
+    /// Whether the cell `column` (a column, or one of its forms such as
+    /// `{Col}__Json`) is indexed or projected: a write that changes it
     /// changes the index rows.
     pub fn covers(&self, column: &str) -> bool {
-        self.columns.contains(&column)
+        self.columns.iter().any(|c| is_cell_of(column, c))
             || match self.projection {
                 Projection::Keys => false,
-                Projection::Columns(cols) => cols.contains(&column),
+                Projection::Columns(cols) => cols.iter().any(|c| is_cell_of(column, c)),
                 Projection::All => true,
             }
     }

@@ -7,10 +7,12 @@
 
 mod def;
 pub mod encode;
+mod limits;
 pub mod rows;
 mod value;
 
 pub use def::{
     any_global, any_local, any_unique_global, Global, Index, IndexDef, Local, Projection, UniqueGlobal, UniqueLocal,
 };
+pub(crate) use limits::check_transaction;
 pub use value::{stored_cell, IndexKey, IndexValue, OrderedIndexKey, OrderedIndexValue, PrefixIndexValue};

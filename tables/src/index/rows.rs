@@ -3,13 +3,13 @@
 
 use super::def::{IndexDef, Projection};
 use super::encode::{cell_text, encode_text};
-use crate::error::{Error, KeyKind, Result};
+use super::limits::{check_index_key, check_index_row, check_intent};
+use crate::error::{KeyKind, Result};
 use crate::layout::{
-    index_key_prefix, intent_key_prefix, is_system_column, INDEX_CONFIRMED, INDEX_INTENT, INDEX_KEYS, INDEX_OF,
-    INDEX_ON, INDEX_PARTITION, INDEX_PREFIX, INDEX_RESERVED_AT, INDEX_ROW, INDEX_UNIQUE_ROW, INDEX_VALUE_END,
+    index_key_prefix, intent_key_prefix, is_cell_of, is_system_column, INDEX_CONFIRMED, INDEX_INTENT, INDEX_KEYS,
+    INDEX_OF, INDEX_ON, INDEX_PARTITION, INDEX_PREFIX, INDEX_RESERVED_AT, INDEX_ROW, INDEX_UNIQUE_ROW, INDEX_VALUE_END,
     WRITE_TOKEN,
 };
-use crate::service::MAX_KEY_UNITS;
 use crate::value::{DateTime, Row, Value};
 
 /// The keys of one row: (PartitionKey, RowKey).
@@ -62,25 +62,17 @@ pub fn index_range(def: &IndexDef, start: &str) -> (String, Option<String>) {
 /// The index row `def` keeps for `entity` (an entity's main row in its
 /// one-cell form), or `None` when an indexed value is absent. A value whose
 /// key would be longer than the service allows is
-/// [`Error::InvalidValue`] naming its column.
+/// [`Error::InvalidValue`](crate::Error::InvalidValue) naming its column and the index; a row over
+/// another of the service's limits (its properties, a cell, its size) is
+/// [`Error::LimitExceeded`](crate::Error::LimitExceeded) naming the index and its fields.
 pub fn index_row(def: &IndexDef, entity: &Row) -> Result<Option<Row>> {
     let Some(cells) = indexed_cells(def, entity) else {
         return Ok(None);
     };
     let value = value_key(&cells);
     let (pk, rk) = index_row_keys(def, &entity.partition_key, &entity.row_key, &value);
-    for (key, kind) in [(&pk, KeyKind::PartitionKey), (&rk, KeyKind::RowKey)] {
-        let units = key.encode_utf16().count();
-        if units > MAX_KEY_UNITS {
-            return Err(Error::InvalidValue {
-                column: def.columns.join(", "),
-                reason: format!(
-                    "the value is too long for index `{}`: its {kind} would be {units} UTF-16 units, at most {MAX_KEY_UNITS}; shorten the value or index a shorter field",
-                    def.name
-                ),
-            });
-        }
-    }
+    check_index_key(def, &pk, KeyKind::PartitionKey)?;
+    check_index_key(def, &rk, KeyKind::RowKey)?;
     let mut row = Row::new(pk, rk);
     row.insert(INDEX_OF, Value::String(def.name.to_owned()));
     row.insert(INDEX_ON, Value::String(def.columns.join(",")));
@@ -94,9 +86,10 @@ pub fn index_row(def: &IndexDef, entity: &Row) -> Result<Option<Row>> {
     match def.projection {
         Projection::Keys => {}
         Projection::Columns(columns) => {
-            for c in columns {
-                if let Some(v) = entity.get(c) {
-                    row.insert(*c, v.clone());
+            // Every cell of each column, in the form the entity holds it.
+            for (name, v) in entity.properties.iter() {
+                if columns.iter().any(|c| is_cell_of(name, c)) {
+                    row.insert(name, v.clone());
                 }
             }
         }
@@ -108,6 +101,7 @@ pub fn index_row(def: &IndexDef, entity: &Row) -> Result<Option<Row>> {
             }
         }
     }
+    check_index_row(def, &row)?;
     Ok(Some(row))
 }
 
@@ -150,8 +144,11 @@ pub fn intent_prefix(row_key: &str) -> String {
 }
 
 /// An intent of the entity at (`partition_key`, `row_key`): the global
-/// index rows to bring into line with it. `id` tells intents of one entity apart.
-pub fn intent_row(partition_key: &str, row_key: &str, id: &str, keys: &[RowKeys]) -> Row {
+/// index rows to bring into line with it. `id` tells intents of one entity
+/// apart. An intent the service would refuse (a RowKey over its limit,
+/// which holds the entity's, or a list of rows over one cell) is
+/// [`Error::InvalidKey`](crate::Error::InvalidKey) or [`Error::LimitExceeded`](crate::Error::LimitExceeded) naming the global indexes.
+pub fn intent_row(partition_key: &str, row_key: &str, id: &str, keys: &[RowKeys]) -> Result<Row> {
     let mut row = Row::new(partition_key.to_owned(), format!("{}{id}", intent_prefix(row_key)));
     row.insert(INDEX_OF, Value::String(INDEX_INTENT.to_owned()));
     row.insert(INDEX_ROW, Value::String(row_key.to_owned()));
@@ -160,7 +157,8 @@ pub fn intent_row(partition_key: &str, row_key: &str, id: &str, keys: &[RowKeys]
         INDEX_KEYS,
         Value::String(serde_json::to_string(keys).unwrap_or_default()),
     );
-    row
+    check_intent(&row, row_key, keys)?;
+    Ok(row)
 }
 
 /// The global index rows an intent names (none when its cell is damaged).
@@ -191,6 +189,7 @@ pub fn set_reservation(row: &mut Row, at: DateTime, confirmed: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     const EMAIL: IndexDef = IndexDef {
         name: "email",
@@ -256,7 +255,7 @@ mod tests {
     #[test]
     fn intents_round_trip_their_keys() {
         let keys = vec![("~ix|e|a!".to_owned(), "eu!c1".to_owned())];
-        let row = intent_row("eu", "c|1", "id", &keys);
+        let row = intent_row("eu", "c|1", "id", &keys).unwrap();
         assert!(row.row_key.starts_with("~ix|~intent|c|1!"));
         assert!(is_intent(&row));
         assert_eq!(intent_keys(&row), keys);

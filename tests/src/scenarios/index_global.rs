@@ -155,7 +155,8 @@ pub async fn global_lookups_drop_stale_hits_and_the_job_finishes_a_crashed_write
     let mut touched = keys(&Account::new("t1", "a", "UA", "ann"));
     touched.extend(keys(&Account::new("t1", "a", "PL", "ann")));
     env.put_raw(moved).await;
-    env.put_raw(intent_row("t1", "a", "crashed", &touched)).await;
+    env.put_raw(intent_row("t1", "a", "crashed", &touched).expect("an intent"))
+        .await;
 
     // Until applied, a lookup never answers an entity that does not hold the value.
     assert!(

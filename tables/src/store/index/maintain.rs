@@ -200,7 +200,7 @@ pub(crate) fn plan(
     }
     if !global_keys.is_empty() {
         global_keys.dedup();
-        let intent = intent_row(&key.partition_key, &key.row_key, &new_token(), &global_keys);
+        let intent = intent_row(&key.partition_key, &key.row_key, &new_token(), &global_keys)?;
         plan.intents
             .push((intent.partition_key.clone(), intent.row_key.clone()));
         additions.push(WriteOp::Insert(intent));

@@ -140,7 +140,7 @@ impl<T: TableEntity> Store<T> {
         {
             let keys = global_keys(T::INDEXES, row);
             if !keys.is_empty() {
-                let intent = intent_row(&row.partition_key, &row.row_key, &new_token(), &keys);
+                let intent = intent_row(&row.partition_key, &row.row_key, &new_token(), &keys)?;
                 out.insert(row.row_key.clone(), WriteOp::Insert(intent));
             }
         }
@@ -170,7 +170,6 @@ impl<T: TableEntity> Store<T> {
                 merged.insert(name, value.clone());
             }
             let (index_ops, plan) = self.plan_indexes(key, Some(&stored), Some(&merged))?;
-            let reservations = self.reserve_all(&plan.reservations).await?;
             let version = stored.etag.clone().map_or(IfMatch::Any, IfMatch::ETag);
             let mut ops = vec![WriteOp::Update {
                 row: patch.clone(),
@@ -178,6 +177,8 @@ impl<T: TableEntity> Store<T> {
                 condition: version,
             }];
             ops.extend(index_ops);
+            crate::index::check_transaction(&ops)?;
+            let reservations = self.reserve_all(&plan.reservations).await?;
             match self
                 .commit(
                     Write::new(ops)

@@ -261,6 +261,7 @@ impl<T: TableEntity> Store<T> {
         }
         let (index_ops, index) = self.plan_indexes(&Unit::key_of(&ops), stored, ops[0].row())?;
         ops.extend(index_ops);
+        crate::index::check_transaction(&ops)?;
         let mut uploads: Vec<Upload> = planned.blobs.into_iter().map(Upload::from).collect();
         uploads.extend(files.uploads.iter().cloned());
         Ok(Unit {
