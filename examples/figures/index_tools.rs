@@ -100,7 +100,7 @@ async fn crashed_writes(db: &Tables, table: &str, n: usize, poisoned: usize) -> 
                     address,
                 };
                 ops.push(WriteOp::Insert(contact.to_row(&Default::default())?));
-                ops.push(WriteOp::Insert(intent_row(&book, &id, "crashed", &[])));
+                ops.push(WriteOp::Insert(intent_row(&book, &id, "crashed", &[])?));
             }
             db.backend().transaction(table, ops).await?;
         }

@@ -44,7 +44,7 @@ const PERSONAL: &str = "jane.roe.personal@example.com";
 /// the entity and its intent, no index row.
 async fn crashed_write(env: &Env, contact: &Contact) {
     env.put_raw(contact.to_row(&Default::default()).unwrap()).await;
-    env.put_raw(intent_row(&contact.book, &contact.id, "crashed", &[]))
+    env.put_raw(intent_row(&contact.book, &contact.id, "crashed", &[]).expect("an intent"))
         .await;
 }
 

@@ -281,7 +281,8 @@ async fn moved_away(clean: &Store<Member>, env: &Env2, case: &Case) {
         &case.ours.1,
         "movedaway0000000000000",
         &[(left.partition_key, left.row_key)],
-    );
+    )
+    .expect("an intent");
     let entity = WriteOp::Upsert {
         row,
         mode: UpdateMode::Replace,
