@@ -1,10 +1,13 @@
 //! A registration's e-mail address under failure: a user insert whose
-//! answer times out and that lands after the store read it back, and a
-//! double submit of one address change. Each ends with one holder of the
-//! address, found by `find_by_email`.
+//! answer times out and that lands after the store read it back, a double
+//! submit of one address change, and the operator's repair during a
+//! registration. Each ends with one holder of the address, found by
+//! `find_by_email`. (A move back racing the applier of the earlier move is
+//! in the reservations matrix, `reservations`.)
 
 use std::sync::Arc;
 
+use unified_tables::admin::{Admin, FsckOptions};
 use unified_tables::backend::Backend;
 use unified_tables::web::identity::{IdentityError, NewUser};
 use unified_tables::Tables;
@@ -14,7 +17,7 @@ use super::reservations::{Fault, Script};
 use crate::gate::{GateBackend, Point};
 use crate::Env;
 
-pub async fn identity_a_registration_keeps_its_email_through_a_timeout_and_a_double_submit(env: &Env) {
+pub async fn identity_a_registration_keeps_its_email_through_a_timeout_a_double_submit_and_a_repair(env: &Env) {
     let raw: Arc<dyn Backend> = Arc::new(env.backend().clone());
     let script = Script::new(raw.clone());
     let tables = Tables::with_backend(script.clone()).without_cache();
@@ -56,7 +59,7 @@ pub async fn identity_a_registration_keeps_its_email_through_a_timeout_and_a_dou
     // A double submit: two changes of one user to one new address, both held after
     // reserving it, then let go one after the other.
     let gate = GateBackend::new(env.backend().clone());
-    let gated = identity_over(&Tables::with_backend(gate.clone()).without_cache(), options);
+    let gated = identity_over(&Tables::with_backend(gate.clone()).without_cache(), options.clone());
     let ann = clean
         .register(NewUser::new("ann").email("ann@example.com"))
         .await
@@ -100,4 +103,34 @@ pub async fn identity_a_registration_keeps_its_email_through_a_timeout_and_a_dou
     assert_eq!(clean.find_by_email("ann@example.com").await.unwrap(), None);
     let taken = clean.register(NewUser::new("bob").email("new@example.com")).await;
     assert!(matches!(taken, Err(IdentityError::DuplicateEmail)), "{taken:?}");
+
+    // The operator's repair runs while a registration holds its reservation and has not
+    // written its user yet: the reservation is in flight, not drift, and stays.
+    let hold = gate.arm(Point::AfterWrite);
+    let registering = {
+        let gated = gated.clone();
+        tokio::spawn(async move { gated.register(NewUser::new("cat").email("cat@example.com")).await })
+    };
+    hold.reached.await.expect("the reservation is written");
+    let repair = FsckOptions {
+        repair: true,
+        ..FsckOptions::default()
+    };
+    Admin::new(&env.tables, &options.tables().users)
+        .unwrap()
+        .fsck(repair)
+        .await
+        .unwrap();
+    drop(hold.release);
+    let cat = registering.await.unwrap().expect("the registration goes on");
+    assert_eq!(
+        clean
+            .find_by_email("cat@example.com")
+            .await
+            .unwrap()
+            .map(|u| u.id().clone()),
+        Some(cat.id().clone())
+    );
+    let again = clean.register(NewUser::new("cal").email("cat@example.com")).await;
+    assert!(matches!(again, Err(IdentityError::DuplicateEmail)), "{again:?}");
 }

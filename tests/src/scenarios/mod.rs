@@ -306,7 +306,7 @@ macro_rules! for_each_scenario {
             index_global::global_unique_racing_writers_on_one_value_leave_one_holder,
             index_global::global_unique_reservations_of_stalled_or_dead_writers_expire,
             reservations::a_unique_value_has_one_holder_against_every_interleaving,
-            identity_unique::identity_a_registration_keeps_its_email_through_a_timeout_and_a_double_submit,
+            identity_unique::identity_a_registration_keeps_its_email_through_a_timeout_a_double_submit_and_a_repair,
             index_tools::index_tools_find_drift_and_repair_what_is_safe,
             index_tools::index_tools_build_an_index_over_existing_rows,
             index_tools::index_tools_drop_an_index_no_longer_declared,

@@ -160,19 +160,35 @@ impl<E: TableUnion> UnionStore<E> {
             let mut rest = group.into_iter();
             for range in ranges {
                 let tx: Vec<(Key, (Vec<WriteOp>, IndexPlan))> = rest.by_ref().take(range.len()).collect();
-                let mut owners = Vec::new();
-                let mut ops = Vec::new();
+                // Each unit's row and index additions first, then every index removal, which
+                // may be dropped when it finds its row gone (drifted index rows), as a
+                // single write's are.
+                let (mut owners, mut removal_owners) = (Vec::new(), Vec::new());
+                let (mut ops, mut removals) = (Vec::new(), Vec::new());
                 let mut index = IndexPlan::default();
                 let mut rows = Vec::new();
                 for (key, (unit_ops, plan)) in tx {
                     rows.push(ops.len());
-                    owners.extend(std::iter::repeat_n(key, unit_ops.len()));
-                    ops.extend(unit_ops);
+                    for op in unit_ops {
+                        match op {
+                            WriteOp::Delete { .. } => {
+                                removal_owners.push(key.clone());
+                                removals.push(op);
+                            }
+                            op => {
+                                owners.push(key.clone());
+                                ops.push(op);
+                            }
+                        }
+                    }
                     index.absorb(plan);
                 }
+                let droppable = ops.len();
+                ops.extend(removals);
+                owners.extend(removal_owners);
                 let error = match self
                     .store
-                    .commit(Write::new(ops).tokens_on(rows))
+                    .commit(Write::new(ops).droppable_from(droppable).tokens_on(rows))
                     .await
                     .map(Committed::first)
                 {
