@@ -181,8 +181,9 @@ pub async fn import_replacing_over_drifted_index_rows_succeeds_and_resumes(env: 
 }
 
 /// A registration held between its reservation and its entity write while
-/// `fsck --repair` runs: the reservation is reported in flight and left,
-/// and the registration ends with one holder, found by the lookup.
+/// `fsck --repair` runs and a rival registers the same value: the
+/// reservation is left (reported in flight), the rival is refused, and the
+/// held registration succeeds, the one holder found by the lookup.
 pub async fn fsck_repair_leaves_a_registration_in_flight(env: &Env) {
     let gate = GateBackend::new(env.backend().clone());
     let registering = Tables::with_backend(gate.clone())
@@ -205,18 +206,23 @@ pub async fn fsck_repair_leaves_a_registration_in_flight(env: &Env) {
         .fsck(options)
         .await
         .unwrap();
+    // Another registration of the value while the first is still held.
+    let store = env.tables.store_in::<Badge>(&env.table);
+    let rival = store
+        .create(&mut Badge::new("u", "rival", "c-rival", "new-handle"))
+        .await;
     drop(hold.release);
     let created = task.await.unwrap();
     assert!(
         created.is_ok(),
-        "the registration failed after fsck --repair ({report:?}): {created:?}"
+        "the registration failed after fsck --repair ({report:?}) and a rival's registration ({rival:?}): {created:?}"
     );
-    let store = env.tables.store_in::<Badge>(&env.table);
     let holder = Badge::get_by_handle(&store, "new-handle")
         .await
         .unwrap()
         .expect("one holder");
     assert_eq!(holder.id, "new");
+    assert!(matches!(rival, Err(Error::UniqueViolation { .. })), "{rival:?}");
     let err = store
         .create(&mut Badge::new("u", "other", "c-other", "new-handle"))
         .await
