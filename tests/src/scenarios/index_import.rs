@@ -27,7 +27,7 @@ pub struct PlainBadge {
     pub etag: Option<ETag>,
 }
 
-fn plain(team: &str, id: &str, code: &str, handle: &str) -> PlainBadge {
+pub fn plain(team: &str, id: &str, code: &str, handle: &str) -> PlainBadge {
     PlainBadge {
         team: team.into(),
         id: id.into(),
@@ -39,7 +39,7 @@ fn plain(team: &str, id: &str, code: &str, handle: &str) -> PlainBadge {
 }
 
 /// Exports `badges`, written without indexes into a table of their own.
-async fn exported(env: &Env, badges: Vec<PlainBadge>) -> std::path::PathBuf {
+pub async fn exported(env: &Env, badges: Vec<PlainBadge>) -> std::path::PathBuf {
     let source = env.another_table();
     let store = env.tables.store_in::<PlainBadge>(&source);
     for mut b in badges {
@@ -181,8 +181,9 @@ pub async fn import_replacing_over_drifted_index_rows_succeeds_and_resumes(env: 
 }
 
 /// A registration held between its reservation and its entity write while
-/// `fsck --repair` runs: the reservation is reported in flight and left,
-/// and the registration ends with one holder, found by the lookup.
+/// `fsck --repair` runs and a rival registers the same value: the
+/// reservation is left (reported in flight), the rival is refused, and the
+/// held registration succeeds, the one holder found by the lookup.
 pub async fn fsck_repair_leaves_a_registration_in_flight(env: &Env) {
     let gate = GateBackend::new(env.backend().clone());
     let registering = Tables::with_backend(gate.clone())
@@ -205,6 +206,30 @@ pub async fn fsck_repair_leaves_a_registration_in_flight(env: &Env) {
         .fsck(options)
         .await
         .unwrap();
+    // Another registration of the value while the first is still held.
+    let store = env.tables.store_in::<Badge>(&env.table);
+    let rival = store
+        .create(&mut Badge::new("u", "rival", "c-rival", "new-handle"))
+        .await;
+    drop(hold.release);
+    let created = task.await.unwrap();
+    assert!(
+        created.is_ok(),
+        "the registration failed after fsck --repair ({report:?}) and a rival's registration ({rival:?}): {created:?}"
+    );
+    let holder = Badge::get_by_handle(&store, "new-handle")
+        .await
+        .unwrap()
+        .expect("one holder");
+    assert_eq!(holder.id, "new");
+    assert!(matches!(rival, Err(Error::UniqueViolation { .. })), "{rival:?}");
+    let err = store
+        .create(&mut Badge::new("u", "other", "c-other", "new-handle"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::UniqueViolation { .. }), "{err}");
+    assert_clean(env, &env.table, "after the registration").await;
+    // How the repair told it: in flight, not repaired.
     assert!(
         report
             .findings
@@ -213,18 +238,4 @@ pub async fn fsck_repair_leaves_a_registration_in_flight(env: &Env) {
         "{report:?}"
     );
     assert_eq!(report.repaired, 0, "{report:?}");
-    drop(hold.release);
-    task.await.unwrap().unwrap();
-    let store = env.tables.store_in::<Badge>(&env.table);
-    let holder = Badge::get_by_handle(&store, "new-handle")
-        .await
-        .unwrap()
-        .expect("one holder");
-    assert_eq!(holder.id, "new");
-    let err = store
-        .create(&mut Badge::new("u", "other", "c-other", "new-handle"))
-        .await
-        .unwrap_err();
-    assert!(matches!(err, Error::UniqueViolation { .. }), "{err}");
-    assert_clean(env, &env.table, "after the registration").await;
 }

@@ -21,6 +21,7 @@ pub mod identity_unique;
 pub mod index_applier;
 pub mod index_global;
 pub mod index_import;
+pub mod index_import_model;
 pub mod index_limits;
 pub mod index_partition_delete;
 pub mod index_projections;
@@ -315,6 +316,7 @@ macro_rules! for_each_scenario {
             index_import::import_refuses_a_taken_unique_global_value,
             index_import::import_replacing_over_drifted_index_rows_succeeds_and_resumes,
             index_import::fsck_repair_leaves_a_registration_in_flight,
+            index_import_model::import_keeps_every_write_made_between_its_requests,
             index_projections::index_projections_copy_every_cell_of_each_field,
             index_limits::index_limits_a_value_too_long_for_a_key_is_refused_by_index_and_field,
             index_limits::index_limits_a_projection_past_a_row_or_a_transaction_is_refused_by_index,
