@@ -166,8 +166,6 @@ impl<T> Store<T> {
                         };
                         tracing::warn!(
                             table = %self.table,
-                            partition_key = %failed.partition_key,
-                            row_key = %failed.row_key,
                             index = failed.index.as_deref().unwrap_or_default(),
                             error_kind = ?failed.kind,
                             error = %failed.reason,

@@ -225,8 +225,6 @@ impl Job {
                             Err((index, e)) if attempt == RACE_ATTEMPTS => {
                                 tracing::warn!(
                                     table = %store.table,
-                                    partition_key = %pk,
-                                    intent = %rk,
                                     index = index.unwrap_or_default(),
                                     error_kind = ?e.kind(),
                                     error = %value_free(&e),
@@ -242,7 +240,6 @@ impl Job {
                 Ok(out) if out.failed.is_empty() => {}
                 Ok(out) => tracing::warn!(
                     table = %store.table,
-                    partition_key = %partition,
                     failed = out.failed.len(),
                     "intents a partition delete left were left for the next run of Store::apply_index_intents"
                 ),

@@ -249,7 +249,7 @@ impl<T: TableEntity> Build<T> {
             if versions.get(key) != Some(etag) {
                 let named: BTreeSet<RowKeys> = std::iter::once(keys.clone()).collect();
                 if self.store.reconcile(defs, false, key, &named).await? != Applied::Done {
-                    tracing::debug!(table = %self.store.table, index = self.def.name, partition_key = %key.partition_key, row_key = %key.row_key, "an entity kept changing while its index row was built; check_indexes reports it");
+                    tracing::debug!(table = %self.store.table, index = self.def.name, "an entity kept changing while its index row was built; check_indexes reports it");
                 }
                 self.step.rechecked += 1;
             }

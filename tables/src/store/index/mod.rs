@@ -7,6 +7,7 @@ mod applier;
 mod background;
 mod build;
 mod check;
+mod compensate;
 mod lookup;
 pub(crate) mod maintain;
 mod query;
