@@ -11,18 +11,16 @@
 //! The matrix it prints (to the terminal, past the test harness's
 //! capture): cases and passed, per act of the other writer.
 
-use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use unified_tables::admin::{Admin, ImportOptions};
-use unified_tables::layout::{is_index_row, SPLIT_OF};
 use unified_tables::{Error, Store, TableEntity, Tables};
 
 use crate::index_model::{all_rows, divergence};
 use crate::scenarios::index_import::{exported, plain};
-use crate::scenarios::index_partition_delete::{seed, Badge};
+use crate::scenarios::index_partition_delete::{holders, seed, Badge};
 use crate::steps::Steps;
 use crate::Env;
 
@@ -114,37 +112,7 @@ async fn check(
     if !wrong.is_empty() {
         return Err(format!("the index rows differ from the entities: {}", wrong.join("; ")));
     }
-    let ids: Vec<String> = rows
-        .iter()
-        .filter(|r| r.partition_key == TEAM && !is_index_row(r) && r.get(SPLIT_OF).is_none())
-        .map(|r| r.row_key.clone())
-        .collect();
-    let (mut codes, mut handles) = (BTreeSet::new(), BTreeSet::new());
-    let mut entities = Vec::new();
-    for id in &ids {
-        let Some(e) = store.get((TEAM, id.as_str())).await.map_err(|e| e.to_string())? else {
-            continue;
-        };
-        if !codes.insert(e.code.clone()) {
-            return Err(format!("code {} has two holders", e.code));
-        }
-        if !handles.insert(e.handle.clone()) {
-            return Err(format!("handle {} has two holders", e.handle));
-        }
-        let by_code = Badge::get_by_code(&store, TEAM, &e.code)
-            .await
-            .map_err(|e| e.to_string())?;
-        if by_code.map(|b| b.id) != Some(e.id.clone()) {
-            return Err(format!("{} is not found by its code", e.id));
-        }
-        let by_handle = Badge::get_by_handle(&store, &e.handle)
-            .await
-            .map_err(|e| e.to_string())?;
-        if by_handle.map(|b| b.id) != Some(e.id.clone()) {
-            return Err(format!("{} is not found by its handle", e.id));
-        }
-        entities.push(e);
-    }
+    let entities = holders(&store, TEAM, &rows).await?;
     let now = |id: &str| entities.iter().find(|e| e.id == id);
     // The other writer's acknowledged write is intact; a refused one changed nothing.
     let (id, written) = act.written();

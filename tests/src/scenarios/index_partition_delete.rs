@@ -135,24 +135,9 @@ pub async fn rows_of(env: &Env, team: &str) -> Vec<Row> {
         .collect()
 }
 
-/// Checks the property for one team once both sides returned; `Err` says what broke.
-pub async fn check(
-    env: &Env,
-    store: &Store<Badge>,
-    team: &str,
-    act: Act,
-    acted: &Result<(), Error>,
-) -> Result<(), String> {
-    store.settle_indexes().await;
-    store
-        .apply_index_intents(Some(team))
-        .await
-        .map_err(|e| format!("applying the intents: {e}"))?;
-    let rows = rows_of(env, team).await;
-    let wrong = divergence(Badge::INDEXES, &rows);
-    if !wrong.is_empty() {
-        return Err(format!("the index rows differ from the entities: {}", wrong.join("; ")));
-    }
+/// The team's entities among `rows`, each checked to be the one holder of
+/// its code and its handle and to be found by both lookups; `Err` says what broke.
+pub async fn holders(store: &Store<Badge>, team: &str, rows: &[Row]) -> Result<Vec<Badge>, String> {
     let ids: Vec<String> = rows
         .iter()
         .filter(|r| r.partition_key == team && !is_index_row(r) && r.get(SPLIT_OF).is_none())
@@ -184,6 +169,28 @@ pub async fn check(
         }
         entities.push(e);
     }
+    Ok(entities)
+}
+
+/// Checks the property for one team once both sides returned; `Err` says what broke.
+pub async fn check(
+    env: &Env,
+    store: &Store<Badge>,
+    team: &str,
+    act: Act,
+    acted: &Result<(), Error>,
+) -> Result<(), String> {
+    store.settle_indexes().await;
+    store
+        .apply_index_intents(Some(team))
+        .await
+        .map_err(|e| format!("applying the intents: {e}"))?;
+    let rows = rows_of(env, team).await;
+    let wrong = divergence(Badge::INDEXES, &rows);
+    if !wrong.is_empty() {
+        return Err(format!("the index rows differ from the entities: {}", wrong.join("; ")));
+    }
+    let entities = holders(store, team, &rows).await?;
     let (id, written) = act.written(team);
     let now = entities.iter().find(|e| e.id == id);
     match (acted, written, now) {

@@ -282,7 +282,8 @@ impl<T> Store<T> {
 #[cfg(test)]
 mod tests {
     use super::APPLIERS_IN_FLIGHT;
-    use crate::{TableEntity, Tables};
+    use crate::tables::Tables;
+    use crate::TableEntity; // the trait and its derive, re-exported together only at the root
 
     #[derive(TableEntity, Clone)]
     struct Ticket {

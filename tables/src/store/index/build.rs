@@ -380,7 +380,8 @@ mod tests {
     use futures::TryStreamExt;
 
     use super::BuildIndexOptions;
-    use crate::{TableEntity, Tables};
+    use crate::tables::Tables;
+    use crate::TableEntity; // the trait and its derive, re-exported together only at the root
 
     /// The columns of [`Ticket`] without its index: rows written before it was declared.
     #[derive(TableEntity, Clone)]
