@@ -154,6 +154,13 @@ pub const MAX_PUT_BLOB_BYTES: u64 = 5000 * 1024 * 1024;
 /// The Content-Type the service stores when a put gives none.
 pub const DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
 
+/// The error code of a 404 that says the entity asked for does not exist
+/// (not its table): for a read, an answer.
+pub(crate) const ENTITY_NOT_FOUND: &str = "ResourceNotFound";
+/// The error code of a 404 that says the blob asked for does not exist (not
+/// its container): for a read, an answer.
+pub(crate) const BLOB_NOT_FOUND: &str = "BlobNotFound";
+
 /// A blob name as the service stores it: `\` turned into `/`, `.` and `..`
 /// segments resolved, and checked against the naming rules. Both backends
 /// address blobs only through this type, so they agree on every name.

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::layout::blob_cell;
 use crate::layout::BlobRef;
 use crate::named_stream::named_stream;
+use crate::telemetry::Operation;
 use crate::value::{Row, Value};
 
 named_stream!(
@@ -252,7 +253,12 @@ impl BlobContent {
                 reason: "the content holds no bytes and no reference".into(),
             })),
         };
-        BlobContentStream::new(stream::try_unfold(state, |state| async move {
+        // A stored file's reads are one operation on its container.
+        let container = match &state {
+            State::Remote { source, .. } => Some(source.container.clone()),
+            _ => None,
+        };
+        let chunks = stream::try_unfold(state, |state| async move {
             match state {
                 State::Failed(e) => match e {
                     Some(e) => Err(e),
@@ -272,7 +278,11 @@ impl BlobContent {
                     watch.checked(read_chunk(source, reference, offset, hasher).await)
                 }
             }
-        }))
+        });
+        match container {
+            Some(container) => BlobContentStream::new(Operation::blobs("open", &container).stream(chunks)),
+            None => BlobContentStream::new(chunks),
+        }
     }
 
     /// Reads the whole content in one request, checking its length and
@@ -280,7 +290,10 @@ impl BlobContent {
     pub async fn read_all(&self) -> Result<Vec<u8>> {
         match (&self.pending, &self.stored, &self.source) {
             (Some((bytes, _)), _, _) => Ok(Arc::unwrap_or_clone(bytes.read()?)),
-            (None, Some(reference), Some(source)) => source.checked(self.read_remote(reference, source).await),
+            (None, Some(reference), Some(source)) => {
+                let read = async { source.checked(self.read_remote(reference, source).await) };
+                Operation::blobs("read_all", &source.container).run(read).await
+            }
             _ => {
                 use futures::TryStreamExt;
                 let parts: Vec<Vec<u8>> = self.open().try_collect().await?;

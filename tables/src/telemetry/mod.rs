@@ -29,7 +29,16 @@
 //!   request is inside it, also a page fetched ahead by a task of its own;
 //!   it ends at the stream's end, at its first error, or when the stream is
 //!   dropped before its end (a success). An index lookup's page is
-//!   `index_page`, a unique index's `get` is `index_get`;
+//!   `index_page`, a unique index's `get` is `index_get`. Reading a file
+//!   field is an operation on its container
+//!   ([`BlobContent::read_all`](crate::BlobContent::read_all) is `read_all`,
+//!   [`BlobContent::open`](crate::BlobContent::open) a stream `open`), and so
+//!   is each job of a store: `converge` and `build_index` (streams, like
+//!   `stream`), `check_indexes`, `apply_index_intents` and `drop_index`.
+//!   A miss is an answer, not an error: a `get` of a missing row, an
+//!   `exists` that is false, and the requests under them carry no
+//!   `error.type` (on Azure the service's 404 for the missing entity or blob
+//!   included);
 //! - inside it, **one DEBUG span [`REQUEST_SPAN`] per request** a backend
 //!   is asked for, on every backend (the in-memory one too), on the target
 //!   [`REQUEST_TARGET`], with `request` (the backend call: `get`,

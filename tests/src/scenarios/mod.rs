@@ -53,6 +53,7 @@ pub mod reservations;
 pub mod sessions;
 pub mod soft_delete;
 pub mod telemetry;
+pub mod telemetry_export;
 pub mod transactions;
 pub mod unconditional;
 pub mod union;
@@ -80,6 +81,9 @@ macro_rules! for_each_scenario {
             telemetry::a_read_served_by_the_cache_tells_so,
             telemetry::a_refused_write_is_an_error_type_on_its_operation,
             telemetry::a_stream_and_an_index_lookup_are_one_operation_each,
+            telemetry::a_file_read_and_the_jobs_are_operations_each,
+            telemetry::a_miss_is_no_error_on_any_span,
+            telemetry_export::operations_export_to_opentelemetry_with_the_database_attributes,
             crud::create_then_get_returns_the_entity_with_its_etag,
             crud::create_of_an_existing_key_is_already_exists,
             crud::update_is_conditional_on_the_etag_read,

@@ -3,12 +3,15 @@
 //! every backend; on Azure, the transport's attempt spans inside those),
 //! events for what the store decided, and never a key or a value of a row.
 
+use futures::TryStreamExt as _;
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming};
 use unified_tables::telemetry::{
-    BLOB_FETCHED, CACHE_HIT, CONTINUATION_ROWS, DB_SYSTEM, OPERATION_DONE, OPERATION_SPAN, REQUEST_SPAN,
-    SETTLE_READ_BACK,
+    BLOB_FETCHED, CACHE_HIT, CONTINUATION_ROWS, DB_SYSTEM, DB_SYSTEM_BLOBS, OPERATION_DONE, OPERATION_SPAN,
+    REQUEST_SPAN, SETTLE_READ_BACK,
 };
-use unified_tables::{CachePolicy, QueryOptions, ReadCache};
+use unified_tables::{
+    BlobContent, BuildIndexOptions, CachePolicy, ConvergeOptions, IndexCheckOptions, QueryOptions, ReadCache,
+};
 
 use super::exactly_once::{faulty_tables, lost};
 use super::indexes::Member;
@@ -276,4 +279,123 @@ pub async fn a_stream_and_an_index_lookup_are_one_operation_each(env: &Env) {
     assert!(!op.fields.contains_key("error.type"), "{op:?}");
     ended_once(&seen, &op);
     no_row_content(&seen, &[PK, RK, NAME]);
+}
+
+/// The operations of `seen` named `name`, whatever their collection.
+fn operations_named(seen: &Captured, name: &str) -> Vec<SpanRecord> {
+    seen.named(OPERATION_SPAN)
+        .into_iter()
+        .filter(|s| s.fields.get("db.operation.name").map(String::as_str) == Some(name))
+        .collect()
+}
+
+pub async fn a_file_read_and_the_jobs_are_operations_each(env: &Env) {
+    let docs = env.tables.store_in::<Document>(&env.table);
+    let mut doc = Document::new(PK, RK);
+    doc.attachment = Some(BlobContent::from_bytes(noise(200_000, 3), "text/plain"));
+    docs.create(&mut doc).await.unwrap();
+    let read = docs.get((PK, RK)).await.unwrap().expect("the document");
+    let file = read.attachment.expect("its file");
+
+    // A file read in one request, and a file streamed: one operation each,
+    // on the container, with every blob request inside it.
+    for name in ["read_all", "open"] {
+        let (seen, guard) = capture();
+        let bytes = match name {
+            "read_all" => file.read_all().await.unwrap(),
+            _ => {
+                let mut stream = file.open();
+                let mut bytes = Vec::new();
+                while let Some(chunk) = stream.try_next().await.unwrap() {
+                    bytes.extend(chunk);
+                }
+                bytes
+            }
+        };
+        drop(guard);
+        assert_eq!(bytes.len(), 200_000);
+        let ops = operations_named(&seen, name);
+        assert_eq!(ops.len(), 1, "one {name} span: {ops:#?}");
+        let op = &ops[0];
+        assert_eq!(op.fields["db.system.name"], DB_SYSTEM_BLOBS, "{op:?}");
+        assert!(!op.fields.contains_key("error.type"), "{op:?}");
+        assert!(requests_inside(&seen, op) >= 1, "the blob's read, inside {name}");
+        ended_once(&seen, op);
+    }
+
+    // The jobs of a store: each one operation, every request inside it.
+    let members = env.tables.store_in::<Member>(&env.table);
+    members
+        .create(&mut Member::new("team-jobs", "m1", NAME, "Lviv"))
+        .await
+        .unwrap();
+    let (seen, guard) = capture();
+    let converged: Vec<_> = members
+        .converge(ConvergeOptions::default())
+        .try_collect()
+        .await
+        .unwrap();
+    let built: Vec<_> = members
+        .build_index(Member::BY_CITY, BuildIndexOptions::default())
+        .try_collect()
+        .await
+        .unwrap();
+    let report = members.check_indexes(IndexCheckOptions::default()).await.unwrap();
+    let applied = members.apply_index_intents(None).await.unwrap();
+    let dropped = members.drop_index("retired_index").await.unwrap();
+    drop(guard);
+    assert!(!converged.is_empty() && !built.is_empty(), "{converged:?} {built:?}");
+    assert!(report.is_clean(), "{report:?}");
+    assert!(applied.failed.is_empty(), "{applied:?}");
+    assert_eq!(dropped, 0);
+    let jobs = [
+        "converge",
+        "build_index",
+        "check_indexes",
+        "apply_index_intents",
+        "drop_index",
+    ];
+    let ops: Vec<SpanRecord> = jobs.iter().map(|name| operation(&seen, env, name)).collect();
+    for op in &ops {
+        assert!(!op.fields.contains_key("error.type"), "{op:?}");
+        let inside = seen
+            .named(REQUEST_SPAN)
+            .into_iter()
+            .filter(|r| seen.within(r.id, op.id))
+            .count();
+        assert!(inside >= 1, "{op:?} reads the table");
+        ended_once(&seen, op);
+    }
+    assert_eq!(seen.named(OPERATION_SPAN).len(), jobs.len(), "no other operation");
+    for request in seen.named(REQUEST_SPAN) {
+        assert!(
+            ops.iter().any(|op| seen.within(request.id, op.id)),
+            "every request inside its job: {request:?}"
+        );
+    }
+    no_row_content(&seen, &[PK, RK, NAME]);
+}
+
+pub async fn a_miss_is_no_error_on_any_span(env: &Env) {
+    let store = env.tables.store_in::<Customer>(&env.table);
+    store.create(&mut Customer::new(PK, RK, NAME)).await.unwrap();
+    let docs = env.tables.store_in::<Document>(&env.table);
+
+    let (seen, guard) = capture();
+    assert!(store.get((PK, "missing")).await.unwrap().is_none());
+    assert!(!store.exists((PK, "missing")).await.unwrap());
+    assert!(docs.get(("missing", RK)).await.unwrap().is_none());
+    drop(guard);
+    let ops = seen.named(OPERATION_SPAN);
+    assert_eq!(ops.len(), 3, "{ops:#?}");
+    assert!(seen.spans().len() > 3, "the requests' spans were seen");
+    for span in seen.spans() {
+        assert!(
+            !span.fields.contains_key("error.type") && !span.fields.contains_key("otel.status_code"),
+            "a miss is an answer, not an error: {span:#?}"
+        );
+    }
+    for event in seen.events() {
+        assert!(!event.fields.contains_key("error.type"), "{event:#?}");
+    }
 }

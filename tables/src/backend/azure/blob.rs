@@ -184,7 +184,9 @@ impl AzureBlobBackend {
         canonical: &str,
         headers: Vec<(HeaderName, HeaderValue)>,
     ) -> Result<Option<(BlobProperties, HeaderMap)>> {
-        let mut request = self.blob_request(Method::HEAD, Resource::Blob, container, canonical)?;
+        let mut request = self
+            .blob_request(Method::HEAD, Resource::Blob, container, canonical)?
+            .absent_is_an_answer(crate::service::BLOB_NOT_FOUND);
         request.headers.extend(headers);
         match self.send(request).await {
             Ok(answer) => Ok(Some((properties_from_headers(&answer.headers)?, answer.headers))),
@@ -235,7 +237,9 @@ impl BlobBackend for AzureBlobBackend {
     ) -> Result<Option<(BlobProperties, Vec<u8>)>> {
         let name = BlobName::parse(name)?.into_string();
         let conditions = read_condition_headers(&options.condition)?;
-        let mut request = self.blob_request(Method::GET, Resource::Blob, container, &name)?;
+        let mut request = self
+            .blob_request(Method::GET, Resource::Blob, container, &name)?
+            .absent_is_an_answer(crate::service::BLOB_NOT_FOUND);
         request.headers.extend(conditions.clone());
         let range = options.range;
         if let Some(range) = &range {
@@ -268,7 +272,9 @@ impl BlobBackend for AzureBlobBackend {
 
     async fn get_into(&self, container: &str, name: &str, sink: &mut dyn BlobSink) -> Result<Option<BlobProperties>> {
         let name = BlobName::parse(name)?.into_string();
-        let request = self.blob_request(Method::GET, Resource::Blob, container, &name)?;
+        let request = self
+            .blob_request(Method::GET, Resource::Blob, container, &name)?
+            .absent_is_an_answer(crate::service::BLOB_NOT_FOUND);
         let mut answer = match self.transport.send_streamed(request).await {
             Ok(answer) => answer,
             Err(e) if is_blob_missing(&e) => return Ok(None),

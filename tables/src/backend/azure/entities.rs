@@ -33,7 +33,9 @@ fn entity(table: &str, pk: &str, rk: &str) -> String {
 
 impl AzureBackend {
     pub(super) async fn get_entity(&self, table: &str, pk: &str, rk: &str) -> Result<Option<Row>> {
-        let request = Outgoing::new(Method::GET, Resource::Entity, entity(table, pk, rk)).header(ACCEPT, FULL_METADATA);
+        let request = Outgoing::new(Method::GET, Resource::Entity, entity(table, pk, rk))
+            .header(ACCEPT, FULL_METADATA)
+            .absent_is_an_answer(crate::service::ENTITY_NOT_FOUND);
         let answer = match self.transport.send(request).await {
             Ok(answer) => answer,
             Err(Error::Service { status: 404, code, .. }) if code != "TableNotFound" => return Ok(None),

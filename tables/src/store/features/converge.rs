@@ -141,12 +141,13 @@ impl<T: TableEntity> Store<T> {
                 skipped: 0,
             },
         };
-        ConvergeSteps::new(futures::stream::try_unfold(state, |mut state| async move {
+        let steps = futures::stream::try_unfold(state, |mut state| async move {
             match state.next().await? {
                 Some(step) => Ok(Some((step, state))),
                 None => Ok(None),
             }
-        }))
+        });
+        ConvergeSteps::new(self.op("converge").stream(steps))
     }
 
     /// Why the stored main row differs from what `T` writes for `entity`,

@@ -396,6 +396,8 @@ impl<T: TableEntity> Store<T> {
     /// keys and index, and the job goes on with the others; an error is
     /// returned only when the intents cannot be listed.
     pub async fn apply_index_intents(&self, partition: Option<&str>) -> Result<AppliedIntents> {
-        self.apply_intents_in(T::INDEXES, partition).await
+        self.op("apply_index_intents")
+            .run(self.apply_intents_in(T::INDEXES, partition))
+            .await
     }
 }

@@ -321,9 +321,10 @@ impl<T: TableEntity> Store<T> {
                 rechecked: 0,
             },
         };
-        BuildSteps::new(futures::stream::try_unfold(build, |mut build| async move {
+        let steps = futures::stream::try_unfold(build, |mut build| async move {
             Ok(build.next().await?.map(|step| (step, build)))
-        }))
+        });
+        BuildSteps::new(self.op("build_index").stream(steps))
     }
 
     /// Deletes every row of the index `name` (local rows in every
@@ -334,6 +335,11 @@ impl<T: TableEntity> Store<T> {
     /// server-side) and deletes them in transactions of up to 100 per
     /// partition, each on condition of the version read.
     pub async fn drop_index(&self, name: &str) -> Result<u64> {
+        self.op("drop_index").run(self.drop_index_rows(name)).await
+    }
+
+    /// [`Store::drop_index`]'s work, inside its operation.
+    async fn drop_index_rows(&self, name: &str) -> Result<u64> {
         if T::INDEXES.iter().any(|d| d.name == name) {
             return Err(Error::InvalidValue {
                 column: name.to_owned(),

@@ -226,7 +226,9 @@ impl<T: TableEntity> Store<T> {
     /// # }).unwrap();
     /// ```
     pub async fn check_indexes(&self, options: IndexCheckOptions) -> Result<IndexReport> {
-        self.check_within(options, CHECK_KEYS_IN_MEMORY).await
+        self.op("check_indexes")
+            .run(self.check_within(options, CHECK_KEYS_IN_MEMORY))
+            .await
     }
 
     /// [`Store::check_indexes`], holding at most `budget` keys at once.

@@ -72,6 +72,9 @@ pub(crate) struct Outgoing {
     pub(crate) query: Vec<(&'static str, String)>,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
+    /// The error code of a 404 its caller takes as an answer ("nothing
+    /// there"): not recorded as an error on the attempt's span.
+    pub(crate) absent: Option<&'static str>,
 }
 
 impl Outgoing {
@@ -83,7 +86,15 @@ impl Outgoing {
             query: Vec::new(),
             headers: HeaderMap::new(),
             body: Bytes::new(),
+            absent: None,
         }
+    }
+
+    /// A read whose 404 with the error `code` is an answer (the entity or
+    /// blob does not exist), not an error.
+    pub(crate) fn absent_is_an_answer(mut self, code: &'static str) -> Outgoing {
+        self.absent = Some(code);
+        self
     }
 
     pub(crate) fn query(mut self, name: &'static str, value: impl Into<String>) -> Outgoing {

@@ -19,7 +19,9 @@
 //!   parameters), `http.request.resend_count` (0 for the first
 //!   attempt), and once answered `http.response.status_code`, or
 //!   `error.type` when the attempt failed (the service's error code, or
-//!   `connect`, `timeout`, `cut_short`, `no_answer`);
+//!   `connect`, `timeout`, `cut_short`, `no_answer`). A read of an entity
+//!   or a blob that does not exist is answered 404: that miss is an answer,
+//!   not a failure, and carries no `error.type`;
 //! - a DEBUG event `retrying` in that span when the attempt is sent again,
 //!   with the delay before the next (`backoff_ms`) and the failure's
 //!   `error.type` (as on the span);
@@ -270,7 +272,10 @@ impl Transport {
                     return Ok(answer);
                 }
                 Err(Failed::Service(failure)) => {
-                    span.record("error.type", failure.code.as_str());
+                    let absent = failure.status == 404 && out.absent == Some(failure.code.as_str());
+                    if !absent {
+                        span.record("error.type", failure.code.as_str());
+                    }
                     (retry_verdict(table_write, Some(&failure), false), Error::from(failure))
                 }
                 Err(Failed::Transport {
