@@ -322,7 +322,20 @@ fn one_run(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<String>), Failu
     Ok((figures, notes))
 }
 
+/// The warning a build without optimisations prints before its figures:
+/// they measure the compiler's debug code, not the library.
+fn unoptimised_warning(optimised: bool) -> Option<&'static str> {
+    (!optimised).then_some(
+        "warning: a debug build: these figures measure unoptimised code, several times slower than the library; \
+         run with `cargo run --release -p unified-tables-examples --example figures`",
+    )
+}
+
 fn main() -> Result<(), Failure> {
+    let warning = unoptimised_warning(!cfg!(debug_assertions));
+    if let Some(warning) = warning {
+        eprintln!("{warning}");
+    }
     let connection = connection_from_env();
     let started = Instant::now();
     let on = match &connection {
@@ -353,10 +366,23 @@ fn main() -> Result<(), Failure> {
             n => format!("each figure the median of {n} runs, its ratios over the runs beside it"),
         }
     );
+    if let Some(warning) = warning {
+        println!("{warning}");
+    }
     println!();
     report::print_table(&figures);
     for note in notes {
         println!("note: {note}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_debug_build_warns_that_its_figures_are_not_the_librarys() {
+        let warning = super::unoptimised_warning(false).expect("a warning");
+        assert!(warning.contains("debug build") && warning.contains("--release"), "{warning}");
+        assert_eq!(super::unoptimised_warning(true), None);
+    }
 }
