@@ -28,7 +28,7 @@ use azure_data_tables::prelude::TableServiceClient;
 use futures::StreamExt as _;
 use serde::Deserialize;
 use unified_tables::backend::{Backend, Page, PageAnswer, PageBody, PageToken, QueryRequest, WriteOp, WriteOutcome};
-use unified_tables::{wire, EncodeOptions, Error, QueryOptions, Row, Store, TableEntity, Tables, Value};
+use unified_tables::{wire, EncodeOptions, Error, QueryOptions, Row, Store, Tables, Value};
 
 use crate::common::{fresh_table, thread_cpu, Failure, RawReading, Reading};
 use crate::report::{median, thousands, Figure, Target};

@@ -21,7 +21,7 @@ use codec_routes::{
     hand_round_trip, hand_to_row, sample, time_round_trips, Order, ITERATIONS, ROUNDS, ROUTES,
 };
 use criterion::{BenchmarkId, Criterion};
-use unified_tables::{EncodeOptions, TableEntity};
+use unified_tables::EncodeOptions;
 
 fn criterion_groups(c: &mut Criterion, o: &Order) {
     let opts = EncodeOptions::default();

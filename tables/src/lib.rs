@@ -83,8 +83,8 @@ pub use store::{
 };
 pub use store::{AppliedIntents, FailedIntent, IndexCursor, IndexLookup, IndexPage, IndexQuery, IndexStream};
 pub use store::{
-    CachePolicy, Concurrency, Count, Cursor, EntityPage, EntityStream, Lookup, Outcome, QueryOptions, ReadCache,
-    ReadCacheBuilder, Store, DEFAULT_PAGE_SIZE,
+    CachePolicy, Concurrency, Count, Cursor, CursorKey, EntityPage, EntityStream, Lookup, Outcome, QueryOptions,
+    ReadCache, ReadCacheBuilder, Store, DEFAULT_PAGE_SIZE,
 };
 pub use tables::{PoolOptions, ReshardOptions, ReshardReport, Tables};
 #[doc = include_str!("../docs/table_entity.md")]
@@ -136,7 +136,7 @@ pub mod __private {
     pub use crate::layout::JSON_SUFFIX;
     pub use crate::ordering::{OrderedEntity, OrderingToken, TokenField};
     pub use crate::query::{Col, Filterable, Nested, OptCol};
-    pub use crate::query::{JsonCol, LargeCol, SkippedCol};
+    pub use crate::query::{JsonCol, LargeCol, Selected, SkippedCol};
     pub use crate::soft_delete::{
         decode_deletion_stamp, encode_deletion_stamp, DeletionStamp, DeletionStampIsSetBySoftDelete, SoftDelete,
     };

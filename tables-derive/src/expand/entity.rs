@@ -222,6 +222,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
     let blob_accessors = blob_accessors(cont);
     let (soft_delete_const, lifecycle_impls) = super::lifecycle::expand(cont);
     let (indexes_const, index_items) = super::indexes::expand(cont);
+    let inherent = super::inherent::expand(ident, !cont.attrs.no_inherent);
 
     let write_token = !cont.attrs.no_write_token;
     // Checked where the schema is known whole: a flattened record's columns come from its own derive.
@@ -334,6 +335,7 @@ pub(crate) fn expand(cont: &Container) -> TokenStream {
 
         #lifecycle_impls
         #index_items
+        #inherent
     })
 }
 

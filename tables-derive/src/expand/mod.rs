@@ -5,6 +5,7 @@ pub(crate) mod enums;
 pub(crate) mod fallback;
 pub(crate) mod fields;
 pub(crate) mod indexes;
+pub(crate) mod inherent;
 pub(crate) mod lifecycle;
 pub(crate) mod record;
 pub(crate) mod typed;

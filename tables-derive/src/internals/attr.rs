@@ -68,6 +68,9 @@ pub(crate) struct Container {
     pub(crate) ids: Option<Spanned_<IdMode>>,
     /// `#[table(no_write_token)]`: rows are written without a write token.
     pub(crate) no_write_token: bool,
+    /// `#[table(no_inherent)]`: the entry points are the trait's only, not
+    /// also inherent items of the type.
+    pub(crate) no_inherent: bool,
     pub(crate) indexes: Vec<super::index::IndexAttr>,
 }
 
@@ -76,6 +79,7 @@ impl Container {
         let mut name = Slot::new(cx, "");
         let mut ids = Slot::new(cx, "");
         let mut no_write_token = Slot::new(cx, "");
+        let mut no_inherent = Slot::new(cx, "");
         let mut indexes = Vec::new();
         for attr in attrs {
             if attr.path().is_ident(TABLE) {
@@ -101,6 +105,8 @@ impl Container {
                         }
                         // #[table(no_write_token)]
                         NO_WRITE_TOKEN => no_write_token.set(meta.path.span(), "#[table(no_write_token)]", ()),
+                        // #[table(no_inherent)]
+                        NO_INHERENT => no_inherent.set(meta.path.span(), "#[table(no_inherent)]", ()),
                         // #[table(index(name = "..", fields(a, b), ..))]
                         INDEX => indexes.push(super::index::container_index(&meta)?),
                         _ if FIELD_KEYS.contains(&key.as_str()) => {
@@ -131,6 +137,7 @@ impl Container {
             name: name.get(),
             ids: ids.get(),
             no_write_token: no_write_token.get().is_some(),
+            no_inherent: no_inherent.get().is_some(),
             indexes,
         }
     }

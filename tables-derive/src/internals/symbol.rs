@@ -5,11 +5,13 @@ pub(crate) const ALIAS: &str = "alias";
 pub(crate) const PROTECTED: &str = "protected";
 pub(crate) const BLOB_CONTENT: &str = "blob_content";
 
-// Container: #[table(name = "...")], #[table(ids = "normalized" | "as_written")], #[table(no_write_token)]
+// Container: #[table(name = "...")], #[table(ids = "normalized" | "as_written")], #[table(no_write_token)],
+// #[table(no_inherent)]
 pub(crate) const NAME: &str = "name";
 pub(crate) const IDS: &str = "ids";
 pub(crate) const NO_WRITE_TOKEN: &str = "no_write_token";
-pub(crate) const CONTAINER_KEYS: &[&str] = &[NAME, IDS, NO_WRITE_TOKEN, INDEX];
+pub(crate) const NO_INHERENT: &str = "no_inherent";
+pub(crate) const CONTAINER_KEYS: &[&str] = &[NAME, IDS, NO_WRITE_TOKEN, NO_INHERENT, INDEX];
 
 // Secondary indexes: #[index(..)] / #[unique(..)] on a field,
 // #[table(index(name = "..", fields(a, b), unique, global, protocol = "..", project(..)))] on the struct.

@@ -244,6 +244,7 @@ fn variant_fields(cx: &Ctxt, variant: &Ident, named: &syn::FieldsNamed) -> Vec<a
             name: None,
             ids: None,
             no_write_token: false,
+            no_inherent: false,
             indexes: Vec::new(),
         },
         fields,

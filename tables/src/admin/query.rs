@@ -96,7 +96,8 @@ impl Admin {
             .run(async move {
                 let request = query.request()?;
                 let fingerprint = query.fingerprint();
-                let token = query.after.as_ref().map(|c| c.decode(&fingerprint)).transpose()?;
+                let key = self.tables.shared.cursor_key.as_ref();
+                let token = query.after.as_ref().map(|c| c.decode(&fingerprint, key)).transpose()?;
                 self.store.ensure_created().await?;
                 let page = self
                     .tables
@@ -107,7 +108,7 @@ impl Admin {
                 let mut out = AdminPage {
                     entities: Vec::new(),
                     damaged: Vec::new(),
-                    cursor: page.next.as_ref().map(|next| Cursor::encode(&fingerprint, next)),
+                    cursor: page.next.as_ref().map(|next| Cursor::encode(&fingerprint, next, key)),
                 };
                 for row in page.rows {
                     // Continuation rows and index rows are never entities.

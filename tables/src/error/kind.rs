@@ -10,13 +10,35 @@
 /// assert_eq!(Error::service(412, "LeaseIdMissing", "").kind(), ErrorKind::Busy);
 /// assert_eq!(Error::service(304, "ConditionNotMet", "").kind(), ErrorKind::NotModified);
 /// ```
+///
+/// A write that would give a second entity a unique index's value is
+/// [`ErrorKind::UniqueViolation`], never `AlreadyExists`: "another entity has
+/// this email" and "this key exists" are different answers.
+///
+/// ```
+/// use unified_tables::{Error, ErrorKind, Key};
+/// let taken = Error::UniqueViolation {
+///     table: "Users".into(),
+///     index: "email".into(),
+///     value: "\"ada@example.com\"".into(),
+///     holder: Box::new(Key::new("users", "ada")),
+/// };
+/// assert_eq!(taken.kind(), ErrorKind::UniqueViolation);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
     /// The entity, blob, table or container does not exist (404).
     NotFound,
-    /// What a create would make exists already (409 `…AlreadyExists`).
+    /// What a create would make exists already (409 `…AlreadyExists`): an
+    /// entity with the same keys, a table, a blob or a container.
     AlreadyExists,
+    /// Another entity holds the value of a unique index (`#[unique]`) that
+    /// the write would give this one ([`Error::UniqueViolation`](crate::Error::UniqueViolation)):
+    /// nothing was stored. Choose another value, or change or delete the
+    /// holder. Not [`AlreadyExists`](ErrorKind::AlreadyExists): the entity's
+    /// own keys may be free.
+    UniqueViolation,
     /// The stored version is not the one the write was conditional on (412,
     /// or [`Error::Conflict`](crate::Error::Conflict)).
     PreconditionFailed,
@@ -49,7 +71,8 @@ impl crate::Error {
         use crate::Error;
         match self {
             Error::NotFound { .. } => ErrorKind::NotFound,
-            Error::AlreadyExists { .. } | Error::UniqueViolation { .. } => ErrorKind::AlreadyExists,
+            Error::AlreadyExists { .. } => ErrorKind::AlreadyExists,
+            Error::UniqueViolation { .. } => ErrorKind::UniqueViolation,
             Error::Conflict { .. } => ErrorKind::PreconditionFailed,
             Error::Transaction { source, .. } | Error::BatchFailed { source, .. } => source.kind(),
             Error::Service { status, code, .. } => match (*status, code.as_str()) {

@@ -33,6 +33,7 @@ pub use index::{
     IndexFinding, IndexLookup, IndexPage, IndexQuery, IndexReport, IndexStream,
 };
 pub use query::paging::{Count, Cursor, EntityPage, DEFAULT_PAGE_SIZE};
+pub use query::sealed::CursorKey;
 pub use query::stream::EntityStream;
 pub use query::{AnyPartition, OnePartition, PrefixNeedsAPartition, QueryOptions};
 pub use write::concurrency::Outcome;

@@ -39,6 +39,8 @@ pub(crate) struct Shared {
     pub(crate) write_tokens: bool,
     /// The background tasks applying the intents of this handle's global index writes.
     pub(crate) applying: Arc<crate::store::index::Applying>,
+    /// The key page cursors are sealed with, if the handle seals them.
+    pub(crate) cursor_key: Option<crate::store::query::sealed::CursorKey>,
 }
 
 impl Shared {
@@ -60,6 +62,7 @@ impl Shared {
             retry: RetryPolicy::default(),
             write_tokens: true,
             applying: Arc::default(),
+            cursor_key: None,
         }
     }
 }

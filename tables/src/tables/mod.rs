@@ -196,6 +196,38 @@ impl Tables {
         self
     }
 
+    /// Seals the page cursors of this handle's stores under `key`
+    /// ([`Store::page`](crate::Store::page), union pages): each is encrypted and
+    /// authenticated, so its text shows none of the query's partition key,
+    /// filter text or keys (see [`Cursor`](crate::Cursor) for what an unsealed
+    /// one shows), and one altered or forged is refused. Every handle that
+    /// resumes the cursors needs the same key. Such a handle refuses an
+    /// unsealed cursor, and a handle without the key refuses a sealed one,
+    /// each with [`Error::InvalidCursor`](crate::Error::InvalidCursor) saying so.
+    ///
+    /// ```
+    /// use unified_tables::{CursorKey, QueryOptions, TableEntity, Tables};
+    /// #[derive(TableEntity)]
+    /// struct Msg { #[table(partition_key)] room: String, #[table(row_key)] id: String }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let key = CursorKey::from_bytes([42; 32]); // from the application's secrets
+    /// let msgs = Tables::memory().with_cursor_key(key).store::<Msg>();
+    /// for id in ["a", "b", "c"] {
+    ///     msgs.create(&mut Msg { room: "room-1".into(), id: id.into() }).await?;
+    /// }
+    /// let first = msgs.page(QueryOptions::partition("room-1").take(2)).await?;
+    /// let cursor = first.cursor.expect("one more page");
+    /// assert!(!cursor.to_string().contains("room-1"));
+    /// let rest = msgs.page(QueryOptions::partition("room-1").take(2).after(cursor)).await?;
+    /// assert_eq!(rest.items[0].id, "c");
+    /// # Ok::<(), unified_tables::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn with_cursor_key(mut self, key: crate::store::CursorKey) -> Tables {
+        self.shared.cursor_key = Some(key);
+        self
+    }
+
     /// The retry policy of the stores' writes (see [`Tables::with_retry`]).
     pub fn retry(&self) -> &RetryPolicy {
         &self.shared.retry

@@ -148,6 +148,7 @@ pub(crate) fn error_type(error: &Error) -> &'static str {
     match error.kind() {
         ErrorKind::NotFound => "not_found",
         ErrorKind::AlreadyExists => "already_exists",
+        ErrorKind::UniqueViolation => "unique_violation",
         ErrorKind::PreconditionFailed => "precondition_failed",
         ErrorKind::Busy => "busy",
         ErrorKind::Throttled => "throttled",

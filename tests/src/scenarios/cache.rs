@@ -6,7 +6,7 @@ use std::time::Duration;
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming, FaultyBackend};
 use unified_tables::backend::Backend;
 use unified_tables::{
-    BlobContent, CachePolicy, Concurrency, Error, QueryOptions, ReadCache, RetryPolicy, Store, TableEntity, Tables,
+    BlobContent, CachePolicy, Concurrency, Error, QueryOptions, ReadCache, RetryPolicy, Store, Tables,
 };
 
 use crate::gate::{GateBackend, Point};

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
-use unified_tables::{Concurrency, QueryOptions, ReadCache, TableEntity, Tables};
+use unified_tables::{Concurrency, QueryOptions, ReadCache, Tables};
 
 use crate::gate::JitterBackend;
 use crate::model::Customer;

@@ -14,7 +14,7 @@ use unified_tables::backend::counting::CountingBackend;
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming, FaultyBackend};
 use unified_tables::backend::Backend;
 use unified_tables::layout::{WRITE_TOKEN, WRITE_TOKEN_CHARS};
-use unified_tables::{Error, ErrorKind, Outcome, RetryPolicy, Row, TableEntity, Tables, UnionWrite, Value};
+use unified_tables::{Error, ErrorKind, Outcome, RetryPolicy, Row, Tables, UnionWrite, Value};
 
 use crate::model::{Customer, Document};
 use crate::scenarios::union::OrderEvent;

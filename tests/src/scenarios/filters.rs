@@ -2,7 +2,7 @@
 
 use unified_tables::backend::{Backend, WriteOp};
 use unified_tables::query::Filter;
-use unified_tables::{DateTime, Error, QueryOptions, Row, TableEntity, Value};
+use unified_tables::{DateTime, Error, QueryOptions, Row, Value};
 
 use crate::model::{Status, Ticket};
 use crate::Env;

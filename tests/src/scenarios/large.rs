@@ -3,7 +3,7 @@
 use futures::TryStreamExt;
 use unified_tables::backend::blob::BlobCondition;
 use unified_tables::backend::{Backend, WriteOp};
-use unified_tables::{BlobContent, Error, QueryOptions, Row, TableEntity, Value};
+use unified_tables::{BlobContent, Error, QueryOptions, Row, Value};
 
 use crate::model::Document;
 use crate::rows::{part_count, raw};

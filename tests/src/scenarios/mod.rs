@@ -50,6 +50,7 @@ pub mod query;
 pub mod racing_reads;
 pub mod read_ahead;
 pub mod reservations;
+pub mod sealed_cursors;
 pub mod sessions;
 pub mod soft_delete;
 pub mod telemetry;
@@ -58,6 +59,7 @@ pub mod transactions;
 pub mod unconditional;
 pub mod union;
 pub mod union_rows;
+pub mod unique_outcomes;
 pub mod unsent_resends;
 pub mod values;
 pub mod wildcard_etags;
@@ -348,6 +350,10 @@ macro_rules! for_each_scenario {
             wildcard_etags::a_wildcard_or_empty_etag_is_refused_by_every_conditional_verb,
             wildcard_etags::a_wildcard_or_empty_etag_is_refused_by_the_conditional_blob_verbs,
             wildcard_etags::the_backends_answer_if_match_star_as_any_version,
+            unique_outcomes::a_unique_violation_has_its_own_error_kind,
+            unique_outcomes::outcome_verbs_return_a_unique_violation_as_a_value,
+            sealed_cursors::sealed_cursors_show_nothing_of_the_query_and_resume_as_unsealed_ones,
+            sealed_cursors::sealed_cursors_are_refused_under_another_key_altered_or_mixed_with_unsealed,
         }
     };
 }

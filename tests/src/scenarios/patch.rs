@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Barrier};
 
-use unified_tables::{Error, TableEntity, Value};
+use unified_tables::{Error, Value};
 
 use crate::model::{Account, Ticket};
 use crate::Env;

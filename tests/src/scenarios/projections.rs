@@ -2,7 +2,7 @@
 //! scope is chosen at run time, a stream polled in place.
 
 use unified_tables::AnyPartition;
-use unified_tables::{Error, QueryOptions, TableEntity};
+use unified_tables::{Error, QueryOptions};
 
 use crate::model::{Customer, Document, Everything, Geo};
 use crate::{noise, Env};

@@ -173,6 +173,7 @@ impl<T: TableEntity> Store<T> {
             Outcome::PreconditionFailed(e) => Ok(Delivery::Stale(e)),
             Outcome::NotFound => Ok(Delivery::NotFound),
             Outcome::Conflicted => Err(Error::conflict(&self.table, key)),
+            Outcome::UniqueViolation { index, value, holder } => Err(self.unique_violation(index, value, holder)),
         }
     }
 }

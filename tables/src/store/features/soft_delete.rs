@@ -212,6 +212,8 @@ impl<T: TableEntity> Store<T> {
             Outcome::Updated(_) => Ok(true),
             Outcome::NotFound | Outcome::PreconditionFailed(_) => Ok(false),
             Outcome::Conflicted => Err(Error::conflict(&self.table, key)),
+            // The row restored would take a unique value another entity holds now.
+            Outcome::UniqueViolation { index, value, holder } => Err(self.unique_violation(index, value, holder)),
         }
     }
 

@@ -7,6 +7,7 @@
 pub(super) mod paging;
 pub(crate) mod projection;
 pub(super) mod read_ahead;
+pub(super) mod sealed;
 pub(super) mod stream;
 
 use std::marker::PhantomData;

@@ -10,13 +10,36 @@ use crate::backend::{PageToken, QueryRequest};
 use crate::entity::{KeyMode, TableEntity};
 use crate::error::{Error, Result};
 use crate::service::MAX_PAGE_SIZE;
+use crate::store::query::sealed::{is_sealed, CursorKey};
 use crate::store::{QueryOptions, Store};
 
 /// The default page size of [`Store::page`].
 pub const DEFAULT_PAGE_SIZE: usize = 100;
 
-/// An opaque position in a query, bound to that query (partition, prefix,
-/// page size and filter). Send it back with [`QueryOptions::after`].
+/// A position in a query, bound to that query (partition, prefix, page size
+/// and filter). Send it back with [`QueryOptions::after`]; it round-trips as
+/// text (`Display` / `FromStr`).
+///
+/// # What a cursor shows
+///
+/// A cursor of a handle without a [`CursorKey`] is **not encrypted**: it is
+/// base64 text that anyone holding it can decode, and it shows
+///
+/// - the query's partition key and key prefix, and its page size;
+/// - the filter's text, with every value it compares (`Status eq 'open'`);
+/// - the partition key and row key where the next page starts; on a pool of
+///   accounts, each account's position (its next keys and the keys of the
+///   last row it returned);
+/// - for a soft-deletable type, which view it reads.
+///
+/// Its checksum detects damage, not forgery (anyone can compute it; over a
+/// pool the positions are signed with the pool's key), and the binding to
+/// its query refuses it on another query. Do not hand such a cursor to a
+/// client that must not see those keys and values. Give the handle a key
+/// with [`Tables::with_cursor_key`](crate::Tables::with_cursor_key) and its
+/// cursors are **sealed**: encrypted and authenticated, showing none of the
+/// above (only their length and an id of the key), and refused when
+/// altered, forged or sealed under another key.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Cursor(String);
 
@@ -64,27 +87,47 @@ fn checksum(payload: &str) -> String {
 }
 
 impl Cursor {
-    pub(crate) fn encode(fingerprint: &str, next: &PageToken) -> Cursor {
+    /// The cursor of `next` for the query of `fingerprint`, sealed under
+    /// `key` when the handle has one.
+    pub(crate) fn encode(fingerprint: &str, next: &PageToken, key: Option<&CursorKey>) -> Cursor {
         let payload = format!(
             "{}\n{}\n{}",
             lp(Some(fingerprint)),
             lp(Some(&next.next_partition_key)),
             lp(next.next_row_key.as_deref())
         );
+        if let Some(key) = key {
+            return Cursor(key.seal(&payload));
+        }
         let text = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload.as_bytes());
         Cursor(format!("{text}.{}", checksum(&payload)))
     }
 
-    pub(crate) fn decode(&self, fingerprint: &str) -> Result<PageToken> {
+    /// The page token of this cursor, once it is checked to be of the query
+    /// of `fingerprint` (and sealed under `key`, when the handle has one).
+    pub(crate) fn decode(&self, fingerprint: &str, key: Option<&CursorKey>) -> Result<PageToken> {
         let damaged = || Error::InvalidCursor("the cursor is damaged; start the query again without one".into());
-        let (text, sum) = self.0.rsplit_once('.').ok_or_else(damaged)?;
-        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(text)
-            .map_err(|_| damaged())?;
-        let payload = String::from_utf8(bytes).map_err(|_| damaged())?;
-        if checksum(&payload) != sum {
-            return Err(damaged());
-        }
+        let payload = match key {
+            Some(key) => key.open(&self.0)?,
+            None if is_sealed(&self.0) => {
+                return Err(Error::InvalidCursor(
+                    "the cursor is sealed: resume it on a handle with the cursor key that sealed it \
+                     (Tables::with_cursor_key), or start the query again without one"
+                        .into(),
+                ))
+            }
+            None => {
+                let (text, sum) = self.0.rsplit_once('.').ok_or_else(damaged)?;
+                let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .decode(text)
+                    .map_err(|_| damaged())?;
+                let payload = String::from_utf8(bytes).map_err(|_| damaged())?;
+                if checksum(&payload) != sum {
+                    return Err(damaged());
+                }
+                payload
+            }
+        };
         let mut rest = payload.as_str();
         let mut next_field = || -> Result<Option<String>> {
             if let Some(r) = rest.strip_prefix('~') {
@@ -210,7 +253,7 @@ impl<T: TableEntity> Store<T> {
                     .clamp(1, MAX_PAGE_SIZE as usize);
                 let bound = self.scoped_fingerprint(fingerprint(&options, page_size));
                 let token = match &options.cursor {
-                    Some(c) => Some(c.decode(&bound)?),
+                    Some(c) => Some(c.decode(&bound, self.shared.cursor_key.as_ref())?),
                     None => None,
                 };
                 let mut request = self.listing_request(&options)?;
@@ -225,7 +268,9 @@ impl<T: TableEntity> Store<T> {
                 }
                 Ok(EntityPage {
                     items,
-                    cursor: page.next.map(|c| Cursor::encode(&bound, &c)),
+                    cursor: page
+                        .next
+                        .map(|c| Cursor::encode(&bound, &c, self.shared.cursor_key.as_ref())),
                 })
             })
             .await
@@ -276,9 +321,18 @@ mod tests {
             next_partition_key: "p:1\n~".into(),
             next_row_key: Some("r".into()),
         };
-        let cursor = Cursor::encode("q", &next);
-        assert_eq!(cursor.decode("q").unwrap(), next);
-        assert!(matches!(cursor.decode("other"), Err(Error::InvalidCursor(_))));
+        let cursor = Cursor::encode("q", &next, None);
+        assert_eq!(cursor.decode("q", None).unwrap(), next);
+        assert!(matches!(cursor.decode("other", None), Err(Error::InvalidCursor(_))));
+        let key = CursorKey::from_bytes([9; 32]);
+        let sealed = Cursor::encode("q", &next, Some(&key));
+        assert_eq!(sealed.decode("q", Some(&key)).unwrap(), next);
+        assert!(matches!(
+            sealed.decode("other", Some(&key)),
+            Err(Error::InvalidCursor(_))
+        ));
+        assert!(matches!(sealed.decode("q", None), Err(Error::InvalidCursor(_))));
+        assert!(matches!(cursor.decode("q", Some(&key)), Err(Error::InvalidCursor(_))));
     }
 
     proptest::proptest! {
@@ -287,7 +341,7 @@ mod tests {
         /// Any text as a cursor: refused as damaged, never a panic.
         #[test]
         fn any_text_is_refused_as_a_cursor(text in "\\PC{0,80}") {
-            proptest::prop_assert!(Cursor(text).decode("q").is_err());
+            proptest::prop_assert!(Cursor(text).decode("q", None).is_err());
         }
 
         /// A payload with a valid checksum (anyone can compute one) but any
@@ -296,7 +350,7 @@ mod tests {
         fn any_signed_payload_is_a_token_or_refused(payload in "(\\PC|\n|~|:|[0-9]){0,80}") {
             let text = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload.as_bytes());
             let cursor = Cursor(format!("{text}.{}", checksum(&payload)));
-            match cursor.decode("q") {
+            match cursor.decode("q", None) {
                 Ok(_) | Err(Error::InvalidCursor(_)) => {}
                 Err(other) => proptest::prop_assert!(false, "unexpected error: {other}"),
             }

@@ -106,7 +106,7 @@ impl<E: TableUnion> UnionStore<E> {
                 let query = query.into();
                 let bound = query.fingerprint();
                 let token = match &query.cursor {
-                    Some(c) => Some(c.decode(&bound)?),
+                    Some(c) => Some(c.decode(&bound, self.store.shared.cursor_key.as_ref())?),
                     None => None,
                 };
                 let mut request = query.request()?;
@@ -121,7 +121,9 @@ impl<E: TableUnion> UnionStore<E> {
                 }
                 Ok(UnionPage {
                     entries,
-                    cursor: page.next.map(|next| crate::store::Cursor::encode(&bound, &next)),
+                    cursor: page
+                        .next
+                        .map(|next| crate::store::Cursor::encode(&bound, &next, self.store.shared.cursor_key.as_ref())),
                 })
             })
             .await

@@ -46,6 +46,46 @@ pub enum Outcome<T> {
     PreconditionFailed(T),
     /// Other writers kept changing the row for every attempt.
     Conflicted,
+    /// The write would give this entity the value of a unique index
+    /// (`#[unique]`) that another entity holds: nothing was stored, and the
+    /// row is as it was read. Choose another value, or change or delete the
+    /// holder. The error-returning verbs ([`Store::mutate`],
+    /// [`Store::mutate_or_create`]) report it as
+    /// [`Error::UniqueViolation`], of kind
+    /// [`ErrorKind::UniqueViolation`](crate::ErrorKind::UniqueViolation).
+    ///
+    /// ```
+    /// use unified_tables::{Outcome, TableEntity, Tables};
+    /// #[derive(TableEntity, Debug, Clone)]
+    /// struct User {
+    ///     #[table(partition_key)] team: String,
+    ///     #[table(row_key)] name: String,
+    ///     #[unique] email: String,
+    ///     #[table(etag)] etag: Option<unified_tables::ETag>,
+    /// }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let users = Tables::memory().store::<User>();
+    /// let user = |name: &str, email: &str| User { team: "t".into(), name: name.into(), email: email.into(), etag: None };
+    /// users.create(&mut user("ada", "ada@example.com")).await?;
+    /// users.create(&mut user("bob", "bob@example.com")).await?;
+    /// match users.try_mutate(("t", "bob"), |u| u.email = "ada@example.com".into()).await? {
+    ///     Outcome::UniqueViolation { index, holder, .. } => {
+    ///         assert_eq!(index, "email");
+    ///         assert_eq!(holder.row_key, "ada");
+    ///     }
+    ///     other => panic!("expected UniqueViolation, got {other:?}"),
+    /// }
+    /// # Ok::<(), unified_tables::Error>(())
+    /// # }).unwrap();
+    /// ```
+    UniqueViolation {
+        /// The unique index's name.
+        index: String,
+        /// The value, as the lookup shows it (text in quotes, numbers and dates as written).
+        value: String,
+        /// The keys of the entity holding the value.
+        holder: Key,
+    },
 }
 
 impl<T> Outcome<T> {
@@ -139,7 +179,9 @@ impl<T: TableEntity> Store<T> {
     }
 
     /// Like [`Store::mutate`], but the expected branches are values:
-    /// `Updated`, `NotFound` or `Conflicted`. Only unexpected failures are errors.
+    /// `Updated`, `NotFound`, `Conflicted`, or `UniqueViolation` when the
+    /// change would give the entity a unique index's value another entity
+    /// holds. Only unexpected failures are errors.
     pub async fn try_mutate(&self, key: impl Into<Lookup<'_>>, mut intent: impl FnMut(&mut T)) -> Result<Outcome<T>> {
         self.op("try_mutate")
             .run(async move {
@@ -161,7 +203,9 @@ impl<T: TableEntity> Store<T> {
     /// current row. The loser of a race to the same transition gets
     /// [`Outcome::PreconditionFailed`] carrying the winner's row;
     /// [`Outcome::Conflicted`] is left for a row whose precondition still held
-    /// on every attempt while other writers kept changing it.
+    /// on every attempt while other writers kept changing it, and
+    /// [`Outcome::UniqueViolation`] for a change that would give the entity a
+    /// unique index's value another entity holds.
     pub async fn try_transition(
         &self,
         key: impl Into<Lookup<'_>>,
@@ -272,6 +316,17 @@ impl<T: TableEntity> Store<T> {
             Outcome::Updated(e) => Ok(e),
             Outcome::NotFound => Err(Error::not_found(&self.table, key)),
             Outcome::PreconditionFailed(_) | Outcome::Conflicted => Err(self.conflict(key)),
+            Outcome::UniqueViolation { index, value, holder } => Err(self.unique_violation(index, value, holder)),
+        }
+    }
+
+    /// The error of an [`Outcome::UniqueViolation`], for the verbs that report it as one.
+    pub(in crate::store) fn unique_violation(&self, index: String, value: String, holder: Key) -> Error {
+        Error::UniqueViolation {
+            table: self.table.clone(),
+            index,
+            value,
+            holder: Box::new(holder),
         }
     }
 
@@ -371,6 +426,20 @@ impl<T: TableEntity> Store<T> {
                 && self.held_by_hidden_row(key).await?
             {
                 return Err(write_error);
+            }
+            // Another entity holds a unique value the write would take, and
+            // the row did not move under it: an expected branch, not a race.
+            if fresh_version == read_version {
+                if let Error::UniqueViolation {
+                    index, value, holder, ..
+                } = write_error
+                {
+                    return Ok(Outcome::UniqueViolation {
+                        index,
+                        value,
+                        holder: *holder,
+                    });
+                }
             }
             // A create that lost to a row deleted again since: the state moved, try again.
             let vanished = insert && fresh_version.is_none();

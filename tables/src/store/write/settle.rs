@@ -201,7 +201,9 @@ fn answer(error: &Error) -> Answer {
         ErrorKind::Unavailable if !error.was_sent() => Answer::NotProcessed,
         ErrorKind::Unavailable | ErrorKind::MalformedResponse | ErrorKind::OutcomeUnknown => Answer::InDoubt,
         ErrorKind::NotFound if error.service_code().is_some_and(|(_, code)| code == "TableNotFound") => Answer::Failed,
-        ErrorKind::NotFound | ErrorKind::AlreadyExists | ErrorKind::PreconditionFailed => Answer::Refused,
+        ErrorKind::NotFound | ErrorKind::AlreadyExists | ErrorKind::UniqueViolation | ErrorKind::PreconditionFailed => {
+            Answer::Refused
+        }
         _ => Answer::Failed,
     }
 }

@@ -12,7 +12,7 @@ use super::rows::LoginRow;
 use super::users::lost;
 use super::{ExternalLogin, Identity, IdentityError, IdentityResult, User, UserId};
 use crate::layout::IDENTITY_LOGIN_ROW_KEY;
-use crate::{ErrorKind, QueryOptions, TableEntity};
+use crate::{ErrorKind, QueryOptions};
 
 /// Take-over attempts of a login row left by a deleted user.
 const ATTEMPTS: usize = 8;

@@ -13,7 +13,7 @@ use super::row_keys::{check_name, claim_key, normalize, role_key};
 use super::rows::{ClaimRow, RoleRow, UserRoleRow};
 use super::{Claim, Identity, IdentityError, IdentityResult, Role, User, UserId};
 use crate::layout::IDENTITY_ROLES_PARTITION;
-use crate::{ErrorKind, Guid, QueryOptions, TableEntity};
+use crate::{ErrorKind, Guid, QueryOptions};
 
 impl RoleRow {
     fn to_role(&self) -> Role {

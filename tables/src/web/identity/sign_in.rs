@@ -101,6 +101,8 @@ impl Identity {
             },
             Outcome::NotFound => return Ok(SignIn::Failed),
             Outcome::Conflicted => return Err(IdentityError::Contended),
+            // The transition changes no indexed field; were it to, the unique index is the email's.
+            Outcome::UniqueViolation { .. } => return Err(IdentityError::DuplicateEmail),
         };
         Ok(signed_in(user))
     }
@@ -189,6 +191,8 @@ impl Identity {
             Outcome::PreconditionFailed(r) if r.user_guid == id.guid => Err(IdentityError::WrongPassword),
             Outcome::NotFound | Outcome::PreconditionFailed(_) => Err(IdentityError::UserNotFound(id.clone())),
             Outcome::Conflicted => Err(IdentityError::Contended),
+            // The user rows' unique index is the email's.
+            Outcome::UniqueViolation { .. } => Err(IdentityError::DuplicateEmail),
         }
     }
 

@@ -183,6 +183,8 @@ impl Identity {
             Outcome::Updated(row) => Ok(row),
             Outcome::NotFound | Outcome::PreconditionFailed(_) => Err(IdentityError::UserNotFound(id.clone())),
             Outcome::Conflicted => Err(IdentityError::Contended),
+            // The user rows' unique index is the email's.
+            Outcome::UniqueViolation { .. } => Err(IdentityError::DuplicateEmail),
         }
     }
 

@@ -12,7 +12,6 @@ use super::{Action, TableSessionStore};
 use crate::error::ErrorKind;
 use crate::store::{QueryOptions, SweepReport};
 use crate::value::DateTime;
-use crate::TableEntity;
 
 /// How many deletes a sweep keeps in flight.
 const SWEEP_CONCURRENCY: usize = 8;

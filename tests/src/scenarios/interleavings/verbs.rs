@@ -2,7 +2,7 @@
 //! and what it does as one sequential step of the model.
 
 use unified_tables::backend::faulty::FaultTarget;
-use unified_tables::{ETag, Error, ErrorKind, Outcome, TableEntity, Tables, UnionWrite, Value};
+use unified_tables::{ETag, Error, ErrorKind, Outcome, Tables, UnionWrite, Value};
 
 use super::model::{cells, Cells, Model, Said, Step};
 use crate::model::{Customer, Document};
@@ -90,6 +90,7 @@ fn outcome(o: Outcome<Customer>) -> Said {
         Outcome::NotFound => Said::NotFound,
         Outcome::PreconditionFailed(c) => Said::Unmet(returned(&c)),
         Outcome::Conflicted => Said::Conflict,
+        Outcome::UniqueViolation { .. } => Said::Failed(ErrorKind::UniqueViolation),
     }
 }
 
