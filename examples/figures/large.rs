@@ -138,10 +138,10 @@ fn log_text(len: usize) -> String {
             LEVELS[(i % 4) as usize],
             i % 8,
             i,
-            if i % 3 == 0 { "POST" } else { "GET" },
+            if i.is_multiple_of(3) { "POST" } else { "GET" },
             PATHS[(i % 5) as usize],
             i % 977,
-            if i % 50 == 0 { 500 } else { 200 },
+            if i.is_multiple_of(50) { 500 } else { 200 },
             (i * 7919) % 65_536,
             (i * 31) % 900 + 3,
         );

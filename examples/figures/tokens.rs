@@ -300,7 +300,7 @@ async fn ambiguous_answers(db: &Tables, table: &str, n: usize) -> Result<(usize,
         faulty.fail_next(
             FaultTarget::Write,
             FaultTiming::After,
-            if i % 2 == 0 { lost } else { timed_out },
+            if i.is_multiple_of(2) { lost } else { timed_out },
         );
         if i % 5 == 4 {
             // The first read-back fails too: the write is sent again and refused by itself.

@@ -338,9 +338,9 @@ impl Ticket {
             score: n as f64 / 2.0,
             amount: Decimal::new(n as i64 * 150, 2),
             opened: DateTime::from_unix_nanos(1_700_000_000_000_000_000 + n as i128 * 86_400_000_000_000),
-            active: n % 2 == 0,
+            active: n.is_multiple_of(2),
             reference: uuid::Uuid::from_u128(n as u128),
-            owner: (n % 4 != 0).then(|| format!("owner{}", n % 4)),
+            owner: (!n.is_multiple_of(4)).then(|| format!("owner{}", n % 4)),
             labels: vec![format!("l{n}")],
             address: Address {
                 city: ["Lviv", "Kyiv", "Odesa"][n as usize % 3].into(),

@@ -156,7 +156,7 @@ impl<B> ThrottledBackend<B> {
         if !ok {
             let n = self.throttled.fetch_add(1, Ordering::Relaxed) + 1;
             let every = self.limits.timeout_every;
-            return Err(if every > 0 && n % every == 0 {
+            return Err(if every > 0 && n.is_multiple_of(every) {
                 Error::service(
                     500,
                     "OperationTimedOut",

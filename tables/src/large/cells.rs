@@ -201,7 +201,7 @@ pub(crate) fn value_from_stored(column: &str, stored: Gathered, encoding: &str, 
         "text" | "binary" => stored,
         "utf16le" => {
             let stored = stored.into_bytes();
-            if stored.len() % 2 != 0 {
+            if !stored.len().is_multiple_of(2) {
                 return Err(damaged(format!(
                     "utf16le data must have an even number of bytes, found {}",
                     stored.len()

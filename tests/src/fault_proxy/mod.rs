@@ -280,7 +280,7 @@ impl Drop for FaultProxy {
 
 /// `(host:port, path)` of a plain-HTTP endpoint URL.
 fn endpoint(url: &str) -> io::Result<(String, String)> {
-    let parsed = azure_core::Url::parse(url).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let parsed = azure_core::http::Url::parse(url).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     if parsed.scheme() != "http" {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 #[cfg(feature = "entra-id")]
-use azure_core::auth::TokenCredential;
+use azure_core::credentials::TokenCredential;
 
 #[cfg(feature = "entra-id")]
 use super::connection_string;
@@ -94,19 +94,35 @@ impl AzureConnection {
     /// or `TableEndpoint=https://..;BlobEndpoint=https://..`. Bearer tokens
     /// travel over HTTPS only, so an `http://` endpoint is refused.
     ///
+    /// `credential` is any `azure_core` 1.x
+    /// [`TokenCredential`](azure_core::credentials::TokenCredential): the
+    /// credentials of `azure_identity` 1.x (`ManagedIdentityCredential`,
+    /// `WorkloadIdentityCredential`, `ClientSecretCredential`,
+    /// `AzureCliCredential`, `DeveloperToolsCredential`, …) or one of your
+    /// own. Its tokens are cached for the connection and replaced five
+    /// minutes before they expire, and added to each request below every
+    /// log line. A credential that sends requests needs an HTTP client:
+    /// give it [`IdentityHttpClient::client_options`](super::transport::IdentityHttpClient::client_options)
+    /// (the crate's own transport), or depend on `azure_identity` with its
+    /// default features (reqwest).
+    ///
     /// The principal needs a data role on the account: "Storage Table Data
     /// Contributor" for tables and "Storage Blob Data Contributor" for the
     /// blobs of large values.
     ///
     /// ```no_run
-    /// use unified_tables::backend::azure::{azure_identity, AzureConnection};
+    /// use azure_identity::{ManagedIdentityCredential, ManagedIdentityCredentialOptions};
+    /// use unified_tables::backend::azure::transport::IdentityHttpClient;
+    /// use unified_tables::backend::azure::AzureConnection;
     /// use unified_tables::Tables;
     ///
-    /// // The system-assigned managed identity of a virtual machine:
-    /// let credential = azure_identity::VirtualMachineManagedIdentityCredential::new(
-    ///     azure_identity::TokenCredentialOptions::default(),
-    /// );
-    /// let connection = AzureConnection::with_token_credential("AccountName=myaccount", std::sync::Arc::new(credential))?;
+    /// // The managed identity of the virtual machine, App Service or container:
+    /// let credential = ManagedIdentityCredential::new(Some(ManagedIdentityCredentialOptions {
+    ///     client_options: IdentityHttpClient::new()?.client_options(),
+    ///     ..Default::default()
+    /// }))
+    /// .map_err(|e| unified_tables::Error::config("the managed identity").with_source(e))?;
+    /// let connection = AzureConnection::with_token_credential("AccountName=myaccount", credential)?;
     /// let db = Tables::connect_with(connection)?;
     /// # let _ = db;
     /// # Ok::<(), unified_tables::Error>(())
@@ -136,15 +152,18 @@ impl AzureConnection {
         })
     }
 
-    /// [`with_token_credential`](Self::with_token_credential) with the credential
-    /// chosen from the environment as `azure_identity` chooses it: the kind
-    /// named by `AZURE_CREDENTIAL_KIND` (`environment`, `workloadidentity`,
-    /// `virtualmachine`, `appservice`, `azurecli`, `clientsecret`), else the
-    /// first of the default chain that gives a token: the environment
-    /// (workload identity when `AZURE_FEDERATED_TOKEN_FILE` is set, else the
-    /// client secret in `AZURE_TENANT_ID` / `AZURE_CLIENT_ID` /
-    /// `AZURE_CLIENT_SECRET`), App Service managed identity, virtual machine
-    /// managed identity, then the Azure CLI's login. Making the credential
+    /// [`with_token_credential`](Self::with_token_credential) with a
+    /// credential of `azure_identity` 1.x chosen from the environment, each
+    /// given the crate's own transport ([`IdentityHttpClient`](super::transport::IdentityHttpClient)):
+    /// the workload identity when `AZURE_FEDERATED_TOKEN_FILE` is set (with
+    /// `AZURE_TENANT_ID` and `AZURE_CLIENT_ID`), a client secret when
+    /// `AZURE_CLIENT_SECRET` is (with `AZURE_TENANT_ID` and
+    /// `AZURE_CLIENT_ID`; `AZURE_AUTHORITY_HOST` names another cloud), else
+    /// the first of the managed identity (user-assigned when
+    /// `AZURE_CLIENT_ID` is set) and the developer tools (the Azure CLI's,
+    /// then the Azure Developer CLI's login) that gives a token, that one
+    /// from then on. A variable missing beside the one that chose its
+    /// credential is [`Error::Config`] naming it. Making the credential
     /// sends nothing; the first operation asks it for a token.
     ///
     /// ```no_run
@@ -157,8 +176,7 @@ impl AzureConnection {
     #[cfg(feature = "entra-id")]
     #[cfg_attr(docsrs, doc(cfg(feature = "entra-id")))]
     pub fn with_default_credential(endpoints: &str) -> Result<AzureConnection> {
-        let credential = azure_identity::create_credential()
-            .map_err(|e| Error::config("cannot create the default Azure credential").with_source(e))?;
+        let credential = super::default_credential::from_environment(|name| std::env::var(name).ok())?;
         AzureConnection::with_token_credential(endpoints, credential)
     }
 

@@ -314,21 +314,22 @@ fn trusted_certificates_must_be_pem() {
 #[cfg(feature = "entra-id")]
 mod token {
     use super::*;
-    use azure_core::auth::{AccessToken, TokenCredential};
+    use azure_core::credentials::{AccessToken, TokenCredential, TokenRequestOptions};
 
     #[derive(Debug)]
     struct Never;
 
     #[async_trait::async_trait]
     impl TokenCredential for Never {
-        async fn get_token(&self, _scopes: &[&str]) -> azure_core::Result<AccessToken> {
-            Err(azure_core::Error::message(
+        async fn get_token(
+            &self,
+            _scopes: &[&str],
+            _options: Option<TokenRequestOptions<'_>>,
+        ) -> azure_core::Result<AccessToken> {
+            Err(azure_core::Error::with_message(
                 azure_core::error::ErrorKind::Credential,
                 "no token here",
             ))
-        }
-        async fn clear_cache(&self) -> azure_core::Result<()> {
-            Ok(())
         }
     }
 

@@ -430,23 +430,24 @@ async fn errors_built_from_an_answer_keep_its_request_id() {
 #[cfg(feature = "entra-id")]
 #[tokio::test]
 async fn a_credential_error_prints_no_token() {
-    use azure_core::auth::{AccessToken, TokenCredential};
+    use azure_core::credentials::{AccessToken, TokenCredential, TokenRequestOptions};
 
     #[derive(Debug)]
     struct Leaky;
 
     #[async_trait::async_trait]
     impl TokenCredential for Leaky {
-        async fn get_token(&self, _scopes: &[&str]) -> azure_core::Result<AccessToken> {
-            Err(azure_core::Error::message(
+        async fn get_token(
+            &self,
+            _scopes: &[&str],
+            _options: Option<TokenRequestOptions<'_>>,
+        ) -> azure_core::Result<AccessToken> {
+            Err(azure_core::Error::with_message(
                 azure_core::error::ErrorKind::Credential,
                 format!(
                     "the endpoint https://login.invalid/token?sig={SECRET} refused Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.abcdef"
                 ),
             ))
-        }
-        async fn clear_cache(&self) -> azure_core::Result<()> {
-            Ok(())
         }
     }
 

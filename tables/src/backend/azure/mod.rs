@@ -1,7 +1,9 @@
 //! Azure Table Storage and Blob Storage (and Azurite), spoken by this
 //! crate itself over one transport ([`transport`]): no `azure_*` crate and
-//! no `reqwest` build or send a request (the `entra-id` feature adds
-//! `azure_identity` for its token credentials only).
+//! no `reqwest` build or send a request. The `entra-id` feature takes the
+//! credentials of `azure_core` 1.x and `azure_identity` 1.x (without their
+//! default features, so without reqwest); their own token requests go
+//! through the same transport ([`transport::IdentityHttpClient`]).
 //!
 //! - **One transport.** Every request of an [`AzureConnection`] (entities,
 //!   transactions, queries, table management, blobs, leases) goes through
@@ -60,6 +62,8 @@ mod blob_headers;
 mod blob_list;
 mod connection_string;
 mod credential;
+#[cfg(feature = "entra-id")]
+mod default_credential;
 mod entities;
 mod http;
 pub mod transport;
@@ -72,11 +76,6 @@ mod error_tests;
 mod tests;
 
 pub use azure_connection::AzureConnection;
-/// The Entra ID credentials of the same `azure_core` generation (managed
-/// identity, workload identity, client secret, Azure CLI, the default chain).
-#[cfg(feature = "entra-id")]
-#[cfg_attr(docsrs, doc(cfg(feature = "entra-id")))]
-pub use azure_identity;
 pub use blob::AzureBlobBackend;
 pub use connection_string::{AccountCredentials, ConnectionString, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY};
 

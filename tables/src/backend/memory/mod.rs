@@ -438,7 +438,7 @@ impl Backend for MemoryBackend {
             .top
             .map_or(MAX_PAGE_SIZE as usize, |top| (top as usize).min(MAX_PAGE_SIZE as usize));
         state.pages += 1;
-        let quirk = self.quirk_every > 0 && state.pages % self.quirk_every as u64 == 0;
+        let quirk = self.quirk_every > 0 && state.pages.is_multiple_of(self.quirk_every as u64);
 
         let span = Span::of(request.filter.as_ref());
         let token_start = token.map(|c| RowId {

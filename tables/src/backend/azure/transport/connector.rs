@@ -49,7 +49,10 @@ impl Connector {
                 .add(root.clone())
                 .map_err(|e| Error::config("trusted certificates: a certificate cannot be a root").with_source(e))?;
         }
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        // aws-lc-rs, rustls's own default provider: it offers the hybrid
+        // post-quantum key exchange (X25519MLKEM768) first, which the ring
+        // provider lacks (deprecated since rustls 0.23.48 for that reason).
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
             .with_safe_default_protocol_versions()
             .map_err(|e| Error::config("cannot set up TLS").with_source(e))?
             .with_root_certificates(trusted)

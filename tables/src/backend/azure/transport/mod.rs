@@ -32,6 +32,8 @@
 //! No span or event carries a header value, a key, a signature or a token.
 
 mod connector;
+#[cfg(feature = "entra-id")]
+mod identity_client;
 mod message;
 mod sign;
 #[cfg(feature = "entra-id")]
@@ -54,6 +56,9 @@ use tracing::field::Empty;
 use tracing::Instrument as _;
 
 use self::connector::Connector;
+#[cfg(feature = "entra-id")]
+#[cfg_attr(docsrs, doc(cfg(feature = "entra-id")))]
+pub use self::identity_client::IdentityHttpClient;
 pub(crate) use self::message::{header, Answer, Outgoing, Resource, Service, Streamed};
 pub(crate) use self::sign::Signer;
 use self::sign::Signing;

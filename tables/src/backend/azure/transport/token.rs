@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use azure_core::auth::TokenCredential;
+use azure_core::credentials::TokenCredential;
 use hyper::header::HeaderValue;
 
 use crate::error::{redact, Error, Result};
@@ -75,7 +75,7 @@ impl TokenCache {
     }
 
     async fn fetch(&self) -> Result<HeaderValue> {
-        let token = self.credential.get_token(&[STORAGE_SCOPE]).await.map_err(|e| {
+        let token = self.credential.get_token(&[STORAGE_SCOPE], None).await.map_err(|e| {
             tracing::debug!(target: super::TARGET, error = %redact(&e.to_string()), "the token credential failed");
             Error::credential("the token credential gave no token").with_source(e)
         })?;
@@ -95,7 +95,7 @@ impl TokenCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use azure_core::auth::{AccessToken, Secret};
+    use azure_core::credentials::{AccessToken, TokenRequestOptions};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[derive(Debug)]
@@ -106,14 +106,10 @@ mod tests {
 
     #[async_trait::async_trait]
     impl TokenCredential for Counting {
-        async fn get_token(&self, _: &[&str]) -> azure_core::Result<AccessToken> {
+        async fn get_token(&self, _: &[&str], _: Option<TokenRequestOptions<'_>>) -> azure_core::Result<AccessToken> {
             let n = self.calls.fetch_add(1, Ordering::SeqCst);
-            let expires = azure_core::date::parse_rfc3339("1970-01-01T00:00:00Z").unwrap()
-                + Duration::from_secs((unix_now() + self.lifetime) as u64);
-            Ok(AccessToken::new(Secret::new(format!("token-{n}")), expires))
-        }
-        async fn clear_cache(&self) -> azure_core::Result<()> {
-            Ok(())
+            let expires = azure_core::time::OffsetDateTime::from_unix_timestamp(unix_now() + self.lifetime).unwrap();
+            Ok(AccessToken::new(format!("token-{n}"), expires))
         }
     }
 
