@@ -146,7 +146,11 @@ mod orders {
         held.viewed = true;
         let row: Row = held.to_row(&Default::default())?;
         let again = Order::from_row(row)?;
-        assert_eq!((again.number.as_str(), again.viewed), ("N-3", false), "a skipped field is not stored");
+        assert_eq!(
+            (again.number.as_str(), again.viewed),
+            ("N-3", false),
+            "a skipped field is not stored"
+        );
 
         Ok(Summary {
             paid_over_20: paid_over_20.len(),

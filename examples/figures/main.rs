@@ -382,7 +382,10 @@ mod tests {
     #[test]
     fn a_debug_build_warns_that_its_figures_are_not_the_librarys() {
         let warning = super::unoptimised_warning(false).expect("a warning");
-        assert!(warning.contains("debug build") && warning.contains("--release"), "{warning}");
+        assert!(
+            warning.contains("debug build") && warning.contains("--release"),
+            "{warning}"
+        );
         assert_eq!(super::unoptimised_warning(true), None);
     }
 }
