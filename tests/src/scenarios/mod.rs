@@ -354,6 +354,7 @@ macro_rules! for_each_scenario {
             unique_outcomes::outcome_verbs_return_a_unique_violation_as_a_value,
             sealed_cursors::sealed_cursors_show_nothing_of_the_query_and_resume_as_unsealed_ones,
             sealed_cursors::sealed_cursors_are_refused_under_another_key_altered_or_mixed_with_unsealed,
+            sealed_cursors::sealed_cursors_seal_union_pages,
         }
     };
 }

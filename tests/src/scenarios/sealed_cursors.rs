@@ -194,3 +194,55 @@ pub async fn sealed_cursors_are_refused_under_another_key_altered_or_mixed_with_
         .unwrap();
     assert!(!resumed.items.is_empty() || resumed.cursor.is_some());
 }
+
+/// A union store's pages through a handle with a key: sealed cursors that
+/// show none of the partition or row keys, resume the same pages as
+/// unsealed ones, and are refused by a handle without the key.
+pub async fn sealed_cursors_seal_union_pages(env: &Env) {
+    use crate::scenarios::union::{placed, OrderEvent};
+    use unified_tables::UnionQuery;
+
+    let store = env.tables.union_store::<OrderEvent>(&env.table);
+    for i in 0..5 {
+        store.insert((OWNER, row_key(i)), &placed(i as f64)).await.unwrap();
+    }
+    let sealing = env.tables.clone().with_cursor_key(CursorKey::from_bytes([7; 32]));
+    let read = |tables: Tables| async move {
+        let store = tables.union_store::<OrderEvent>(&env.table);
+        let (mut pages, mut cursors) = (Vec::<Vec<String>>::new(), Vec::new());
+        let mut query = UnionQuery::partition(OWNER).take(2);
+        loop {
+            let page = store.page(query.clone()).await.unwrap();
+            pages.push(page.entries.iter().map(|e| e.key.row_key.clone()).collect());
+            match page.cursor {
+                Some(cursor) => {
+                    let text = cursor.to_string();
+                    cursors.push(cursor);
+                    query = UnionQuery::partition(OWNER).take(2).after(text.parse().unwrap());
+                }
+                None => break,
+            }
+            assert!(pages.len() < 20, "the query ends");
+        }
+        (pages, cursors)
+    };
+    let (plain_pages, _) = read(env.tables.clone()).await;
+    let (sealed_pages, sealed_cursors) = read(sealing).await;
+    assert_eq!(sealed_pages, plain_pages);
+    assert_eq!(sealed_pages.concat(), (0..5).map(row_key).collect::<Vec<_>>());
+    assert!(!sealed_cursors.is_empty());
+    for cursor in &sealed_cursors {
+        let text = cursor.to_string();
+        for secret in secrets().iter().filter(|s| s.as_str() != LABEL) {
+            assert!(!shows(&text, secret), "a sealed union cursor shows `{secret}`: {text}");
+        }
+    }
+    let err = store
+        .page(UnionQuery::partition(OWNER).take(2).after(sealed_cursors[0].clone()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidCursor(reason) if reason.contains("sealed")),
+        "{err}"
+    );
+}

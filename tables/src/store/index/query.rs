@@ -55,6 +55,13 @@ impl Span {
 }
 
 /// A position in an index: a page's cursor, given back to [`IndexQuery::page`].
+///
+/// It has no text form and is not sealed by a handle's
+/// [`CursorKey`](crate::CursorKey): it holds, in the clear, the partition
+/// and row keys of the last index row read (an index row's key holds the
+/// indexed value), and its `Debug` output shows them. Keep it in the process
+/// that reads the pages; to hand a position to a client, page the store
+/// itself ([`Store::page`](crate::Store::page)) on a handle with a cursor key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexCursor {
     after: (String, String),
