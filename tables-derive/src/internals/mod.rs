@@ -2,6 +2,7 @@
 
 pub(crate) mod ast;
 pub(crate) mod attr;
+pub(crate) mod attr_keys;
 pub(crate) mod case;
 pub(crate) mod check;
 pub(crate) mod ctxt;
