@@ -25,7 +25,7 @@ pub(super) fn container_not_found(name: &str) -> Error {
 pub(super) fn blob_not_found(container: &str, name: &str) -> Error {
     Error::service(
         404,
-        "BlobNotFound",
+        crate::service::BLOB_NOT_FOUND,
         format!("The specified blob does not exist: `{container}/{name}`."),
     )
 }

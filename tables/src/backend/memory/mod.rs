@@ -208,7 +208,7 @@ fn table_not_found(name: &str) -> Error {
 fn resource_not_found(id: &RowId) -> Error {
     Error::service(
         404,
-        "ResourceNotFound",
+        crate::service::ENTITY_NOT_FOUND,
         format!(
             "The specified resource does not exist: PartitionKey `{}`, RowKey `{}`.",
             id.partition_key, id.row_key
