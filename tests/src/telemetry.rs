@@ -155,10 +155,47 @@ impl Captured {
     }
 }
 
+/// The process's global subscriber while captures run: it wants nothing,
+/// but leaves every callsite's interest undecided (`sometimes`), so each
+/// event and span asks the subscriber of its own thread. Without it, a
+/// callsite first met on a thread with no capture, while another thread was
+/// installing one, can be cached as wanted by nobody, and a capture misses it.
+struct Undecided;
+
+impl Subscriber for Undecided {
+    fn register_callsite(&self, _: &'static tracing::Metadata<'static>) -> tracing::subscriber::Interest {
+        tracing::subscriber::Interest::sometimes()
+    }
+    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
+        Some(tracing::level_filters::LevelFilter::TRACE)
+    }
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        false
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, _: &Event<'_>) {}
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+/// Makes [`Undecided`] the global subscriber, once per process (unless the
+/// process already chose one).
+pub fn undecided_globally() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = tracing::subscriber::set_global_default(Undecided);
+    });
+}
+
 /// Installs a subscriber recording everything at TRACE on this thread
 /// until the guard drops (the scenario's future runs on it), and rebuilds
 /// the callsites' interest so that callsites other threads met first are seen.
 pub fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
+    undecided_globally();
     let captured = Captured::default();
     let guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(captured.clone()));
     tracing::callsite::rebuild_interest_cache();

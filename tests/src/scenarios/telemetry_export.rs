@@ -49,6 +49,7 @@ pub async fn operations_export_to_opentelemetry_with_the_database_attributes(env
         .with_simple_exporter(exporter.clone())
         .build();
     let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("conformance"));
+    crate::telemetry::undecided_globally();
     let guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
     tracing::callsite::rebuild_interest_cache();
     store.create(&mut Customer::new(PK, RK, "Ada")).await.unwrap();
