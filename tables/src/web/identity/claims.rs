@@ -5,7 +5,7 @@
 use super::row_keys::claim_key;
 use super::rows::ClaimRow;
 use super::{Claim, Identity, IdentityError, IdentityResult, User, UserId};
-use crate::QueryOptions;
+use crate::store::QueryOptions;
 
 impl Identity {
     /// Adds a claim to the user (again: no change).
