@@ -144,6 +144,9 @@ impl<B: Backend> Backend for BodyBytes<B> {
     ) -> unified_tables::Result<PageAnswer> {
         self.inner.query_body(table, request, token).await
     }
+    fn profile(&self) -> unified_tables::service::ServiceProfile {
+        self.inner.profile()
+    }
 }
 
 /// The token's figures on `db`'s backend (`memory`: the in-memory one): `ops` upserts per measurement.

@@ -291,3 +291,185 @@ pub fn check_container_name(name: &str) -> Result<()> {
         ))
     }
 }
+
+// --- Service profiles --------------------------------------------------------
+
+/// Which service answers the table protocol. Both speak the same REST API;
+/// they differ in limits, in the order of query results, in how a query is
+/// resumed and in how they say "slow down". Every check the crate makes
+/// before sending, and every read that needs key order, asks the profile of
+/// the backend it talks to ([`Backend::profile`](crate::backend::Backend::profile)).
+///
+/// | | [`TableStorage`](ServiceProfile::TableStorage) | [`CosmosTable`](ServiceProfile::CosmosTable) |
+/// |---|---|---|
+/// | query results | in (PartitionKey, RowKey) order | in no order |
+/// | RowKey | 1,024 UTF-16 units | also at most 255 bytes of UTF-8 |
+/// | transaction body | 4 MiB | 2 MB |
+/// | reserved property names | `PartitionKey`, `RowKey`, `Timestamp` | also `id`, `rid`, `etag`, `ResourceId`, `ETag` |
+/// | table names | case-insensitive | case-sensitive |
+/// | throttling | 503 `ServerBusy` | 429 with `x-ms-retry-after-ms` |
+/// | blobs | same account | none: a separate storage account |
+///
+/// ```
+/// use unified_tables::service::ServiceProfile;
+///
+/// let cosmos = ServiceProfile::from_table_host("orders.table.cosmos.azure.com");
+/// assert_eq!(cosmos, ServiceProfile::CosmosTable);
+/// assert!(!cosmos.sorts_results());
+/// assert_eq!(cosmos.max_transaction_bytes(), 2_000_000);
+/// assert!(cosmos.check_property_name("id").is_err());
+/// assert!(ServiceProfile::TableStorage.check_property_name("id").is_ok());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum ServiceProfile {
+    /// Azure Table Storage (a storage account, or Azurite).
+    #[default]
+    TableStorage,
+    /// Azure Cosmos DB for Table.
+    CosmosTable,
+}
+
+/// The longest RowKey Cosmos DB for Table accepts, in bytes of UTF-8.
+pub const COSMOS_MAX_ROW_KEY_BYTES: usize = 255;
+/// The largest request body of one Cosmos DB for Table transaction.
+pub const COSMOS_MAX_TRANSACTION_BYTES: usize = 2_000_000;
+/// Property names Cosmos DB for Table keeps for itself, besides the system
+/// properties of both services.
+pub const COSMOS_RESERVED_NAMES: [&str; 5] = ["id", "rid", "etag", "ResourceId", "ETag"];
+/// The host suffix of Cosmos DB for Table endpoints.
+pub const COSMOS_TABLE_HOST_SUFFIX: &str = ".table.cosmos.azure.com";
+/// The status Cosmos DB for Table answers a throttled request with.
+pub const COSMOS_THROTTLED_STATUS: u16 = 429;
+/// The error code of Cosmos DB for Table's throttling answer.
+pub const COSMOS_THROTTLED_CODE: &str = "TooManyRequests";
+/// The header that says how long to wait after a 429, in milliseconds.
+pub const RETRY_AFTER_MS_HEADER: &str = "x-ms-retry-after-ms";
+/// The header carrying a Cosmos DB request's cost in request units.
+pub const REQUEST_CHARGE_HEADER: &str = "x-ms-request-charge";
+
+impl ServiceProfile {
+    /// The profile of a table endpoint's host: Cosmos DB for Table for a
+    /// host ending in `.table.cosmos.azure.com`, Table Storage otherwise.
+    /// A custom domain in front of Cosmos needs the profile named
+    /// explicitly.
+    pub fn from_table_host(host: &str) -> ServiceProfile {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        if host.ends_with(COSMOS_TABLE_HOST_SUFFIX) {
+            ServiceProfile::CosmosTable
+        } else {
+            ServiceProfile::TableStorage
+        }
+    }
+
+    /// A short name for messages and telemetry: `table_storage` or `cosmos_table`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServiceProfile::TableStorage => "table_storage",
+            ServiceProfile::CosmosTable => "cosmos_table",
+        }
+    }
+
+    /// Whether query results come back in (PartitionKey, RowKey) order, and
+    /// a `$top` query returns the first matches in that order. When not,
+    /// a read that needs order reads every match and orders them itself.
+    pub fn sorts_results(self) -> bool {
+        self == ServiceProfile::TableStorage
+    }
+
+    /// Whether the service compares table names with their case.
+    pub fn table_names_are_case_sensitive(self) -> bool {
+        self == ServiceProfile::CosmosTable
+    }
+
+    /// Whether the service keeps blobs beside its tables (one account, one
+    /// connection string); Cosmos DB for Table needs a storage account of
+    /// its own for them.
+    pub fn has_blobs(self) -> bool {
+        self == ServiceProfile::TableStorage
+    }
+
+    /// The largest request body of one entity-group transaction.
+    pub fn max_transaction_bytes(self) -> usize {
+        match self {
+            ServiceProfile::TableStorage => MAX_TRANSACTION_BYTES,
+            ServiceProfile::CosmosTable => COSMOS_MAX_TRANSACTION_BYTES,
+        }
+    }
+
+    /// The budget the crate packs a transaction's rows into: the service's
+    /// limit less a margin for the multipart envelope's fixed parts.
+    pub fn transaction_body_budget(self) -> usize {
+        self.max_transaction_bytes() - 64 * 1024
+    }
+
+    /// Property names the service refuses besides the system properties.
+    pub fn reserved_names(self) -> &'static [&'static str] {
+        match self {
+            ServiceProfile::TableStorage => &[],
+            ServiceProfile::CosmosTable => &COSMOS_RESERVED_NAMES,
+        }
+    }
+
+    /// Refuses a property name this service keeps for itself, naming it
+    /// and what to do.
+    pub fn check_property_name(self, name: &str) -> Result<()> {
+        if self.reserved_names().contains(&name) {
+            return Err(Error::config(format!(
+                "the column `{name}` has a name {} keeps for itself ({}); rename the field's column, e.g. #[table(rename = \"{name}_\")]",
+                self.service_name(),
+                self.reserved_names().join(", ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks one key against this service's rules: the rules of
+    /// [`validate_key`], and on Cosmos DB for Table a RowKey of at most 255
+    /// bytes.
+    pub fn validate_key(self, which: KeyKind, key: &str) -> Result<()> {
+        validate_key(which, key)?;
+        if self == ServiceProfile::CosmosTable && which == KeyKind::RowKey && key.len() > COSMOS_MAX_ROW_KEY_BYTES {
+            return Err(Error::InvalidKey {
+                which,
+                key: shown(key),
+                reason: format!(
+                    "it is {} bytes long and Cosmos DB for Table allows at most {COSMOS_MAX_ROW_KEY_BYTES} bytes in a RowKey; use a shorter key (or a hash of it)",
+                    key.len()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks a row before it is sent: both keys and the reserved names.
+    pub fn check_row(self, row: &Row) -> Result<()> {
+        self.validate_key(KeyKind::PartitionKey, &row.partition_key)?;
+        self.validate_key(KeyKind::RowKey, &row.row_key)?;
+        if self != ServiceProfile::TableStorage {
+            for name in row.properties.keys() {
+                self.check_property_name(name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether an answer with this status and code asks the client to slow
+    /// down (the request was not processed).
+    pub fn is_throttled(self, status: u16, code: &str) -> bool {
+        status == COSMOS_THROTTLED_STATUS || (status == 503 && code == "ServerBusy")
+    }
+
+    fn service_name(self) -> &'static str {
+        match self {
+            ServiceProfile::TableStorage => "Azure Table Storage",
+            ServiceProfile::CosmosTable => "Cosmos DB for Table",
+        }
+    }
+}
+
+impl std::fmt::Display for ServiceProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.service_name())
+    }
+}

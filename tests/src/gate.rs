@@ -132,6 +132,9 @@ impl<B: Backend> Backend for GateBackend<B> {
         self.pass(Point::AfterQuery).await;
         page
     }
+    fn profile(&self) -> unified_tables::service::ServiceProfile {
+        self.inner.profile()
+    }
 }
 
 /// Wraps a table backend and pauses a random 0–`max` before and after each
@@ -202,5 +205,8 @@ impl<B: Backend> Backend for JitterBackend<B> {
         let page = self.inner.query_body(table, request, token).await;
         self.pause().await;
         page
+    }
+    fn profile(&self) -> unified_tables::service::ServiceProfile {
+        self.inner.profile()
     }
 }

@@ -51,6 +51,10 @@ pub enum Kind {
     Memory,
     /// Azure Table Storage or Azurite.
     Azure,
+    /// The embedded in-memory backend under the Cosmos DB for Table profile
+    /// (rows in no order, random page cuts, the service's limits), with a
+    /// separate in-memory blob account.
+    Cosmos,
 }
 
 /// One scenario's world: a table backend and a blob backend wrapped in
@@ -119,6 +123,17 @@ impl Env {
     /// Whether this is the emulator (whose known differences some scenarios assert).
     pub fn is_azure(&self) -> bool {
         self.kind == Kind::Azure
+    }
+
+    /// The service profile the scenario's backend answers with.
+    pub fn profile(&self) -> unified_tables::service::ServiceProfile {
+        self.counter.profile()
+    }
+
+    /// Whether query results come back in key order (every backend but the
+    /// Cosmos profile).
+    pub fn sorts_results(&self) -> bool {
+        self.profile().sorts_results()
     }
 
     /// Whether the Azure backend is the local emulator (Azurite), whose documented
@@ -211,6 +226,32 @@ pub fn memory_env(hint: &str) -> Env {
     Env {
         blob_clock: vec![blobs.clone()],
         ..env_over(Kind::Memory, Arc::new(MemoryBackend::new()), Some(blobs), hint)
+    }
+}
+
+/// The environment variable that fixes the seed of the Cosmos profile's
+/// random order and page cuts (a failing run prints its seed).
+pub const COSMOS_SEED_VAR: &str = "UNIFIED_TABLES_COSMOS_SEED";
+
+/// The seed of a Cosmos-profile backend: [`COSMOS_SEED_VAR`] when set, else
+/// drawn, and printed either way so a failure can be run again.
+pub fn cosmos_seed(hint: &str) -> u64 {
+    let seed = std::env::var(COSMOS_SEED_VAR)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random::<u64>);
+    eprintln!("{hint}: Cosmos profile seed {seed} (set {COSMOS_SEED_VAR}={seed} to repeat)");
+    seed
+}
+
+/// An environment on a fresh in-memory backend under the Cosmos DB for
+/// Table profile, with a separate in-memory blob account.
+pub fn cosmos_env(hint: &str) -> Env {
+    let blobs = Arc::new(MemoryBlobBackend::new());
+    let backend = MemoryBackend::cosmos(cosmos_seed(hint));
+    Env {
+        blob_clock: vec![blobs.clone()],
+        ..env_over(Kind::Cosmos, Arc::new(backend), Some(blobs), hint)
     }
 }
 

@@ -136,4 +136,7 @@ impl<B: Backend> Backend for Steps<B> {
         self.after().await;
         page
     }
+    fn profile(&self) -> unified_tables::service::ServiceProfile {
+        self.inner.profile()
+    }
 }

@@ -7,7 +7,9 @@
 //! JSON list, a never-offloaded text) with sizes around every tier boundary
 //! and a file. See `unified_tables_tests::differential`.
 //!
-//! Each sequence runs in a fresh table, on the in-memory backend and on Azure
+//! Each sequence runs in a fresh table, on the in-memory backend (under both
+//! service profiles: the Cosmos DB for Table one returns rows in a random
+//! order over pages cut at random) and on Azure
 //! / Azurite (when `UNIFIED_TABLES_TEST_CONNECTION` is set; required with
 //! `CI=true` or `UNIFIED_TABLES_REQUIRE_AZURE=1`, as for the conformance suite).
 //!
@@ -28,7 +30,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, Test
 use unified_tables_tests::differential::driver::{run, run_cached};
 use unified_tables_tests::differential::ops::sequence;
 use unified_tables_tests::differential::{Large, Plain, Subject};
-use unified_tables_tests::{azure_env, memory_env, Env, Kind};
+use unified_tables_tests::{azure_env, cosmos_env, memory_env, Env, Kind};
 
 fn env_number(name: &str) -> Option<u64> {
     let text = std::env::var(name).ok()?;
@@ -41,12 +43,12 @@ fn env_number(name: &str) -> Option<u64> {
 
 /// Sequences per entity type and the longest sequence on a backend.
 fn budget(kind: Kind) -> (u32, usize) {
-    let default_ops = if kind == Kind::Memory { 16 } else { 12 };
+    let default_ops = if kind == Kind::Azure { 12 } else { 16 };
     let ops = env_number("UNIFIED_TABLES_DIFF_OPS").map_or(default_ops, |n| n as usize);
     let cases = match (env_number("UNIFIED_TABLES_DIFF_CASES"), kind) {
-        (Some(n), Kind::Memory) => n as u32,
+        (Some(n), Kind::Memory | Kind::Cosmos) => n as u32,
         (Some(n), Kind::Azure) => (n as u32 / 3).max(1),
-        (None, Kind::Memory) => 64,
+        (None, Kind::Memory | Kind::Cosmos) => 64,
         (None, Kind::Azure) => 16,
     };
     (cases, ops)
@@ -60,6 +62,7 @@ async fn fresh_env(kind: Kind) -> Option<Env> {
     match kind {
         Kind::Memory => Some(memory_env("diff")),
         Kind::Azure => azure_env("diff").await,
+        Kind::Cosmos => Some(cosmos_env("diff")),
     }
 }
 
@@ -106,7 +109,7 @@ fn differential_of<T: Subject>(kind: Kind, cached: bool) {
         T::NAME,
         if cached { " (cached)" } else { "" }
     );
-    let mut runner = runner(cases, seed, if kind == Kind::Memory { 2_000 } else { 100 });
+    let mut runner = runner(cases, seed, if kind == Kind::Azure { 100 } else { 2_000 });
     let result = runner.run(&sequence(max_ops), |ops| {
         rt.block_on(async {
             let env = fresh_env(kind).await.expect("checked above");
@@ -135,6 +138,21 @@ fn memory_plain() {
 #[test]
 fn memory_large() {
     differential::<Large>(Kind::Memory);
+}
+
+#[test]
+fn cosmos_plain() {
+    differential::<Plain>(Kind::Cosmos);
+}
+
+#[test]
+fn cosmos_large() {
+    differential::<Large>(Kind::Cosmos);
+}
+
+#[test]
+fn cosmos_plain_cached() {
+    differential_cached::<Plain>(Kind::Cosmos);
 }
 
 #[test]
@@ -175,7 +193,7 @@ mod regressions {
     use super::*;
 
     async fn both<T: Subject>(ops: Vec<Op>) {
-        for kind in [Kind::Memory, Kind::Azure] {
+        for kind in [Kind::Memory, Kind::Cosmos, Kind::Azure] {
             if let Some(env) = fresh_env(kind).await {
                 if let Err(e) = run::<T>(&env, &ops).await {
                     panic!("{e}");

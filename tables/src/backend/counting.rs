@@ -253,6 +253,9 @@ impl<B: Backend> Backend for CountingBackend<B> {
         bump(&self.counts.queries);
         self.inner.query_body(table, request, token).await
     }
+    fn profile(&self) -> crate::service::ServiceProfile {
+        self.inner.profile()
+    }
 }
 
 #[async_trait]

@@ -354,6 +354,9 @@ impl<B: Backend> Backend for FaultyBackend<B> {
         .await;
         self.then_land(answer).await
     }
+    fn profile(&self) -> crate::service::ServiceProfile {
+        self.inner.profile()
+    }
 }
 
 #[async_trait]

@@ -31,6 +31,7 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::query::Filter;
+use crate::service::ServiceProfile;
 use crate::value::{DateTime, ETag, Row};
 
 pub use page_body::{PageAnswer, PageBody};
@@ -186,6 +187,13 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
     async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
         self.query(table, request, token).await.map(PageAnswer::Rows)
     }
+
+    /// The service this backend talks to, whose limits, order of results
+    /// and throttling the stores follow. The default is Table Storage; a
+    /// decorator answers its inner backend's profile.
+    fn profile(&self) -> ServiceProfile {
+        ServiceProfile::TableStorage
+    }
 }
 
 #[async_trait]
@@ -210,5 +218,8 @@ impl<B: Backend + ?Sized> Backend for Arc<B> {
     }
     async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
         (**self).query_body(table, request, token).await
+    }
+    fn profile(&self) -> crate::service::ServiceProfile {
+        (**self).profile()
     }
 }

@@ -92,6 +92,9 @@ impl<B: Backend> Backend for RetryingReads<B> {
     async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
         retried(&self.policy, || self.inner.query_body(table, request, token)).await
     }
+    fn profile(&self) -> crate::service::ServiceProfile {
+        self.inner.profile()
+    }
 }
 
 #[cfg(test)]

@@ -241,6 +241,9 @@ impl<B: Backend> Backend for ThrottledBackend<B> {
         }
         Ok(answer)
     }
+    fn profile(&self) -> crate::service::ServiceProfile {
+        self.inner.profile()
+    }
 }
 
 #[cfg(test)]

@@ -153,6 +153,30 @@ impl Error {
             code: code.into(),
             message: message.into(),
             request_id: None,
+            retry_after: None,
+        }
+    }
+
+    /// The same error, saying how long the service asked the client to wait
+    /// before sending again (a service error only; others are returned as
+    /// they are).
+    pub fn with_retry_after(mut self, wait: std::time::Duration) -> Error {
+        if let Error::Service { retry_after, .. } = &mut self {
+            *retry_after = Some(wait);
+        }
+        self
+    }
+
+    /// How long the service asked the client to wait before sending again
+    /// (`x-ms-retry-after-ms` on a 429 of Cosmos DB for Table), for a
+    /// service error and the errors that wrap one.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            Error::Service { retry_after, .. } => *retry_after,
+            Error::Transaction { source, .. }
+            | Error::BatchFailed { source, .. }
+            | Error::OutcomeUnknown { source, .. } => source.retry_after(),
+            _ => None,
         }
     }
 
@@ -172,6 +196,7 @@ impl Error {
     ///     code: "InternalError".into(),
     ///     message: "The server encountered an internal error.".into(),
     ///     request_id: Some("0f8fad5b-d9cb-469f-a165-70867728950e".into()),
+    ///     retry_after: None,
     /// };
     /// assert_eq!(e.request_id(), Some("0f8fad5b-d9cb-469f-a165-70867728950e"));
     /// assert!(e.to_string().ends_with("(request id 0f8fad5b-d9cb-469f-a165-70867728950e)"));

@@ -252,6 +252,10 @@ pub enum Error {
         /// the service's logs; `None` from the in-memory backend, or when the
         /// answer carried none.
         request_id: Option<String>,
+        /// How long the service asked the client to wait before sending
+        /// again (`x-ms-retry-after-ms` on a 429 of Cosmos DB for Table);
+        /// the retries wait at least this long.
+        retry_after: Option<std::time::Duration>,
     },
     /// The service answered with something this crate cannot read (JSON
     /// that does not parse, a transaction answer that does not match its

@@ -97,6 +97,9 @@ impl<B: Backend + ?Sized> Backend for Traced<B> {
         )
         .await
     }
+    fn profile(&self) -> crate::service::ServiceProfile {
+        self.0.profile()
+    }
 }
 
 #[async_trait]

@@ -190,6 +190,9 @@ impl<B: Backend> Backend for CrashBackend<B> {
     async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
         self.guard(self.inner.query_body(table, request, token)).await
     }
+    fn profile(&self) -> unified_tables::service::ServiceProfile {
+        self.inner.profile()
+    }
 }
 
 fn options() -> StoreOptions {

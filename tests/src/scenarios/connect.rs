@@ -15,6 +15,7 @@ fn timed_out() -> Error {
         code: "OperationTimedOut".into(),
         message: "Operation could not be completed within the specified time.".into(),
         request_id: Some(REQUEST_ID.into()),
+        retry_after: None,
     }
 }
 

@@ -690,6 +690,9 @@ impl<B: Backend> Backend for OverwrittenAfter<B> {
     ) -> unified_tables::Result<unified_tables::backend::PageAnswer> {
         self.inner.query_body(table, request, token).await
     }
+    fn profile(&self) -> unified_tables::service::ServiceProfile {
+        self.inner.profile()
+    }
 }
 
 /// Another writer's increment of `Visits`, with its own write token.

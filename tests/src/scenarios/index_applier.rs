@@ -201,6 +201,9 @@ impl<B: Backend> Backend for HoldReads<B> {
     async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
         self.inner.query_body(table, request, token).await
     }
+    fn profile(&self) -> unified_tables::service::ServiceProfile {
+        self.inner.profile()
+    }
 }
 
 pub async fn settle_indexes_returns_while_other_tasks_keep_writing(env: &Env) {

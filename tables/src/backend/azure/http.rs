@@ -78,6 +78,7 @@ impl From<ServiceFailure> for Error {
             code: f.code,
             message: f.message,
             request_id: f.request_id,
+            retry_after: None,
         }
     }
 }

@@ -306,6 +306,7 @@ async fn retries_are_bounded_and_report_the_service_error() {
             code,
             message,
             request_id,
+            ..
         }) => {
             assert_eq!((status, code.as_str()), (503, "ServerBusy"));
             assert_eq!(message, "The server is busy.");

@@ -7,6 +7,7 @@
 
 mod blob;
 mod blob_answers;
+mod cosmos;
 mod lease;
 mod span;
 mod validate;
@@ -26,7 +27,7 @@ use async_trait::async_trait;
 use super::{Backend, IfMatch, Page, PageToken, QueryRequest, UpdateMode, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
 use crate::query::Filter;
-use crate::service::MAX_PAGE_SIZE;
+use crate::service::{ServiceProfile, MAX_PAGE_SIZE};
 use crate::value::{cmp_utf16, DateTime, ETag, Row};
 use span::Span;
 use validate::{check_op, check_transaction, failed_at};
@@ -55,6 +56,8 @@ pub struct MemoryBackend {
     state: Mutex<State>,
     /// Every `quirk_every`-th query page comes back empty (0: never).
     quirk_every: usize,
+    /// The Cosmos DB for Table profile, when the backend answers as that service.
+    cosmos: Option<cosmos::Cosmos>,
 }
 
 impl Default for MemoryBackend {
@@ -62,6 +65,7 @@ impl Default for MemoryBackend {
         MemoryBackend {
             state: Mutex::new(State::default()),
             quirk_every: 0,
+            cosmos: None,
         }
     }
 }
@@ -83,6 +87,73 @@ impl MemoryBackend {
         MemoryBackend::new().page_quirks(every)
     }
 
+    /// An empty backend that answers as Azure Cosmos DB for Table does
+    /// where that service differs from Table Storage
+    /// ([`ServiceProfile::CosmosTable`]), its random choices drawn from
+    /// `seed`:
+    ///
+    /// - query results come in an order drawn per query, not in key order,
+    ///   and a `$top` query returns *some* matches;
+    /// - pages are cut at drawn sizes up to the `$top` asked (not capped at
+    ///   1,000), one in eight comes back empty with a token, and tokens are
+    ///   opaque (a key position sent as a token is refused 400);
+    /// - a RowKey over 255 bytes, a transaction body over 2 MB and the
+    ///   property names `id`, `rid`, `etag` and `ResourceId` are refused
+    ///   (400, 413), a property named `ETag` fails with 500;
+    /// - table names are case-sensitive.
+    ///
+    /// Add 429 throttling with [`MemoryBackend::throttle_every`].
+    ///
+    /// ```
+    /// use unified_tables::backend::{memory::MemoryBackend, Backend, QueryRequest, WriteOp};
+    /// use unified_tables::service::ServiceProfile;
+    /// use unified_tables::Row;
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let cosmos = MemoryBackend::cosmos(7);
+    /// assert_eq!(cosmos.profile(), ServiceProfile::CosmosTable);
+    /// cosmos.create_table("Orders").await?;
+    /// for rk in ["a", "b", "c", "d", "e"] {
+    ///     cosmos.execute("Orders", WriteOp::Insert(Row::new("p", rk))).await?;
+    /// }
+    /// // Every row comes back once, in no promised order, over pages of any size.
+    /// let (mut keys, mut token) = (Vec::new(), None);
+    /// loop {
+    ///     let page = cosmos.query("Orders", &QueryRequest::default(), token.as_ref()).await?;
+    ///     keys.extend(page.rows.into_iter().map(|r| r.row_key));
+    ///     match page.next {
+    ///         Some(next) => token = Some(next),
+    ///         None => break,
+    ///     }
+    /// }
+    /// keys.sort();
+    /// assert_eq!(keys, ["a", "b", "c", "d", "e"]);
+    /// // Table names are case-sensitive there.
+    /// assert!(cosmos.get("orders", "p", "a").await.is_err());
+    /// # Ok::<(), unified_tables::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn cosmos(seed: u64) -> MemoryBackend {
+        MemoryBackend {
+            cosmos: Some(cosmos::Cosmos {
+                seed,
+                throttle_every: 0,
+            }),
+            ..MemoryBackend::default()
+        }
+    }
+
+    /// Builder: on the Cosmos profile, every `every`-th request of the
+    /// backend (of any kind) is answered 429 `TooManyRequests` with a
+    /// retry-after of 5 ms, and not applied, as Cosmos DB answers a request
+    /// over the provisioned throughput. `0` turns it off. No effect on the
+    /// Table Storage profile.
+    pub fn throttle_every(mut self, every: u64) -> MemoryBackend {
+        if let Some(cosmos) = &mut self.cosmos {
+            cosmos.throttle_every = every;
+        }
+        self
+    }
+
     /// Builder form of [`MemoryBackend::with_page_quirks`].
     pub fn page_quirks(mut self, every: usize) -> MemoryBackend {
         self.quirk_every = if every == 1 { 2 } else { every };
@@ -92,6 +163,33 @@ impl MemoryBackend {
     fn lock(&self) -> MutexGuard<'_, State> {
         // No code panics while holding the lock, but never let one poison the backend.
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The lock, once the request has passed the throttle of the Cosmos profile.
+    fn admit(&self) -> Result<MutexGuard<'_, State>> {
+        let mut state = self.lock();
+        state.requests += 1;
+        if let Some(cosmos) = &self.cosmos {
+            cosmos.throttle(state.requests)?;
+        }
+        Ok(state)
+    }
+
+    /// The lookup key of a table name: lower-cased, as Table Storage
+    /// compares names, or as given on the Cosmos profile.
+    fn table_id(&self, name: &str) -> String {
+        match self.cosmos {
+            Some(_) => name.to_owned(),
+            None => name.to_lowercase(),
+        }
+    }
+
+    /// The checks of the profile on a written row, besides those of Table Storage.
+    fn check_profile(&self, op: &WriteOp) -> Result<()> {
+        match self.cosmos {
+            Some(_) => cosmos::check_op(op),
+            None => Ok(()),
+        }
     }
 }
 
@@ -103,6 +201,7 @@ impl fmt::Debug for MemoryBackend {
         f.debug_struct("MemoryBackend")
             .field("tables", &tables)
             .field("page_quirk_every", &self.quirk_every)
+            .field("profile", &self.profile())
             .finish()
     }
 }
@@ -116,12 +215,8 @@ struct State {
     clock: Clock,
     /// Query pages served so far (for the page quirk).
     pages: u64,
-}
-
-impl State {
-    fn table(&self, name: &str) -> Result<&Table> {
-        self.tables.get(&table_id(name)).ok_or_else(|| table_not_found(name))
-    }
+    /// Requests received so far (for the throttle of the Cosmos profile).
+    requests: u64,
 }
 
 /// One table: its name as first created and its rows in key order.
@@ -190,11 +285,6 @@ impl Clock {
 enum Change {
     Put(Row),
     Remove,
-}
-
-/// The lookup key of a table name (names are case-insensitive).
-fn table_id(name: &str) -> String {
-    name.to_lowercase()
 }
 
 fn table_not_found(name: &str) -> Error {
@@ -361,8 +451,8 @@ fn project(row: &Row, select: Option<&[String]>) -> Row {
 #[async_trait]
 impl Backend for MemoryBackend {
     async fn create_table(&self, table: &str) -> Result<()> {
-        let mut state = self.lock();
-        state.tables.entry(table_id(table)).or_insert_with(|| Table {
+        let mut state = self.admit()?;
+        state.tables.entry(self.table_id(table)).or_insert_with(|| Table {
             name: table.to_owned(),
             rows: BTreeMap::new(),
         });
@@ -370,39 +460,50 @@ impl Backend for MemoryBackend {
     }
 
     async fn delete_table(&self, table: &str) -> Result<()> {
-        let mut state = self.lock();
-        match state.tables.remove(&table_id(table)) {
+        let mut state = self.admit()?;
+        match state.tables.remove(&self.table_id(table)) {
             Some(_) => Ok(()),
             None => Err(table_not_found(table)),
         }
     }
 
     async fn get(&self, table: &str, partition_key: &str, row_key: &str) -> Result<Option<Row>> {
-        let state = self.lock();
-        let rows = &state.table(table)?.rows;
+        let state = self.admit()?;
+        let rows = &state
+            .tables
+            .get(&self.table_id(table))
+            .ok_or_else(|| table_not_found(table))?
+            .rows;
         Ok(rows.get(&RowId::new(partition_key, row_key)).cloned())
     }
 
     async fn execute(&self, table: &str, op: WriteOp) -> Result<WriteOutcome> {
-        let mut guard = self.lock();
+        let mut guard = self.admit()?;
         let state = &mut *guard;
         let rows = &mut state
             .tables
-            .get_mut(&table_id(table))
+            .get_mut(&self.table_id(table))
             .ok_or_else(|| table_not_found(table))?
             .rows;
         check_op(&op)?;
+        self.check_profile(&op)?;
         let (id, change) = plan(rows, op, &mut state.clock)?;
         Ok(apply(rows, id, change))
     }
 
     async fn transaction(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
+        let mut guard = self.admit()?;
         check_transaction(&ops)?;
-        let mut guard = self.lock();
+        if self.cosmos.is_some() {
+            cosmos::check_transaction_size(ops.iter().map(validate::request_bytes).sum())?;
+            for (index, op) in ops.iter().enumerate() {
+                self.check_profile(op).map_err(|e| failed_at(index, e))?;
+            }
+        }
         let state = &mut *guard;
         let rows = &mut state
             .tables
-            .get_mut(&table_id(table))
+            .get_mut(&self.table_id(table))
             .ok_or_else(|| failed_at(0, table_not_found(table)))?
             .rows;
         // Each row appears once, so every operation can be planned against the
@@ -420,11 +521,11 @@ impl Backend for MemoryBackend {
     }
 
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
-        let mut guard = self.lock();
+        let mut guard = self.admit()?;
         let state = &mut *guard;
         let rows = &state
             .tables
-            .get(&table_id(table))
+            .get(&self.table_id(table))
             .ok_or_else(|| table_not_found(table))?
             .rows;
         if request.top == Some(0) {
@@ -433,6 +534,10 @@ impl Backend for MemoryBackend {
         if let Some(raw) = request.filter.as_ref().and_then(find_raw) {
             // Evaluating a raw filter always fails; return the error it gives.
             raw.matches(&Row::default())?;
+        }
+        if let Some(cosmos) = &self.cosmos {
+            state.pages += 1;
+            return cosmos.page(rows, request, token, state.pages);
         }
         let page_size = request
             .top
@@ -487,5 +592,12 @@ impl Backend for MemoryBackend {
             page.rows.push(project(row, select));
         }
         Ok(page)
+    }
+
+    fn profile(&self) -> ServiceProfile {
+        match self.cosmos {
+            Some(_) => ServiceProfile::CosmosTable,
+            None => ServiceProfile::TableStorage,
+        }
     }
 }

@@ -174,7 +174,7 @@ pub(super) fn check_op(op: &WriteOp) -> Result<()> {
 /// The bytes an operation adds to a transaction's request body: its row as
 /// the JSON the service reads ([`wire::wire_size`], non-ASCII escaped as
 /// every SDK sends it), its keys and the envelope.
-fn request_bytes(op: &WriteOp) -> usize {
+pub(super) fn request_bytes(op: &WriteOp) -> usize {
     let (partition_key, row_key) = op.keys();
     let body = op.row().map_or(0, wire::wire_size);
     ENVELOPE_BYTES_PER_OP + partition_key.len() + row_key.len() + body

@@ -144,6 +144,9 @@ impl Merger {
         request: &QueryRequest,
         token: Option<&PageToken>,
     ) -> Result<Page> {
+        if !accounts[0].profile().sorts_results() {
+            return self.in_turn(accounts, table, request, token).await;
+        }
         let n = accounts.len();
         let (places, mut kept) = match token {
             Some(token) => {
@@ -277,5 +280,52 @@ impl Merger {
             self.keep(signature, fetched);
         }
         Ok(Page { rows, next: Some(next) })
+    }
+
+    /// A query over accounts that return rows in no order (Cosmos DB for
+    /// Table): there is no order to merge into, so the accounts are read one
+    /// after another, a page of the pool being one page of one account, and
+    /// the token holding where each account stands. No row is held back
+    /// between pages, so a page is never read twice.
+    async fn in_turn(
+        &self,
+        accounts: &[Arc<dyn Backend>],
+        table: &str,
+        request: &QueryRequest,
+        token: Option<&PageToken>,
+    ) -> Result<Page> {
+        let n = accounts.len();
+        let mut places = match token {
+            Some(token) => self.key.decode(table, request, token, n)?.0,
+            None => vec![Place::START; n],
+        };
+        let Some(i) = places.iter().position(|p| *p != Place::Done) else {
+            return Ok(Page::default());
+        };
+        let Place::At { token: at, .. } = &places[i] else {
+            unreachable!("the first account not done stands somewhere");
+        };
+        let at = at.as_ref().map(|(pk, rk)| PageToken {
+            next_partition_key: pk.clone(),
+            next_row_key: rk.clone(),
+        });
+        let page = accounts[i].query(table, request, at.as_ref()).await?;
+        places[i] = match page.next {
+            Some(next) => Place::At {
+                token: Some((next.next_partition_key, next.next_row_key)),
+                after: None,
+            },
+            None => Place::Done,
+        };
+        let rows = page
+            .rows
+            .into_iter()
+            .filter(|row| account_of(&row.partition_key, n) == i)
+            .collect();
+        let next = match places.iter().all(|p| *p == Place::Done) {
+            true => None,
+            false => Some(self.key.encode(table, request, &places)),
+        };
+        Ok(Page { rows, next })
     }
 }

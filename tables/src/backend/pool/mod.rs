@@ -101,6 +101,13 @@ impl PooledBackend {
                 "a pool needs at least one account; give Tables::pooled one handle per account",
             ));
         }
+        let profile = accounts[0].profile();
+        if let Some((i, other)) = accounts.iter().enumerate().find(|(_, a)| a.profile() != profile) {
+            return Err(Error::config(format!(
+                "the accounts of a pool must be one service: account 0 is {profile} and account {i} is {}; pool them separately",
+                other.profile()
+            )));
+        }
         Ok(PooledBackend {
             accounts: accounts.into(),
             merger: Arc::new(merge::Merger::new(cursor::CursorKey::random())),
@@ -198,6 +205,10 @@ impl Backend for PooledBackend {
             return self.accounts[0].query(table, request, token).await;
         }
         self.merger.query(&self.accounts, table, request, token).await
+    }
+
+    fn profile(&self) -> crate::service::ServiceProfile {
+        self.accounts[0].profile()
     }
 
     async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {

@@ -307,4 +307,7 @@ impl Backend for Interleave {
     ) -> unified_tables::Result<PageAnswer> {
         self.inner.query_body(table, request, token).await
     }
+    fn profile(&self) -> unified_tables::service::ServiceProfile {
+        self.inner.profile()
+    }
 }

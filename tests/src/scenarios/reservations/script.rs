@@ -235,4 +235,7 @@ impl<B: Backend> Backend for Script<B> {
     async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
         self.read(self.inner.query_body(table, request, token)).await
     }
+    fn profile(&self) -> unified_tables::service::ServiceProfile {
+        self.inner.profile()
+    }
 }
