@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use super::archive::{archive_error, verify, write_atomically, ArchiveManifest};
 use super::import_unit::Unit;
 use super::{report, Admin, Event, ExportOptions, Observer, Stop};
-use crate::backend::pack::TRANSACTION_BODY_BUDGET;
 use crate::backend::WriteOp;
 use crate::error::{Error, ErrorKind, Result};
 use crate::service::MAX_TRANSACTION_OPS;
@@ -206,8 +205,8 @@ impl Admin {
                         let same_partition = batch.first().is_none_or(|u| u.key.0 == unit.key.0);
                         let ops: usize = batch.iter().map(Unit::len).sum();
                         let weight: usize = batch.iter().map(|u| u.weight).sum();
-                        let fits =
-                            ops + unit.len() <= MAX_TRANSACTION_OPS && weight + unit.weight <= TRANSACTION_BODY_BUDGET;
+                        let fits = ops + unit.len() <= MAX_TRANSACTION_OPS
+                            && weight + unit.weight <= self.store.profile().transaction_body_budget();
                         let joins = same_partition && fits;
                         if !batch.is_empty() && !joins {
                             let n = batch.len() as u64;

@@ -141,6 +141,7 @@ impl Admin {
             threshold: blobs.map_or(usize::MAX, |b| b.options.threshold_bytes),
             blobs: blobs.is_some(),
             extra_ops: stale.len(),
+            budget: self.tables.shared.backend.profile().transaction_body_budget(),
         };
         let stored = if replace && !indexes.is_empty() {
             self.tables.shared.backend.get(&self.table, &pk, &rk).await?

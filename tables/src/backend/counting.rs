@@ -22,6 +22,7 @@ pub struct RequestCounts {
     writes: AtomicU64,
     transactions: AtomicU64,
     queries: AtomicU64,
+    query_starts: AtomicU64,
     blob_containers: AtomicU64,
     blob_puts: AtomicU64,
     blob_shared_puts: AtomicU64,
@@ -38,13 +39,14 @@ pub struct RequestCounts {
 }
 
 impl RequestCounts {
-    fn all(&self) -> [&AtomicU64; 18] {
+    fn all(&self) -> [&AtomicU64; 19] {
         [
             &self.tables,
             &self.gets,
             &self.writes,
             &self.transactions,
             &self.queries,
+            &self.query_starts,
             &self.blob_containers,
             &self.blob_puts,
             &self.blob_shared_puts,
@@ -80,6 +82,10 @@ pub struct Counts {
     pub transactions: u64,
     /// Query pages.
     pub queries: u64,
+    /// Queries started: pages read without a page token. On a service that
+    /// cuts a query's pages where it likes (Cosmos DB for Table), this, not
+    /// [`queries`](Counts::queries), counts the queries a reader made.
+    pub query_starts: u64,
     /// Blob container creations.
     pub blob_containers: u64,
     /// Blob uploads of owned bytes ([`BlobBackend::put`], conditional or not).
@@ -194,6 +200,7 @@ impl<B> CountingBackend<B> {
             writes: load(&c.writes),
             transactions: load(&c.transactions),
             queries: load(&c.queries),
+            query_starts: load(&c.query_starts),
             blob_containers: load(&c.blob_containers),
             blob_puts: load(&c.blob_puts),
             blob_shared_puts: load(&c.blob_shared_puts),
@@ -247,10 +254,16 @@ impl<B: Backend> Backend for CountingBackend<B> {
     }
     async fn query(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<Page> {
         bump(&self.counts.queries);
+        if token.is_none() {
+            bump(&self.counts.query_starts);
+        }
         self.inner.query(table, request, token).await
     }
     async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
         bump(&self.counts.queries);
+        if token.is_none() {
+            bump(&self.counts.query_starts);
+        }
         self.inner.query_body(table, request, token).await
     }
     fn profile(&self) -> crate::service::ServiceProfile {

@@ -5,16 +5,20 @@
 use std::ops::Range;
 
 use super::WriteOp;
-use crate::service::{MAX_TRANSACTION_BYTES, MAX_TRANSACTION_OPS};
+#[cfg(doc)]
+use crate::service::ServiceProfile;
+use crate::service::MAX_TRANSACTION_OPS;
 use crate::value::{wire, Row};
 
-/// The request-body budget of one transaction: the service's 4 MiB, less a
-/// margin for the multipart envelope's fixed parts. Rows count as
-/// [`wire::wire_size`] counts them, on the body as sent: six bytes per
-/// non-ASCII UTF-16 unit (twelve for an emoji), as the .NET library's
+/// The request-body budget of one transaction on Table Storage: the
+/// service's 4 MiB, less a margin for the multipart envelope's fixed parts
+/// ([`ServiceProfile::transaction_body_budget`] gives each profile's). Rows
+/// count as [`wire::wire_size`] counts them, on the body as sent: six bytes
+/// per non-ASCII UTF-16 unit (twelve for an emoji), as the .NET library's
 /// estimate counts them, so 4 MiB holds about 690,000 Cyrillic characters
 /// (1.4 MB of UTF-8).
-pub(crate) const TRANSACTION_BODY_BUDGET: usize = MAX_TRANSACTION_BYTES - 64 * 1024;
+#[cfg(test)]
+pub(crate) const TRANSACTION_BODY_BUDGET: usize = crate::service::MAX_TRANSACTION_BYTES - 64 * 1024;
 
 /// Bytes of multipart envelope per operation (part headers, request line), besides its keys.
 const PER_OPERATION_ENVELOPE: usize = 400;
@@ -39,15 +43,16 @@ pub(crate) fn op_weight(op: &WriteOp) -> usize {
 
 /// Splits units (each a number of operations and their weight, all on one
 /// partition) into consecutive transactions of at most
-/// [`MAX_TRANSACTION_OPS`] operations and [`TRANSACTION_BODY_BUDGET`] bytes.
+/// [`MAX_TRANSACTION_OPS`] operations and `budget` bytes (the profile's
+/// [`ServiceProfile::transaction_body_budget`]).
 /// A unit is never split; one larger than a transaction gets one of its own.
 /// Returns index ranges into the units.
-pub(crate) fn pack(units: impl IntoIterator<Item = (usize, usize)>) -> Vec<Range<usize>> {
+pub(crate) fn pack(units: impl IntoIterator<Item = (usize, usize)>, budget: usize) -> Vec<Range<usize>> {
     let mut ranges = Vec::new();
     let (mut start, mut ops, mut bytes, mut count) = (0, 0, 0, 0);
     for (i, (unit_ops, unit_bytes)) in units.into_iter().enumerate() {
         count = i + 1;
-        let fits = ops + unit_ops <= MAX_TRANSACTION_OPS && bytes + unit_bytes <= TRANSACTION_BODY_BUDGET;
+        let fits = ops + unit_ops <= MAX_TRANSACTION_OPS && bytes + unit_bytes <= budget;
         if i > start && !fits {
             ranges.push(start..i);
             start = i;
@@ -69,12 +74,24 @@ mod tests {
 
     #[test]
     fn packs_by_count_and_bytes_without_splitting_units() {
-        assert_eq!(pack((0..250).map(|_| (1, 10))), vec![0..100, 100..200, 200..250]);
-        assert_eq!(pack((0..3).map(|_| (40, 10))), vec![0..2, 2..3]);
+        assert_eq!(
+            pack((0..250).map(|_| (1, 10)), TRANSACTION_BODY_BUDGET),
+            vec![0..100, 100..200, 200..250]
+        );
+        assert_eq!(
+            pack((0..3).map(|_| (40, 10)), TRANSACTION_BODY_BUDGET),
+            vec![0..2, 2..3]
+        );
         let big = TRANSACTION_BODY_BUDGET / 2 + 1;
-        assert_eq!(pack([(1, big), (1, big), (1, 5)]), vec![0..1, 1..3]);
-        assert_eq!(pack([(1, TRANSACTION_BODY_BUDGET * 2)]), vec![0..1]);
-        assert!(pack(std::iter::empty()).is_empty());
+        assert_eq!(
+            pack([(1, big), (1, big), (1, 5)], TRANSACTION_BODY_BUDGET),
+            vec![0..1, 1..3]
+        );
+        assert_eq!(
+            pack([(1, TRANSACTION_BODY_BUDGET * 2)], TRANSACTION_BODY_BUDGET),
+            vec![0..1]
+        );
+        assert!(pack(std::iter::empty(), TRANSACTION_BODY_BUDGET).is_empty());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! fields and what to do, on every backend. Pure: no I/O.
 
 use super::def::IndexDef;
-use crate::backend::pack::{op_weight, TRANSACTION_BODY_BUDGET};
+use crate::backend::pack::op_weight;
 use crate::backend::WriteOp;
 use crate::error::{Error, KeyKind, Result};
 use crate::layout::{
@@ -156,9 +156,9 @@ pub(crate) fn check_intent(intent: &Row, entity_row_key: &str, keys: &[(String, 
 /// Refuses the transaction of one entity (its rows, then its index rows
 /// and intent) when its index rows push it past the service's 4 MiB body:
 /// the entity's own rows are planned to fit it.
-pub(crate) fn check_transaction(ops: &[WriteOp]) -> Result<()> {
+pub(crate) fn check_transaction(ops: &[WriteOp], budget: usize) -> Result<()> {
     let total: usize = ops.iter().map(op_weight).sum();
-    if total <= TRANSACTION_BODY_BUDGET {
+    if total <= budget {
         return Ok(());
     }
     let mut indexes: Vec<(&str, usize)> = Vec::new();

@@ -6,7 +6,9 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::cells::{chunks, fits_one_cell, inline_name, manifest, stored_bytes_hashed, MAX_INFLATED_VALUE_BYTES};
-use crate::backend::pack::{key_weight, row_weight, TRANSACTION_BODY_BUDGET};
+#[cfg(test)]
+use crate::backend::pack::TRANSACTION_BODY_BUDGET;
+use crate::backend::pack::{key_weight, row_weight};
 use crate::entity::{Column, ColumnKind, LargeEncoding, LargeForm, Schema};
 use crate::error::{Error, KeyKind, Result};
 use crate::layout::{
@@ -83,6 +85,9 @@ pub(crate) struct Limits {
     pub(crate) blobs: bool,
     /// Operations the transaction carries besides this entity's rows (deletes of stale rows).
     pub(crate) extra_ops: usize,
+    /// The request-body budget of one transaction on the service written to
+    /// ([`ServiceProfile::transaction_body_budget`](crate::service::ServiceProfile::transaction_body_budget)).
+    pub(crate) budget: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -454,7 +459,7 @@ fn plan_large(table: &str, full: &Row, columns: &[LargeColumn], limits: Limits) 
             limits.extra_ops * key_weight(&rows[0].partition_key, &continuation_key(&rows[0].row_key, 1));
         let total_wire: usize = rows.iter().map(row_weight).sum::<usize>() + stale_deletes;
         if rows.len() + limits.extra_ops <= MAX_TRANSACTION_OPS
-            && total_wire <= TRANSACTION_BODY_BUDGET
+            && total_wire <= limits.budget
             && parts <= MAX_CONTINUATION_ROWS
         {
             let main = rows.remove(0);
@@ -483,12 +488,13 @@ fn plan_large(table: &str, full: &Row, columns: &[LargeColumn], limits: Limits) 
                     }
                     None => ("", total_wire, true),
                 };
+                let budget = limits.budget;
                 let reason = if !offload {
-                    "the value does not fit one entity-group transaction (100 rows, 4 MiB) and the field is #[table(offload = \"never\")]: allow offload, or store less".to_owned()
+                    format!("the value does not fit one entity-group transaction (100 rows, {budget} bytes) and the field is #[table(offload = \"never\")]: allow offload, or store less")
                 } else {
-                    "the value does not fit one entity-group transaction (100 rows, 4 MiB) and no blob container is configured: configure blob offload (Tables::with_blobs), or store less".to_owned()
+                    format!("the value does not fit one entity-group transaction (100 rows, {budget} bytes) and no blob container is configured: configure blob offload (Tables::with_blobs), or store less")
                 };
-                return Err(oversized(name, bytes, TRANSACTION_BODY_BUDGET, reason));
+                return Err(oversized(name, bytes, budget, reason));
             }
         }
     }
@@ -509,6 +515,7 @@ mod tests {
         threshold: 3_145_728,
         blobs: true,
         extra_ops: 0,
+        budget: TRANSACTION_BODY_BUDGET,
     };
 
     fn row_with(text: &str) -> Row {

@@ -47,6 +47,7 @@ pub(crate) use write::Write;
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
@@ -128,6 +129,10 @@ pub struct Store<T> {
     /// Whether writes carry a write token: the handle's choice, and the
     /// type's (`#[table(no_write_token)]`).
     write_tokens: bool,
+    /// Why the type cannot be stored on the service profile of the backend
+    /// (a reserved column name, a blob tier with no blob account), reported
+    /// by every call of the store.
+    refusal: Option<Arc<str>>,
     _entity: PhantomData<fn() -> T>,
 }
 
@@ -141,6 +146,7 @@ impl<T> Clone for Store<T> {
             visibility: self.visibility,
             append_keys: self.append_keys,
             write_tokens: self.write_tokens,
+            refusal: self.refusal.clone(),
             _entity: PhantomData,
         }
     }
@@ -154,6 +160,12 @@ impl<T> fmt::Debug for Store<T> {
 
 // What does not depend on the entity type (a union store shares it).
 impl<T> Store<T> {
+    /// The service profile of the backend the store writes to: its limits,
+    /// its order of results.
+    pub(crate) fn profile(&self) -> crate::service::ServiceProfile {
+        self.shared.backend.profile()
+    }
+
     /// A store whose writes evict what other stores of the table cached and
     /// that serves nothing from the cache itself (a union store's rows);
     /// [`Store::of_entity`] serves an entity type by its policy.
@@ -170,6 +182,7 @@ impl<T> Store<T> {
             cache,
             visibility: Visibility::Live,
             append_keys: crate::keys::AppendKeyFormat::default(),
+            refusal: None,
             _entity: PhantomData,
         }
     }
@@ -192,9 +205,18 @@ impl<T> Store<T> {
 
     /// Creates the table if it does not exist yet. Stores do this on first
     /// use; call it at start-up to fail fast on a bad connection.
+    ///
+    /// A type the service profile of the backend cannot hold (see
+    /// [`ServiceProfile`](crate::service::ServiceProfile): a column named
+    /// `id` on Cosmos DB for Table, a field with a blob tier on a Cosmos
+    /// handle without a blob account) is refused here, and by every other
+    /// call of the store, with [`Error::Config`] naming the field and the fix.
     pub async fn ensure_created(&self) -> Result<()> {
         self.op("ensure_created")
             .run(async move {
+                if let Some(refusal) = &self.refusal {
+                    return Err(crate::error::Error::config(refusal.to_string()));
+                }
                 if self
                     .shared
                     .created
@@ -220,7 +242,10 @@ impl<T: TableEntity> Store<T> {
     /// type the cache cannot copy (not `Clone`) is never served from it; its
     /// writes still evict what other stores of the table cached.
     pub(crate) fn of_entity(shared: Shared, table: String) -> Store<T> {
+        let profile = shared.backend.profile();
+        let refusal = profile_refusal(&T::SCHEMA, profile, shared.blobs.is_some());
         let mut store = Store::new(shared, table);
+        store.refusal = refusal.map(Arc::from);
         store.write_tokens &= T::SCHEMA.write_token;
         if let (Some(c), Some(_)) = (store.cache.as_mut(), T::cache_cloner()) {
             c.policy = c.cache.policy_of::<T>();
@@ -337,4 +362,38 @@ impl<T: TableEntity> Store<T> {
 
 pub(crate) fn now() -> DateTime {
     DateTime::now()
+}
+
+/// Why a type of schema `schema` cannot be stored on `profile`'s service:
+/// a column under a name the service keeps for itself, or a field whose
+/// values may go to a blob when the handle has no blob account (Cosmos DB
+/// for Table has no blobs of its own).
+fn profile_refusal(
+    schema: &crate::entity::Schema,
+    profile: crate::service::ServiceProfile,
+    blobs: bool,
+) -> Option<String> {
+    use crate::entity::ColumnKind;
+    for name in schema.column_names() {
+        if let Err(e) = profile.check_property_name(&name) {
+            let field = schema
+                .columns
+                .iter()
+                .find(|c| name.starts_with(c.name))
+                .map_or(name.as_str(), |c| c.field);
+            return Some(format!("`{}`: field `{field}`: {e}", schema.table));
+        }
+    }
+    if profile.has_blobs() || blobs {
+        return None;
+    }
+    let blob_tier = schema.columns.iter().find(|c| match c.kind {
+        ColumnKind::Blob => true,
+        ColumnKind::Large { offload, .. } => offload,
+        _ => false,
+    })?;
+    Some(format!(
+        "`{}`: field `{}` may store its value in a blob, and {profile} keeps no blobs: give the handle a separate storage account for them (a `BlobEndpoint` in the connection string, or `Tables::with_blobs`), or mark the field #[table(offload = \"never\")]",
+        schema.table, blob_tier.field
+    ))
 }

@@ -249,6 +249,7 @@ pub async fn a_value_over_more_rows_than_point_reads_cover_takes_one_range_query
     let one_of_each = Counts {
         gets: 1,
         queries: 1,
+        query_starts: 1,
         ..Counts::default()
     };
     // Read after the point read by a handle that has not seen it, then beside it by one that has.

@@ -87,6 +87,7 @@ pub async fn large_values_download_as_streams_and_upload_without_a_copy(env: &En
         "query of two entities with three values in blobs",
         Counts {
             queries: 1,
+            query_starts: 1,
             blob_streamed_gets: 3,
             ..Counts::default()
         },

@@ -158,6 +158,7 @@ impl<T: TableEntity> Store<T> {
             threshold: self.blobs().map_or(usize::MAX, |b| b.options.threshold_bytes),
             blobs: self.blobs().is_some(),
             extra_ops: crate::layout::split_parts(stored),
+            budget: self.profile().transaction_body_budget(),
         };
         let planned = plan(
             &self.table,

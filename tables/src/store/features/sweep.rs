@@ -51,7 +51,7 @@ impl<T: TableEntity> Store<T> {
                     top: Some(MAX_PAGE_SIZE),
                 };
                 let mut referenced = BTreeSet::new();
-                let mut pages = self.pages(request).await?;
+                let mut pages = self.pages_in_any_order(request).await?;
                 while let Some(rows) = pages.next(|_| true).await? {
                     for row in rows {
                         referenced.extend(blob_paths(&row));

@@ -212,7 +212,10 @@ impl<T: TableEntity> Build<T> {
                     mode: UpdateMode::Replace,
                 })
                 .collect();
-            let ranges = pack(ops.iter().map(|op| (1, op_weight(op))));
+            let ranges = pack(
+                ops.iter().map(|op| (1, op_weight(op))),
+                self.store.profile().transaction_body_budget(),
+            );
             let mut rest = ops.into_iter();
             for range in ranges {
                 transactions.push(rest.by_ref().take(range.len()).collect());

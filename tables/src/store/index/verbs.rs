@@ -177,7 +177,7 @@ impl<T: TableEntity> Store<T> {
                 condition: version,
             }];
             ops.extend(index_ops);
-            crate::index::check_transaction(&ops)?;
+            crate::index::check_transaction(&ops, self.profile().transaction_body_budget())?;
             let reservations = self.reserve_all(&plan.reservations).await?;
             match self
                 .commit(

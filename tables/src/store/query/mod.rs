@@ -334,8 +334,22 @@ impl Pages {
 
 // Reading pages does not depend on the entity type (the index applier reads through it).
 impl<T> Store<T> {
-    /// The pages of a request (the table is created first if needed).
+    /// The pages of a request, their rows in key order on every service
+    /// (the table is created first if needed). On a service that returns
+    /// rows in no order (Cosmos DB for Table), every match is read and
+    /// ordered before the first page is returned: readers that need no
+    /// order use [`Store::pages_in_any_order`].
     pub(crate) async fn pages(&self, request: QueryRequest) -> Result<Pages> {
+        let pages = self.pages_in_any_order(request).await?;
+        Ok(Pages {
+            fetcher: pages.fetcher.in_key_order(),
+        })
+    }
+
+    /// The pages of a request in the order the service returns them, one
+    /// page at a time: for readers that need no order (counts, sweeps,
+    /// readers that look at every row on their own).
+    pub(crate) async fn pages_in_any_order(&self, request: QueryRequest) -> Result<Pages> {
         self.ensure_created().await?;
         Ok(Pages {
             fetcher: crate::store::query::read_ahead::PageFetcher::new(
@@ -372,7 +386,8 @@ impl<T: TableEntity> Store<T> {
                 }
                 let keeping = whole.as_deref().and_then(|pk| self.list_ticket(pk));
                 let limit = options.take.unwrap_or(usize::MAX);
-                if T::DECODES_PAGES && keeping.is_none() && limit == usize::MAX {
+                let ordered = self.profile().sorts_results();
+                if T::DECODES_PAGES && keeping.is_none() && limit == usize::MAX && ordered {
                     return self.query_direct(self.request_for(&options)?).await;
                 }
                 let mut pages = self.pages(self.request_for(&options)?).await?;
@@ -453,7 +468,7 @@ impl<T: TableEntity> Store<T> {
                 ]);
                 request.top = Some(MAX_PAGE_SIZE);
                 let limit = options.take.map_or(u64::MAX, |t| t as u64);
-                let mut pages = self.pages(request).await?;
+                let mut pages = self.pages_in_any_order(request).await?;
                 let mut n = 0u64;
                 while n < limit {
                     let Some(rows) = pages.next(|rows| n.saturating_add(rows.len() as u64) < limit).await? else {

@@ -298,7 +298,7 @@ impl<T: TableEntity> Store<T> {
                 let mut request = self.request_for(&options)?;
                 request.select = Some(vec!["RowKey".to_owned(), crate::layout::SPLIT_OF.to_owned()]);
                 request.top = Some(1);
-                let mut pages = self.pages(request).await?;
+                let mut pages = self.pages_in_any_order(request).await?;
                 // One row answers: no page is read ahead.
                 while let Some(rows) = pages.next(|_| false).await? {
                     if rows.iter().any(|r| r.get(crate::layout::SPLIT_OF).is_none()) {

@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, Page, PageAnswer, PageToken, QueryRequest};
 use crate::error::{Error, Result};
+use crate::value::cmp_utf16;
 
 /// The page fetched ahead, by a task of its own; dropped, it is abandoned.
 struct Ahead(JoinHandle<Result<PageAnswer>>);
@@ -35,6 +36,13 @@ pub(crate) struct PageFetcher {
     /// straight into entities) rather than as rows (read by the task that
     /// fetches them).
     bodies: bool,
+    /// Whether the reader needs the rows in key order: on a service that
+    /// returns them in no order, every page is read and the rows are
+    /// ordered before the first is returned.
+    in_key_order: bool,
+    /// The rows of every page, ordered, not returned yet (a reader in key
+    /// order on a service that keeps none).
+    ordered: Option<std::collections::VecDeque<crate::value::Row>>,
 }
 
 impl PageFetcher {
@@ -47,7 +55,20 @@ impl PageFetcher {
             started: false,
             ahead: None,
             bodies: false,
+            in_key_order: false,
+            ordered: None,
         }
+    }
+
+    /// The same walk, its rows in (PartitionKey, RowKey) order on every
+    /// service. Where the service keeps that order (Table Storage), nothing
+    /// changes. Where it does not (Cosmos DB for Table), every match is read
+    /// and ordered before the first page is returned, then returned in pages
+    /// of the request's `$top`: the reader pays one request per page of
+    /// matches and holds them all before it sees the first.
+    pub(crate) fn in_key_order(mut self) -> PageFetcher {
+        self.in_key_order = !self.backend.profile().sorts_results();
+        self
     }
 
     /// The same walk, its pages answered as bodies where the backend has
@@ -59,7 +80,10 @@ impl PageFetcher {
 
     /// Whether the last page has been returned.
     pub(crate) fn is_done(&self) -> bool {
-        self.started && self.token.is_none() && self.ahead.is_none()
+        self.started
+            && self.token.is_none()
+            && self.ahead.is_none()
+            && self.ordered.as_ref().is_none_or(|o| o.is_empty())
     }
 
     /// One page, as the fetcher's mode asks.
@@ -99,8 +123,57 @@ impl PageFetcher {
         Ok(Some(answer))
     }
 
+    /// The next page of the rows read in key order: every page of the
+    /// query is read and ordered first.
+    async fn ordered(&mut self) -> Result<Option<PageAnswer>> {
+        if self.ordered.is_none() {
+            self.ordered = Some(self.read_ordered().await?.into());
+        }
+        let rows = self.ordered.as_mut().expect("read above");
+        if self.started && rows.is_empty() {
+            return Ok(None);
+        }
+        self.started = true;
+        let size = self.request.top.map_or(rows.len(), |t| t as usize).max(1);
+        let page: Vec<_> = rows.drain(..size.min(rows.len())).collect();
+        // Not a token of the service: only "more follows", for readers that ask.
+        let next = (!rows.is_empty()).then(|| PageToken {
+            next_partition_key: String::new(),
+            next_row_key: None,
+        });
+        Ok(Some(PageAnswer::Rows(Page { rows: page, next })))
+    }
+
+    /// Every match of the query, in key order.
+    async fn read_ordered(&self) -> Result<Vec<crate::value::Row>> {
+        // Every match is read: in the largest pages the service gives.
+        let request = QueryRequest {
+            top: Some(crate::service::MAX_PAGE_SIZE),
+            ..(*self.request).clone()
+        };
+        let mut rows = Vec::new();
+        let mut token = None;
+        loop {
+            let page = Self::fetch(&*self.backend, &self.table, &request, token.as_ref(), false)
+                .await?
+                .into_page()?;
+            rows.extend(page.rows);
+            match page.next {
+                Some(next) => token = Some(next),
+                None => break,
+            }
+        }
+        rows.sort_by(|a: &crate::value::Row, b| {
+            cmp_utf16(&a.partition_key, &b.partition_key).then_with(|| cmp_utf16(&a.row_key, &b.row_key))
+        });
+        Ok(rows)
+    }
+
     /// The page fetched ahead, or the next one fetched now.
     async fn take_answer(&mut self) -> Result<Option<PageAnswer>> {
+        if self.in_key_order {
+            return self.ordered().await;
+        }
         Ok(Some(match self.ahead.take() {
             Some(mut ahead) => {
                 let joined = (&mut ahead.0).await;
@@ -128,6 +201,10 @@ impl PageFetcher {
     /// ahead when the reader will read it.
     fn after(&mut self, next: Option<PageToken>, wants_next: impl FnOnce() -> bool) {
         self.started = true;
+        if self.in_key_order {
+            // Every page is read already.
+            return;
+        }
         self.token = next;
         if let Some(token) = self.token.clone() {
             if wants_next() {

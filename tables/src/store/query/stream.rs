@@ -53,15 +53,20 @@ impl<T: TableEntity> State<T> {
                 self.store.ensure_created().await?;
             }
             let (store, request) = (&self.store, &mut self.request);
+            let left = self.left;
             let pages = self.pages.get_or_insert_with(|| {
-                PageFetcher::new(
+                let pages = PageFetcher::new(
                     store.shared.backend.clone(),
                     &store.table,
                     request.take().unwrap_or_default(),
-                )
+                );
+                // The first n in key order need every match where the service keeps no order.
+                match left {
+                    Some(_) => pages.in_key_order(),
+                    None => pages,
+                }
             });
             // The next page is wanted unless this one holds every entity still to come.
-            let left = self.left;
             let Some(page) = pages.next(|page| left.is_none_or(|n| page.rows.len() < n)).await? else {
                 return Ok(None);
             };

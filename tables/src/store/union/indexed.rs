@@ -156,6 +156,7 @@ impl<E: TableUnion> UnionStore<E> {
                 group
                     .iter()
                     .map(|(_, (ops, _))| (ops.len(), ops.iter().map(op_weight).sum())),
+                self.store.profile().transaction_body_budget(),
             );
             let mut rest = group.into_iter();
             for range in ranges {

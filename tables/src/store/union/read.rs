@@ -73,24 +73,24 @@ impl<E: TableUnion> UnionStore<E> {
                 refuse_cursor(&query)?;
                 let request = query.request()?;
                 let limit = query.take.unwrap_or(usize::MAX);
-                self.store.ensure_created().await?;
-                let mut token: Option<PageToken> = None;
+                // In key order on every service (read whole and ordered where the service keeps no order).
+                let mut pages = self.store.pages(request).await?;
                 let mut out = Vec::new();
-                loop {
-                    let page = self.fetch(&request, token.as_ref()).await?;
-                    for row in page.rows {
+                while out.len() < limit {
+                    let seen = out.len();
+                    let Some(rows) = pages.next(|rows| seen.saturating_add(rows.len()) < limit).await? else {
+                        break;
+                    };
+                    for row in rows {
                         if out.len() >= limit {
-                            return Ok(out);
+                            break;
                         }
                         if !is_not_an_entity(&row) {
                             out.push(self.entry(row)?);
                         }
                     }
-                    token = page.next;
-                    if token.is_none() || out.len() >= limit {
-                        return Ok(out);
-                    }
                 }
+                Ok(out)
             })
             .await
     }
@@ -162,9 +162,8 @@ impl<E: TableUnion> UnionStore<E> {
         struct State<E> {
             store: UnionStore<E>,
             request: Option<QueryRequest>,
-            token: Option<PageToken>,
+            pages: Option<crate::store::query::Pages>,
             buffer: VecDeque<Row>,
-            started: bool,
             left: Option<usize>,
         }
         let query = query.into();
@@ -176,9 +175,8 @@ impl<E: TableUnion> UnionStore<E> {
         let state = State {
             store: self.clone(),
             request,
-            token: None,
+            pages: None,
             buffer: VecDeque::new(),
-            started: false,
             left: query.take,
         };
         let failed = stream::iter(failure.map(Err));
@@ -195,17 +193,21 @@ impl<E: TableUnion> UnionStore<E> {
                     let entry = st.store.entry(row)?;
                     return Ok(Some((entry, st)));
                 }
-                let Some(request) = &st.request else { return Ok(None) };
-                if st.started && st.token.is_none() {
+                if st.pages.is_none() {
+                    let Some(request) = st.request.take() else {
+                        return Ok(None);
+                    };
+                    // The first n in key order need every match where the service keeps no order.
+                    st.pages = Some(match st.left {
+                        Some(_) => st.store.store.pages(request).await?,
+                        None => st.store.store.pages_in_any_order(request).await?,
+                    });
+                }
+                let pages = st.pages.as_mut().expect("made above");
+                let Some(rows) = pages.next(|_| false).await? else {
                     return Ok(None);
-                }
-                if !st.started {
-                    st.store.store.ensure_created().await?;
-                }
-                let page = st.store.fetch(request, st.token.as_ref()).await?;
-                st.started = true;
-                st.token = page.next;
-                st.buffer.extend(page.rows);
+                };
+                st.buffer.extend(rows);
             }
         });
         UnionStream::new(self.store.op("stream").stream(stream::StreamExt::chain(failed, rows)))

@@ -264,7 +264,10 @@ impl<E: TableUnion> UnionStore<E> {
             .collect();
         let mut committed = 0;
         for group in group_by_partition(ops) {
-            let ranges = pack(group.iter().map(|op| (1, op_weight(op))));
+            let ranges = pack(
+                group.iter().map(|op| (1, op_weight(op))),
+                self.store.profile().transaction_body_budget(),
+            );
             let mut rest = group.into_iter();
             for range in ranges {
                 let tx: Vec<WriteOp> = rest.by_ref().take(range.len()).collect();

@@ -111,6 +111,7 @@ impl<T: TableEntity> Store<T> {
                 group
                     .iter()
                     .map(|(_, u)| (u.ops.len(), u.ops.iter().map(op_weight).sum())),
+                self.profile().transaction_body_budget(),
             );
             let mut rest = group.into_iter();
             for range in ranges {

@@ -232,7 +232,10 @@ impl<T: TableEntity> Store<T> {
     /// remembered as left). Returns the units deleted.
     async fn delete_conditionally(&self, units: Vec<DeleteUnit>, owners: &mut Owners) -> Result<Vec<DeleteUnit>> {
         let mut done = Vec::new();
-        let ranges = pack(units.iter().map(|u| (u.ops.len(), u.ops.iter().map(op_weight).sum())));
+        let ranges = pack(
+            units.iter().map(|u| (u.ops.len(), u.ops.iter().map(op_weight).sum())),
+            self.profile().transaction_body_budget(),
+        );
         let mut units = units.into_iter();
         for range in ranges {
             let mut tx: Vec<DeleteUnit> = units.by_ref().take(range.len()).collect();

@@ -211,6 +211,7 @@ impl<T: TableEntity> Store<T> {
             threshold: self.blobs().map_or(usize::MAX, |b| b.options.threshold_bytes),
             blobs: self.blobs().is_some(),
             extra_ops: old_parts + crate::store::index::reserved_ops(T::INDEXES),
+            budget: self.profile().transaction_body_budget(),
         };
         let planned = plan(&self.table, row, &large_columns(T::SCHEMA.columns), limits)?;
         check_row_limits(&planned.main)?;
@@ -261,7 +262,7 @@ impl<T: TableEntity> Store<T> {
         }
         let (index_ops, index) = self.plan_indexes(&Unit::key_of(&ops), stored, ops[0].row())?;
         ops.extend(index_ops);
-        crate::index::check_transaction(&ops)?;
+        crate::index::check_transaction(&ops, self.profile().transaction_body_budget())?;
         let mut uploads: Vec<Upload> = planned.blobs.into_iter().map(Upload::from).collect();
         uploads.extend(files.uploads.iter().cloned());
         Ok(Unit {

@@ -4,7 +4,8 @@
 //! the steps every write takes:
 //!
 //! 1. **conditions**: a caller's ETag is a version, never the wildcard
-//!    (`conditions.rs`);
+//!    (`conditions.rs`), and the keys and names of every row keep to the
+//!    limits of the service profile written to (`profile_limits.rs`);
 //! 2. **write tokens**: each row the write names gets its token here, with
 //!    the service's limits checked with its cell counted (`settle.rs`; an
 //!    entity's planning path reserves it earlier, by the same helper, so
@@ -26,6 +27,7 @@ pub(crate) mod conditions;
 pub(super) mod delete;
 pub(crate) mod entity;
 pub(super) mod patch;
+pub(crate) mod profile_limits;
 pub(super) mod protect;
 pub(crate) mod settle;
 #[cfg(test)]
@@ -38,6 +40,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::large::plan::{plan, LargeColumn, Limits, Plan};
 use crate::service::check_row_limits;
 use crate::store::write::conditions::check_conditions;
+use crate::store::write::profile_limits::check_profile_limits;
 use crate::value::Row;
 
 pub(crate) use entity::{reads_first, Encoded, Stamps, Unit, Verb};
@@ -136,6 +139,7 @@ impl<T> Store<T> {
             deadline,
         } = write;
         check_conditions(&ops)?;
+        check_profile_limits(self.profile(), &ops)?;
         for index in tokens {
             if let Some(row) = ops.get_mut(index).and_then(settle::row_mut) {
                 if self.reserve_token(row) {

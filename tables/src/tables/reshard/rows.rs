@@ -8,7 +8,7 @@ use std::mem;
 
 use super::scan::{key_order, send, MovingRows, RowScan};
 use super::{Job, ReshardReport};
-use crate::backend::pack::{op_weight, TRANSACTION_BODY_BUDGET};
+use crate::backend::pack::op_weight;
 use crate::backend::retry::RetryPolicy;
 use crate::backend::{Backend, IfMatch, UpdateMode, WriteOp};
 use crate::error::{ErrorKind, Result};
@@ -38,7 +38,10 @@ impl<'a> Writer<'a> {
     async fn push(&mut self, op: WriteOp) -> Result<()> {
         let weight = op_weight(&op);
         let other_partition = self.ops.first().is_some_and(|first| first.keys().0 != op.keys().0);
-        if other_partition || self.ops.len() == MAX_TRANSACTION_OPS || self.weight + weight > TRANSACTION_BODY_BUDGET {
+        if other_partition
+            || self.ops.len() == MAX_TRANSACTION_OPS
+            || self.weight + weight > self.account.profile().transaction_body_budget()
+        {
             self.flush().await?;
         }
         self.ops.push(op);
@@ -144,6 +147,8 @@ struct Removal<'a> {
     rows: Vec<(Row, usize)>,
     weight: usize,
     table: &'a str,
+    /// The request-body budget of one transaction of the old accounts.
+    budget: usize,
 }
 
 impl Removal<'_> {
@@ -156,7 +161,7 @@ impl Removal<'_> {
             .is_some_and(|(first, _)| first.partition_key != row.partition_key);
         other_partition
             || self.rows.len() == MAX_TRANSACTION_OPS
-            || self.weight + op_weight(&delete_of(row)) > TRANSACTION_BODY_BUDGET
+            || self.weight + op_weight(&delete_of(row)) > self.budget
     }
 
     fn add(&mut self, row: Row, to: usize) {
@@ -254,6 +259,7 @@ pub(super) async fn remove(job: &Job, table: &str, report: &mut ReshardReport) -
             rows: Vec::new(),
             weight: 0,
             table,
+            budget: job.rows[at].profile().transaction_body_budget(),
         })
         .collect();
     let mut copier: Vec<Writer> = added
