@@ -25,6 +25,10 @@ pub enum Point {
     BeforeQuery,
     /// After a page of a query has its answer, before the store sees it.
     AfterQuery,
+    /// After a page of a query that holds at least one row has its answer,
+    /// before the store sees it: the page that listed something, also where
+    /// the service may answer empty pages first (Cosmos DB for Table).
+    AfterRows,
 }
 
 /// A held request: `reached` fires when it gets to the point; it waits there until `release` is sent or dropped.
@@ -124,12 +128,23 @@ impl<B: Backend> Backend for GateBackend<B> {
         self.pass(Point::BeforeQuery).await;
         let page = self.inner.query(table, request, token).await;
         self.pass(Point::AfterQuery).await;
+        if page.as_ref().is_ok_and(|p| !p.rows.is_empty()) {
+            self.pass(Point::AfterRows).await;
+        }
         page
     }
     async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
         self.pass(Point::BeforeQuery).await;
         let page = self.inner.query_body(table, request, token).await;
         self.pass(Point::AfterQuery).await;
+        let listed = match &page {
+            Ok(PageAnswer::Rows(p)) => !p.rows.is_empty(),
+            Ok(PageAnswer::Body(body)) => body.rows().map_or(true, |rows| !rows.is_empty()),
+            Err(_) => false,
+        };
+        if listed {
+            self.pass(Point::AfterRows).await;
+        }
         page
     }
     fn profile(&self) -> unified_tables::service::ServiceProfile {

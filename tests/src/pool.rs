@@ -74,6 +74,23 @@ impl Accounts {
         )
     }
 
+    /// Three fresh in-memory accounts under the Cosmos DB for Table profile
+    /// (rows in no order, pages cut at random), each with a separate
+    /// in-memory blob account.
+    pub fn cosmos() -> Accounts {
+        Accounts::over(
+            (0..3)
+                .map(|i| {
+                    Arc::new(MemoryBackend::cosmos(crate::cosmos_seed(&format!("pool account {i}"))))
+                        as Arc<dyn Backend>
+                })
+                .collect(),
+            (0..3)
+                .map(|_| Arc::new(MemoryBlobBackend::new()) as Arc<dyn BlobBackend>)
+                .collect(),
+        )
+    }
+
     /// The first three accounts of [`POOL_VAR`], or `None` when it is not
     /// set and not required.
     pub fn azure() -> Option<Accounts> {

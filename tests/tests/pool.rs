@@ -803,6 +803,50 @@ async fn moved_partitions_stay_frozen_until_they_are_removed(accounts: Accounts)
     accounts.forget_pool().await;
 }
 
+/// A pool of Cosmos DB for Table accounts: a query over every account
+/// returns every row once, in key order, and pages with cursors return every
+/// row once (in the service's order); a reshard, which reads in key order,
+/// is refused naming the account, before anything is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_pool_of_cosmos_accounts_reads_every_row_once_and_refuses_a_reshard() {
+    let accounts = Accounts::cosmos();
+    let table = unique_table("cosmospool");
+    let store = unchecked(&accounts).store_in::<Reading>(&table);
+    let all = readings(24, 5);
+    for partition in all.chunks(5) {
+        store.create_batch(partition).await.unwrap();
+    }
+    assert_eq!(
+        store.query(QueryOptions::all()).await.unwrap(),
+        all,
+        "every row once, in key order"
+    );
+    assert_eq!(
+        store.query(QueryOptions::all().take(7)).await.unwrap(),
+        all[..7],
+        "the first seven in key order"
+    );
+    let mut paged = page_through(&store, QueryOptions::all().take(9), 9).await;
+    paged.sort_by(|a, b| (&a.sensor, &a.at).cmp(&(&b.sensor, &b.at)));
+    assert_eq!(paged, all, "every row once over the pages");
+
+    accounts.reset_counts();
+    let err = Tables::reshard_with(accounts.pool(2), accounts.pool(3), no_wait())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Config { .. }), "{err}");
+    assert!(
+        err.to_string().contains("no order") && err.to_string().contains("copy"),
+        "{err}"
+    );
+    let writes: u64 = accounts
+        .counters
+        .iter()
+        .map(|c| c.counts().writes + c.counts().transactions + c.counts().tables)
+        .sum();
+    assert_eq!(writes, 0, "nothing was written");
+}
+
 macro_rules! on_both {
     ($($name:ident),* $(,)?) => {
         mod memory {

@@ -214,7 +214,12 @@ pub async fn indexes_every_verb_keeps_a_local_index_right(env: &Env) {
     assert_eq!(store.count(QueryOptions::partition("u")).await.unwrap(), 150);
     assert_eq!(store.count(QueryOptions::all()).await.unwrap(), 150 + 3);
     let streamed: Vec<Member> = store.stream(QueryOptions::partition("t")).try_collect().await.unwrap();
-    assert_eq!(ids(&streamed), ["a", "b", "c"]);
+    let mut streamed = ids(&streamed);
+    if !env.sorts_results() {
+        // A stream without a limit yields in the service's order there.
+        streamed.sort();
+    }
+    assert_eq!(streamed, ["a", "b", "c"]);
 
     // convergence sees entities only, and leaves converged rows alone
     let steps: Vec<ConvergeStep> = store.converge(ConvergeOptions::default()).try_collect().await.unwrap();

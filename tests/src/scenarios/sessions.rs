@@ -342,11 +342,14 @@ async fn sweep_held_at<B: Backend>(
 pub async fn the_session_sweep_spares_a_record_refreshed_while_it_runs(env: &Env) {
     let store = sessions(env);
     let gate = GateBackend::new(env.backend().clone());
-    let sweeper = TableSessionStore::new(&Tables::with_backend(gate.clone()), &env.table).unwrap();
+    // With the scenario's blob account: Cosmos DB for Table refuses a session store without one.
+    let blobs = env.blobs.clone().expect("a blob account");
+    let gated = Tables::with_backend(gate.clone()).with_blobs(blobs, crate::blob_options());
+    let sweeper = TableSessionStore::new(&gated, &env.table).unwrap();
     // Refreshed after the sweep's query listed it, before its delete read the row;
     // and at the last moment, after the delete checked the row, before it was sent.
     let points = [
-        (Point::AfterQuery, "spared, not deleted"),
+        (Point::AfterRows, "spared, not deleted"),
         (
             Point::BeforeWrite,
             "the delete is conditional on the ETag the sweep read",
@@ -368,7 +371,7 @@ pub async fn the_session_sweep_spares_a_record_refreshed_while_it_runs(env: &Env
     // Deleted by someone else meanwhile: spared too, not a failure.
     let mut raced = record(json!({}), in_minutes(-1));
     store.create(&mut raced).await.unwrap();
-    let swept = sweep_held_at(&gate, &sweeper, Point::AfterQuery, async {
+    let swept = sweep_held_at(&gate, &sweeper, Point::AfterRows, async {
         store.delete(&raced.id).await.unwrap();
     })
     .await;
@@ -377,7 +380,7 @@ pub async fn the_session_sweep_spares_a_record_refreshed_while_it_runs(env: &Env
     // Not refreshed while a sweep was held: deleted, and the refreshed ones kept.
     let mut plain = record(json!({}), in_minutes(-1));
     store.create(&mut plain).await.unwrap();
-    let swept = sweep_held_at(&gate, &sweeper, Point::AfterQuery, async {}).await;
+    let swept = sweep_held_at(&gate, &sweeper, Point::AfterRows, async {}).await;
     assert_eq!(sweep_counts(swept), (1, 0));
     assert!(raw_row(env, &plain.id).await.is_none());
     assert_eq!(raw_rows(env).await.len(), 2, "the two refreshed records");

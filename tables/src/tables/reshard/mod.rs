@@ -376,6 +376,15 @@ impl Tables {
                  (Tables::with_blobs) or none",
             ));
         }
+        if let Some(unordered) = every.iter().find(|a| !a.rows.profile().sorts_results()) {
+            // The job merges the accounts' rows in key order and resumes from keys.
+            return Err(Error::config(format!(
+                "account `{}` is {}, which returns rows in no order, and a reshard reads every account in key order: \
+                 move the partitions with the operator command's `copy` instead",
+                unordered.name,
+                unordered.rows.profile()
+            )));
+        }
         let values = values.filter(|_| !blobs.is_empty());
         let mut job = Job {
             growth: Growth {
