@@ -8,7 +8,7 @@ use rand::Rng as _;
 use crate::error::{Error, Result};
 
 /// How the Azure backends retry a transient failure of one service request
-/// (408, 500, 502, 503, 504, a connection that failed or timed out), how long
+/// (408, 429, 500, 502, 503, 504, a connection that failed or timed out), how long
 /// a request may take, and how the stores retry and settle their writes.
 ///
 /// Reads, blob requests and table management are retried by the HTTP layer.
@@ -17,7 +17,11 @@ use crate::error::{Error, Result};
 /// every backend (memory and decorators included, see
 /// [`Tables::with_retry`](crate::Tables::with_retry)) and its write token. A
 /// write refused as not processed (503 `ServerBusy`, 429) is sent again after
-/// the backoff; one whose answer was lost or is a 5xx that does not say "not
+/// the backoff, or after the wait the service asked for when that is longer
+/// (Cosmos DB's `x-ms-retry-after-ms`; every retry of a read waits at least
+/// as long too, and a wait that would start past the retry budget or reach
+/// the deadline is not made: the error, with [`Error::retry_after`], is
+/// returned); one whose answer was lost or is a 5xx that does not say "not
 /// processed" (500 `OperationTimedOut`, ...) is settled by reading its row
 /// back: applied, the call succeeds; not applied, it is sent again while the
 /// attempts and the retry budget allow. The attempts count every failed
@@ -153,6 +157,24 @@ impl RetryPolicy {
             Some(deadline) if elapsed + delay >= deadline => None,
             _ => Some(delay),
         }
+    }
+
+    /// After `attempts_made` attempts, the last of which failed with
+    /// `error`, `elapsed` since the first: the pause before the next one, or
+    /// `None` to give up. The pause is the backoff of [`next_delay`](Self::next_delay),
+    /// and at least the wait the service asked for ([`Error::retry_after`],
+    /// e.g. Cosmos DB's `x-ms-retry-after-ms`). A wait that would start the
+    /// next attempt past the retry budget, or reach the deadline, gives up:
+    /// the error, with the wait it names, goes to the caller.
+    pub(crate) fn pause_after(&self, error: &Error, attempts_made: u32, elapsed: Duration) -> Option<Duration> {
+        let backoff = self.next_delay(attempts_made, elapsed)?;
+        let Some(asked) = error.retry_after().filter(|asked| *asked > backoff) else {
+            return Some(backoff);
+        };
+        let resumes = elapsed.saturating_add(asked);
+        let past_budget = resumes > self.retry_budget;
+        let past_deadline = self.deadline.is_some_and(|deadline| resumes >= deadline);
+        (!past_budget && !past_deadline).then_some(asked)
     }
 }
 
@@ -352,5 +374,34 @@ mod tests {
             None,
             "a pause of at least 200 ms would reach the deadline"
         );
+    }
+
+    #[test]
+    fn a_pause_is_at_least_the_wait_the_service_asked_for_within_the_budget() {
+        let ms = Duration::from_millis;
+        let p = RetryPolicy::builder().backoff(ms(10), ms(20)).build().unwrap();
+        let throttled = || Error::service(429, "TooManyRequests", "Request rate is large.");
+        // No wait asked: the backoff.
+        let pause = p.pause_after(&throttled(), 1, Duration::ZERO).unwrap();
+        assert!(pause <= ms(20), "{pause:?}");
+        // A wait longer than the backoff is kept.
+        let asked = throttled().with_retry_after(ms(300));
+        assert_eq!(p.pause_after(&asked, 1, Duration::ZERO), Some(ms(300)));
+        // A wait shorter than the backoff leaves the backoff.
+        let short = throttled().with_retry_after(ms(1));
+        let pause = p.pause_after(&short, 1, Duration::ZERO).unwrap();
+        assert!(pause >= ms(5), "{pause:?}");
+        // No attempt left: no pause, whatever was asked.
+        assert_eq!(p.pause_after(&asked, 4, Duration::ZERO), None);
+        // A wait that would start the retry past the budget gives up.
+        assert_eq!(p.pause_after(&asked, 1, ms(3800)), None);
+        // A wait that would reach the deadline gives up.
+        let p = RetryPolicy::builder()
+            .backoff(ms(10), ms(20))
+            .deadline(ms(250))
+            .build()
+            .unwrap();
+        assert_eq!(p.pause_after(&asked, 1, Duration::ZERO), None);
+        assert!(p.pause_after(&throttled(), 1, Duration::ZERO).is_some());
     }
 }

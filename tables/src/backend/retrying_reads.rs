@@ -13,7 +13,8 @@ use crate::value::Row;
 /// Wraps a table [`Backend`] and retries what is safe to repeat blindly —
 /// point reads, query pages, creating and deleting a table — when it fails
 /// transiently ([`ErrorKind::Throttled`], [`ErrorKind::Unavailable`]), with
-/// the backoff, attempts and budget of a [`RetryPolicy`]. Writes pass
+/// the backoff, attempts and budget of a [`RetryPolicy`], each retry waiting
+/// at least as long as the failure asked ([`Error::retry_after`](crate::Error::retry_after)). Writes pass
 /// through unchanged: the store retries and settles those itself.
 ///
 /// The Azure backends retry reads in their HTTP layer already. Use this
@@ -58,7 +59,7 @@ where
         made += 1;
         match attempt().await {
             Err(e) if matches!(e.kind(), ErrorKind::Throttled | ErrorKind::Unavailable) => {
-                match policy.next_delay(made, started.elapsed()) {
+                match policy.pause_after(&e, made, started.elapsed()) {
                     Some(pause) => tokio::time::sleep(pause).await,
                     None => return Err(e),
                 }
@@ -141,6 +142,26 @@ mod tests {
         faulty.fail_next(FaultTarget::Write, FaultTiming::Before, busy);
         let err = b.execute("t", WriteOp::Insert(Row::new("p", "s"))).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Throttled);
+        assert_eq!(faulty.pending(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_retry_waits_at_least_as_long_as_the_failure_asked() {
+        let faulty = std::sync::Arc::new(FaultyBackend::new(MemoryBackend::new()));
+        let b = RetryingReads::new(faulty.clone(), quick(3));
+        b.create_table("t").await.unwrap();
+        let throttled = || {
+            Error::service(429, "TooManyRequests", "Request rate is large.")
+                .with_retry_after(Duration::from_millis(300))
+        };
+        faulty.fail_next(FaultTarget::Get, FaultTiming::Before, throttled);
+        let started = std::time::Instant::now();
+        assert_eq!(b.get("t", "p", "r").await.unwrap(), None);
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "{:?}",
+            started.elapsed()
+        );
         assert_eq!(faulty.pending(), 0);
     }
 }

@@ -16,7 +16,7 @@ use crate::backend::blob::{
 };
 use crate::backend::{Backend, Page, PageAnswer, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::Result;
-use crate::telemetry::{error_type, request as count_request, status_code, REQUEST_TARGET};
+use crate::telemetry::{charged, error_type, request as count_request, status_code, REQUEST_CHARGE, REQUEST_TARGET};
 use crate::value::{DateTime, Row};
 
 /// A backend whose requests each run in a [`REQUEST_SPAN`](crate::telemetry::REQUEST_SPAN).
@@ -30,6 +30,7 @@ fn span(request: &'static str, resource: &'static str) -> Span {
         request,
         resource,
         db.operation.batch.size = Empty,
+        { REQUEST_CHARGE } = Empty,
         db.response.status_code = Empty,
         error.type = Empty,
     )
@@ -45,7 +46,7 @@ async fn traced<R>(
     if span.is_disabled() {
         return work.await;
     }
-    let result = work.instrument(span.clone()).await;
+    let result = charged(&span, work.instrument(span.clone())).await;
     if let Err(error) = &result {
         span.record("error.type", error_type(error));
         if let Some(status) = status_code(error) {

@@ -43,6 +43,10 @@ mod on {
         }
     }
 
+    pub(crate) fn charge_recorded(operation: &'static str, units: f64) {
+        ::metrics::histogram!(OPERATION_REQUEST_CHARGE, "db.operation.name" => operation).record(units);
+    }
+
     #[cfg_attr(not(feature = "azure"), allow(dead_code))]
     pub(crate) fn bytes(sent: usize, received: usize, resource: &'static str) {
         ::metrics::counter!(BYTES_SENT, "resource" => resource).increment(sent as u64);
@@ -83,3 +87,9 @@ pub(crate) fn cache(_hit: bool, _cache: &'static str) {}
 #[inline(always)]
 #[cfg_attr(not(feature = "azure"), allow(dead_code))]
 pub(crate) fn bytes(_sent: usize, _received: usize, _resource: &'static str) {}
+
+/// Records the request units charged for one operation (or, as `none`, for
+/// one request outside any operation).
+#[cfg(not(feature = "metrics"))]
+#[inline(always)]
+pub(crate) fn charge_recorded(_operation: &'static str, _units: f64) {}

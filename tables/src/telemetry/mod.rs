@@ -21,7 +21,10 @@
 //!   [`ErrorKind`] in snake case: `already_exists`,
 //!   `precondition_failed`, `not_found`, `throttled`, …) and
 //!   `db.response.status_code` (the service's status, when the failure is
-//!   one). An operation called inside another (a `mutate`'s read) adds no
+//!   one), and on Cosmos DB for Table [`REQUEST_CHARGE`]
+//!   (`azure.cosmosdb.operation.request_charge`: the request units its
+//!   requests were charged, from their answers' `x-ms-request-charge`).
+//!   An operation called inside another (a `mutate`'s read) adds no
 //!   span of its own. A stream ([`Store::stream`](crate::Store::stream),
 //!   [`UnionStore::stream`](crate::UnionStore::stream), an index lookup's
 //!   `stream` or its whole answer) is one operation (`stream`, or
@@ -44,8 +47,10 @@
 //!   [`REQUEST_TARGET`], with `request` (the backend call: `get`,
 //!   `execute`, `transaction`, `query`, `put`, `get_blob`, `lease`, …),
 //!   `resource` (`entity`, `batch`, `query`, `table`, `blob`, `lease`,
-//!   `container`, `account`), `db.operation.batch.size` for a transaction
-//!   and, on failure, `error.type` and `db.response.status_code`;
+//!   `container`, `account`), `db.operation.batch.size` for a transaction,
+//!   [`REQUEST_CHARGE`] on Cosmos DB for Table (the request units of its
+//!   answers, retries included) and, on failure, `error.type` and
+//!   `db.response.status_code`;
 //! - on Azure, inside each request span, **one DEBUG span `http.request`
 //!   per attempt** (target `unified_tables::http`; see
 //!   [`backend::azure::transport`](crate::backend::azure::transport)) with
@@ -78,11 +83,15 @@
 //! | [`SETTLE_READ_BACKS`] | counter | `verdict` |
 //! | [`CACHE_HITS`], [`CACHE_MISSES`] | counter | `cache` |
 //! | [`BYTES_SENT`], [`BYTES_RECEIVED`] | counter | `resource` (Azure only: the in-memory backend sends nothing) |
+//! | [`OPERATION_REQUEST_CHARGE`] (request units) | histogram | `db.operation.name` (or `none` for a request outside any operation); Cosmos DB for Table only |
 //!
 //! Without the feature, nothing of it is compiled.
 
+mod charge;
 mod metrics;
 mod operation;
+
+pub(crate) use self::charge::charged;
 
 pub(crate) use self::metrics::*;
 #[cfg(feature = "metrics")]
@@ -142,6 +151,33 @@ pub const CACHE_MISSES: &str = "unified_tables.cache.misses";
 pub const BYTES_SENT: &str = "unified_tables.bytes.sent";
 /// Metric: answer bytes received from the service (counter).
 pub const BYTES_RECEIVED: &str = "unified_tables.bytes.received";
+/// Metric: the request units (RU) Cosmos DB charged for one operation
+/// (histogram), OpenTelemetry's name for it.
+pub const OPERATION_REQUEST_CHARGE: &str = "azure.cosmosdb.client.operation.request_charge";
+
+/// Attribute: the request units (RU) Cosmos DB charged, on a request span
+/// (every attempt of the request) and on an operation span (every request
+/// of the operation), named as OpenTelemetry's Cosmos DB conventions name
+/// it (formerly `db.cosmosdb.request_charge`). Recorded only when the
+/// service charged something: Table Storage charges nothing.
+pub const REQUEST_CHARGE: &str = "azure.cosmosdb.operation.request_charge";
+
+/// Records that the service charged `units` request units for a request
+/// (one answer of it: each attempt is charged): added to the charge of the
+/// running request (recorded on its [`REQUEST_SPAN`] when it ends) and of
+/// the running operation (recorded on its [`OPERATION_SPAN`] and, feature
+/// `metrics`, in [`OPERATION_REQUEST_CHARGE`] when it ends). Outside any
+/// operation the metric takes the request's charge at once, as operation
+/// `none`. A negative or non-finite value is ignored.
+pub(crate) fn request_charge(units: f64) {
+    if !units.is_finite() || units < 0.0 {
+        return;
+    }
+    charge::add_to_request(units);
+    if !operation::add_charge(units) {
+        charge_recorded("none", units);
+    }
+}
 
 /// `error.type` of a failure: its [`ErrorKind`] in snake case.
 pub(crate) fn error_type(error: &Error) -> &'static str {

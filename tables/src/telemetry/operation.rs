@@ -11,18 +11,40 @@ use futures::Stream;
 use tracing::field::Empty;
 use tracing::{Instrument as _, Span};
 
-use super::{error_type, status_code, OPERATION_DONE, OPERATION_TARGET};
+use super::charge::{self, Charge};
+use super::{error_type, status_code, OPERATION_DONE, OPERATION_TARGET, REQUEST_CHARGE};
 use crate::error::Result;
 
+/// The operation a task runs in: its name and its request charge so far.
+#[derive(Clone)]
+struct Current {
+    name: &'static str,
+    charge: Arc<Charge>,
+}
+
+impl Current {
+    fn new(name: &'static str) -> Current {
+        Current {
+            name,
+            charge: Arc::default(),
+        }
+    }
+}
+
 tokio::task_local! {
-    /// The name of the operation the running task is in.
-    static CURRENT: &'static str;
+    /// The operation the running task is in.
+    static CURRENT: Current;
 }
 
 /// The operation the running task is in, if any.
 #[cfg(feature = "metrics")]
 pub(crate) fn current_operation() -> Option<&'static str> {
-    CURRENT.try_with(|name| *name).ok()
+    CURRENT.try_with(|current| current.name).ok()
+}
+
+/// Adds `units` to the running operation's request charge; `false` outside an operation.
+pub(crate) fn add_charge(units: f64) -> bool {
+    CURRENT.try_with(|current| current.charge.add(units)).is_ok()
 }
 
 /// Where a handle's operations go: the account and its table endpoint's
@@ -96,6 +118,7 @@ impl<'a> Operation<'a> {
             db.operation.batch.size = Empty,
             server.address = peer.address.as_deref(),
             server.port = peer.port,
+            { REQUEST_CHARGE } = Empty,
             db.response.status_code = Empty,
             error.type = Empty,
             otel.status_code = Empty,
@@ -125,12 +148,14 @@ impl<'a> Operation<'a> {
             return work.await;
         }
         let started = Instant::now();
-        let result = CURRENT.scope(self.name, work.instrument(self.span.clone())).await;
+        let current = Current::new(self.name);
+        let charge = current.charge.clone();
+        let result = CURRENT.scope(current, work.instrument(self.span.clone())).await;
         ended(
             &self.span,
-            self.name,
-            self.collection,
+            (self.name, self.collection),
             started.elapsed(),
+            &charge,
             result.as_ref().err(),
         );
         result
@@ -152,7 +177,7 @@ impl<'a> Operation<'a> {
         OperationStream {
             inner: Box::pin(inner),
             span: self.span,
-            name: self.name,
+            current: Current::new(self.name),
             collection: if watched {
                 self.collection.to_owned()
             } else {
@@ -164,9 +189,20 @@ impl<'a> Operation<'a> {
     }
 }
 
-/// Records the end of an operation: on its span the outcome (and the
-/// `done` or `failed` event), and its duration for the metrics.
-fn ended(span: &Span, name: &'static str, collection: &str, elapsed: Duration, error: Option<&crate::Error>) {
+/// Records the end of the operation `(name, collection)`: on its span the
+/// outcome (and the `done` or `failed` event) and its request charge, and
+/// its duration and charge for the metrics.
+fn ended(
+    span: &Span,
+    (name, collection): (&'static str, &str),
+    elapsed: Duration,
+    charge: &Charge,
+    error: Option<&crate::Error>,
+) {
+    charge::record(span, charge);
+    if charge.units() > 0.0 {
+        super::charge_recorded(name, charge.units());
+    }
     let outcome = match error {
         None => "ok",
         Some(error) => error_type(error),
@@ -195,7 +231,7 @@ fn ended(span: &Span, name: &'static str, collection: &str, elapsed: Duration, e
 pub(crate) struct OperationStream<S> {
     inner: Pin<Box<S>>,
     span: Span,
-    name: &'static str,
+    current: Current,
     collection: String,
     started: Instant,
     /// Watched, and not ended yet.
@@ -205,7 +241,13 @@ pub(crate) struct OperationStream<S> {
 impl<S> OperationStream<S> {
     fn end(&mut self, error: Option<&crate::Error>) {
         if std::mem::take(&mut self.open) {
-            ended(&self.span, self.name, &self.collection, self.started.elapsed(), error);
+            ended(
+                &self.span,
+                (self.current.name, &self.collection),
+                self.started.elapsed(),
+                &self.current.charge,
+                error,
+            );
         }
     }
 }
@@ -223,7 +265,7 @@ where
         }
         let polled = {
             let _inside = this.span.enter();
-            CURRENT.sync_scope(this.name, || this.inner.as_mut().poll_next(cx))
+            CURRENT.sync_scope(this.current.clone(), || this.inner.as_mut().poll_next(cx))
         };
         match &polled {
             Poll::Ready(None) => this.end(None),
@@ -243,11 +285,11 @@ impl<S> Drop for OperationStream<S> {
 /// `work`, to be spawned as a task of the running operation: inside its
 /// span and under its name, so the task's requests count as the operation's.
 pub(crate) fn carried<F: Future>(work: F) -> impl Future<Output = F::Output> {
-    let name = CURRENT.try_with(|name| *name).ok();
+    let current = CURRENT.try_with(Current::clone).ok();
     let work = work.instrument(Span::current());
     async move {
-        match name {
-            Some(name) => CURRENT.scope(name, work).await,
+        match current {
+            Some(current) => CURRENT.scope(current, work).await,
             None => work.await,
         }
     }

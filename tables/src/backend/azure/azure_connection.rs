@@ -7,13 +7,12 @@ use std::sync::{Arc, OnceLock};
 #[cfg(feature = "entra-id")]
 use azure_core::credentials::TokenCredential;
 
-#[cfg(feature = "entra-id")]
-use super::connection_string;
-use super::connection_string::ConnectionString;
+use super::connection_string::{self as strings, ConnectionString};
 use super::credential::Auth;
 use super::transport::{http_client, HttpClient};
 use crate::backend::retry::RetryPolicy;
 use crate::error::{Error, Result};
+use crate::service::ServiceProfile;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::CertificateDer;
 
@@ -41,6 +40,10 @@ pub struct AzureConnection {
     account_name: String,
     table_endpoint: String,
     blob_endpoint: String,
+    /// The blob endpoint was derived from the account name, not given.
+    blob_derived: bool,
+    /// The service behind the table endpoint.
+    profile: ServiceProfile,
     auth: Auth,
     retry: RetryPolicy,
     /// Extra trusted roots, DER.
@@ -55,6 +58,7 @@ impl fmt::Debug for AzureConnection {
             .field("account_name", &self.account_name)
             .field("table_endpoint", &self.table_endpoint)
             .field("blob_endpoint", &self.blob_endpoint)
+            .field("profile", &self.profile)
             .field("auth", &self.auth)
             .field("retry", &self.retry)
             .field("extra_roots", &self.roots.len())
@@ -67,18 +71,28 @@ impl AzureConnection {
     /// signature (`SharedAccessSignature=..` with `TableEndpoint=` / `BlobEndpoint=`),
     /// or `UseDevelopmentStorage=true` (see [`ConnectionString`] for every form).
     /// A malformed string is [`Error::Config`] naming the bad part.
+    ///
+    /// The service is recognised by the table endpoint's host: Cosmos DB for
+    /// Table for `*.table.cosmos.azure.com` (no blob endpoint is then derived
+    /// from the account name), Table Storage otherwise; see
+    /// [`with_profile`](Self::with_profile) for a custom domain.
     pub fn parse(connection_string: &str) -> Result<AzureConnection> {
-        Ok(AzureConnection::from_parsed(ConnectionString::parse(
-            connection_string,
-        )?))
+        let (connection, blob_derived) = strings::parse_connection(connection_string)?;
+        Ok(AzureConnection {
+            blob_derived,
+            ..AzureConnection::from_parsed(connection)
+        })
     }
 
-    /// From an already parsed connection string.
+    /// From an already parsed connection string (its blob endpoint taken as
+    /// given), the service recognised by the table endpoint's host.
     pub fn from_parsed(connection: ConnectionString) -> AzureConnection {
         AzureConnection {
             account_name: connection.account_name,
+            profile: strings::endpoint_profile(&connection.table_endpoint),
             table_endpoint: connection.table_endpoint,
             blob_endpoint: connection.blob_endpoint,
+            blob_derived: false,
             auth: Auth::Parsed(connection.credentials),
             retry: RetryPolicy::default(),
             roots: Vec::new(),
@@ -130,7 +144,7 @@ impl AzureConnection {
     #[cfg(feature = "entra-id")]
     #[cfg_attr(docsrs, doc(cfg(feature = "entra-id")))]
     pub fn with_token_credential(endpoints: &str, credential: Arc<dyn TokenCredential>) -> Result<AzureConnection> {
-        let endpoints = connection_string::parse_endpoints(endpoints)?;
+        let endpoints = strings::parse_endpoints(endpoints)?;
         for (name, url) in [
             ("TableEndpoint", &endpoints.table_endpoint),
             ("BlobEndpoint", &endpoints.blob_endpoint),
@@ -143,8 +157,10 @@ impl AzureConnection {
         }
         Ok(AzureConnection {
             account_name: endpoints.account_name,
+            profile: strings::endpoint_profile(&endpoints.table_endpoint),
             table_endpoint: endpoints.table_endpoint,
             blob_endpoint: endpoints.blob_endpoint,
+            blob_derived: endpoints.blob_derived,
             auth: Auth::Token(Arc::new(super::transport::token::TokenCache::new(credential))),
             retry: RetryPolicy::default(),
             roots: Vec::new(),
@@ -178,6 +194,43 @@ impl AzureConnection {
     pub fn with_default_credential(endpoints: &str) -> Result<AzureConnection> {
         let credential = super::default_credential::from_environment(|name| std::env::var(name).ok())?;
         AzureConnection::with_token_credential(endpoints, credential)
+    }
+
+    /// Names the service behind the table endpoint, for an endpoint whose
+    /// host does not say it: a custom domain (or a proxy) in front of Cosmos
+    /// DB for Table. The profile decides what the crate checks before
+    /// sending and how it reads (see [`ServiceProfile`]). A profile without
+    /// blobs ([`ServiceProfile::has_blobs`]) drops a blob endpoint derived
+    /// from the account name; one given with `BlobEndpoint=` stays.
+    ///
+    /// ```
+    /// use unified_tables::backend::azure::AzureConnection;
+    /// use unified_tables::service::ServiceProfile;
+    ///
+    /// let connection = AzureConnection::parse(
+    ///     "AccountName=orders;AccountKey=bXlrZXk=;TableEndpoint=https://tables.example.com",
+    /// )?;
+    /// assert_eq!(connection.profile(), ServiceProfile::TableStorage);
+    /// let connection = connection.with_profile(ServiceProfile::CosmosTable);
+    /// assert_eq!(connection.profile(), ServiceProfile::CosmosTable);
+    /// assert_eq!(connection.table_backend()?.profile(), ServiceProfile::CosmosTable);
+    /// assert_eq!(connection.blob_endpoint(), "", "the derived blob endpoint is dropped");
+    /// # use unified_tables::backend::Backend as _;
+    /// # Ok::<(), unified_tables::Error>(())
+    /// ```
+    pub fn with_profile(mut self, profile: ServiceProfile) -> AzureConnection {
+        self.profile = profile;
+        if !profile.has_blobs() && self.blob_derived {
+            self.blob_endpoint.clear();
+            self.blob_derived = false;
+        }
+        self
+    }
+
+    /// The service behind the table endpoint: recognised from its host, or
+    /// named with [`with_profile`](Self::with_profile).
+    pub fn profile(&self) -> ServiceProfile {
+        self.profile
     }
 
     /// Retries and timeouts of every request (default: [`RetryPolicy::default`]).

@@ -440,4 +440,4 @@ use put::Shared;
 
 #[cfg(test)]
 #[path = "blob_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -93,11 +93,11 @@ fn properties_are_read_from_the_headers() {
 // --- always run: the HTTP policy, against a scripted loopback server --------
 
 /// One canned answer: status line, extra headers, body.
-type Answer = (&'static str, Vec<(&'static str, String)>, Vec<u8>);
+pub(in crate::backend::azure) type Answer = (&'static str, Vec<(&'static str, String)>, Vec<u8>);
 
 /// Serves one answer per connection, in order (the last one repeats), and
 /// keeps the request heads it received.
-fn scripted_server(answers: Vec<Answer>) -> (String, Arc<Mutex<Vec<String>>>) {
+pub(in crate::backend::azure) fn scripted_server(answers: Vec<Answer>) -> (String, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = format!("http://{}/devstoreaccount1", listener.local_addr().unwrap());
     let heads = Arc::new(Mutex::new(Vec::new()));
@@ -151,7 +151,7 @@ fn storage_error(status: &'static str, code: &'static str, message: &str) -> Ans
     )
 }
 
-fn blob_answer(body: &[u8], extra: &[(&'static str, &str)]) -> Answer {
+pub(in crate::backend::azure) fn blob_answer(body: &[u8], extra: &[(&'static str, &str)]) -> Answer {
     let mut headers = vec![
         ("ETag", "\"0x8DC3D0F1A2B3C4D\"".to_owned()),
         ("Last-Modified", "Tue, 05 Mar 2024 10:11:10 GMT".to_owned()),

@@ -5,6 +5,7 @@ use std::fmt;
 use base64::Engine as _;
 
 use crate::error::{Error, Result};
+use crate::service::ServiceProfile;
 
 /// The account name of the storage emulator (Azurite).
 pub const EMULATOR_ACCOUNT: &str = "devstoreaccount1";
@@ -131,18 +132,55 @@ impl ConnectionString {
     }
 
     /// Parses a connection string. Errors are [`Error::Config`] naming the bad part.
+    ///
+    /// A `TableEndpoint` of Cosmos DB for Table (a host ending in
+    /// `.table.cosmos.azure.com`) derives no blob endpoint from the account
+    /// name: a Cosmos DB account has no blob service. Its blobs (large
+    /// values, files, locks) need a storage account of their own, named by
+    /// `BlobEndpoint=`, or given to
+    /// [`Tables::with_blobs`](crate::Tables::with_blobs).
+    ///
+    /// ```
+    /// use unified_tables::backend::azure::ConnectionString;
+    /// let cs = ConnectionString::parse(
+    ///     "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=bXlrZXk=;TableEndpoint=https://acct.table.cosmos.azure.com:443/;",
+    /// )?;
+    /// assert_eq!(cs.table_endpoint, "https://acct.table.cosmos.azure.com");
+    /// assert_eq!(cs.blob_endpoint, "", "no blob service beside Cosmos DB");
+    /// # Ok::<(), unified_tables::Error>(())
+    /// ```
     pub fn parse(text: &str) -> Result<ConnectionString> {
-        let (credentials, endpoints) = parse_parts(text)?;
-        let credentials = credentials.ok_or_else(|| {
-            config("connection string: AccountKey is missing (or use UseDevelopmentStorage=true for Azurite)")
-        })?;
-        Ok(ConnectionString {
+        parse_connection(text).map(|(connection, _)| connection)
+    }
+}
+
+/// A connection string and whether its blob endpoint was derived from the
+/// account name (no `BlobEndpoint=` given).
+pub(crate) fn parse_connection(text: &str) -> Result<(ConnectionString, bool)> {
+    let (credentials, endpoints) = parse_parts(text)?;
+    let credentials = credentials.ok_or_else(|| {
+        config("connection string: AccountKey is missing (or use UseDevelopmentStorage=true for Azurite)")
+    })?;
+    let derived = endpoints.blob_derived;
+    Ok((
+        ConnectionString {
             account_name: endpoints.account_name,
             credentials,
             table_endpoint: endpoints.table_endpoint,
             blob_endpoint: endpoints.blob_endpoint,
-        })
-    }
+        },
+        derived,
+    ))
+}
+
+/// The service behind a table endpoint, by its host (see
+/// [`ServiceProfile::from_table_host`]); Table Storage for one that cannot be read.
+pub(crate) fn endpoint_profile(endpoint: &str) -> ServiceProfile {
+    endpoint
+        .parse::<hyper::Uri>()
+        .ok()
+        .and_then(|url| url.host().map(ServiceProfile::from_table_host))
+        .unwrap_or_default()
 }
 
 /// Where an account's services are, without how to authorise.
@@ -151,6 +189,8 @@ pub(crate) struct Endpoints {
     pub(crate) account_name: String,
     pub(crate) table_endpoint: String,
     pub(crate) blob_endpoint: String,
+    /// The blob endpoint was derived from the account name, not given.
+    pub(crate) blob_derived: bool,
 }
 
 /// Parses the endpoints of a connection string that carries no credentials
@@ -243,6 +283,7 @@ fn parse_parts(text: &str) -> Result<(Option<AccountCredentials>, Endpoints)> {
             account_name: cs.account_name,
             table_endpoint: cs.table_endpoint,
             blob_endpoint: cs.blob_endpoint,
+            blob_derived: false,
         };
         return Ok((Some(cs.credentials), endpoints));
     }
@@ -282,10 +323,14 @@ fn parse_parts(text: &str) -> Result<(Option<AccountCredentials>, Endpoints)> {
         (None, Some(a)) => normalize_endpoint("EndpointSuffix", &format!("{protocol}://{a}.table.{suffix}"))?,
         (None, None) => return Err(config("connection string: AccountName (or TableEndpoint) is missing")),
     };
+    // A Cosmos DB account has no blob service: none is derived beside it.
+    let blob_derived = blob.is_none() && account.is_some() && endpoint_profile(&table_endpoint).has_blobs();
     let blob_endpoint = match (&blob, &account) {
         (Some(b), _) => normalize_endpoint("BlobEndpoint", b)?,
-        (None, Some(a)) => normalize_endpoint("EndpointSuffix", &format!("{protocol}://{a}.blob.{suffix}"))?,
-        (None, None) => String::new(),
+        (None, Some(a)) if blob_derived => {
+            normalize_endpoint("EndpointSuffix", &format!("{protocol}://{a}.blob.{suffix}"))?
+        }
+        (None, _) => String::new(),
     };
 
     let account_name = match account {
@@ -293,13 +338,20 @@ fn parse_parts(text: &str) -> Result<(Option<AccountCredentials>, Endpoints)> {
         None => account_from_endpoint(&table_endpoint)
             .ok_or_else(|| config("connection string: AccountName is missing and cannot be read from TableEndpoint"))?,
     };
+    // Cosmos DB account names may also hold dashes; storage account names may not.
+    let dashes = !endpoint_profile(&table_endpoint).has_blobs();
     if account_name.is_empty()
         || !account_name
             .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || (dashes && c == '-'))
     {
+        let allowed = if dashes {
+            "lower-case letters, digits and dashes"
+        } else {
+            "lower-case letters and digits"
+        };
         return Err(config(format!(
-            "connection string: AccountName `{account_name}` must be lower-case letters and digits"
+            "connection string: AccountName `{account_name}` must be {allowed}"
         )));
     }
 
@@ -309,6 +361,7 @@ fn parse_parts(text: &str) -> Result<(Option<AccountCredentials>, Endpoints)> {
             account_name,
             table_endpoint,
             blob_endpoint,
+            blob_derived,
         },
     ))
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use hyper::StatusCode;
 
 use crate::error::{redact, Error};
+use crate::service::COSMOS_THROTTLED_STATUS;
 
 /// The header carrying the service's id of a request, for its logs.
 pub(crate) const REQUEST_ID: &str = "x-ms-request-id";
@@ -20,6 +21,9 @@ pub(crate) struct ServiceFailure {
     pub(crate) message: String,
     /// The service's `x-ms-request-id`, when the answer carried one.
     pub(crate) request_id: Option<String>,
+    /// How long the answer asked the client to wait before sending again
+    /// (`x-ms-retry-after-ms`), when it said.
+    pub(crate) retry_after: Option<Duration>,
 }
 
 impl fmt::Display for ServiceFailure {
@@ -62,13 +66,41 @@ impl ServiceFailure {
             code,
             message,
             request_id: request_id.filter(|id| !id.is_empty()),
+            retry_after: None,
         }
     }
 
-    /// Whether a retry may help: 408, 500, 502, 503 and 504.
-    fn is_transient(&self) -> bool {
-        matches!(self.status, 408 | 500 | 502 | 503 | 504)
+    /// The same failure, with the wait its answer's `x-ms-retry-after-ms`
+    /// header asks for (`header`: that header's value, if any; one that is
+    /// not a number of milliseconds is ignored).
+    pub(crate) fn with_retry_after_header(mut self, header: Option<&str>) -> ServiceFailure {
+        self.retry_after = header.and_then(retry_after_ms);
+        self
     }
+
+    /// Whether a retry may help: 408, 429, 500, 502, 503 and 504.
+    fn is_transient(&self) -> bool {
+        matches!(self.status, 408 | COSMOS_THROTTLED_STATUS | 500 | 502 | 503 | 504)
+    }
+}
+
+/// The wait an `x-ms-retry-after-ms` header names: a decimal number of
+/// milliseconds (`"300"`, `"12.5"`). `None` for anything else (negative,
+/// not a number, or too large for a [`Duration`]).
+pub(crate) fn retry_after_ms(header: &str) -> Option<Duration> {
+    let ms: f64 = header.trim().parse().ok()?;
+    if !ms.is_finite() || ms < 0.0 {
+        return None;
+    }
+    Duration::try_from_secs_f64(ms / 1000.0).ok()
+}
+
+/// The request units an `x-ms-request-charge` header names: a decimal
+/// number (`"1"`, `"5.71"`). `None` for anything else (negative, or not a
+/// finite number).
+pub(crate) fn request_charge(header: &str) -> Option<f64> {
+    let units: f64 = header.trim().parse().ok()?;
+    (units.is_finite() && units >= 0.0).then_some(units)
 }
 
 impl From<ServiceFailure> for Error {
@@ -78,7 +110,7 @@ impl From<ServiceFailure> for Error {
             code: f.code,
             message: f.message,
             request_id: f.request_id,
-            retry_after: None,
+            retry_after: f.retry_after,
         }
     }
 }

@@ -71,6 +71,8 @@ pub mod transport;
 #[cfg(test)]
 mod azure_connection_tests;
 #[cfg(test)]
+mod cosmos_tests;
+#[cfg(test)]
 mod error_tests;
 #[cfg(test)]
 mod tests;
@@ -87,11 +89,14 @@ use hyper::Method;
 
 use crate::backend::{Backend, Page, PageAnswer, PageToken, QueryRequest, WriteOp, WriteOutcome};
 use crate::error::{Error, Result};
+use crate::service::ServiceProfile;
 use crate::value::{DateTime, ETag, Row};
 
 use self::transport::{Outgoing, Resource, Transport};
 
-/// Row-level access to Azure Table Storage or Azurite.
+/// Row-level access to Azure Table Storage, Azurite or Azure Cosmos DB for
+/// Table (recognised by its endpoint's host, or named with
+/// [`AzureConnection::with_profile`]; see [`Backend::profile`]).
 ///
 /// ```no_run
 /// use unified_tables::backend::azure::AzureBackend;
@@ -107,6 +112,8 @@ pub struct AzureBackend {
     account_name: String,
     table_endpoint: String,
     blob_endpoint: String,
+    /// The service behind the table endpoint.
+    profile: ServiceProfile,
 }
 
 impl fmt::Debug for AzureBackend {
@@ -114,6 +121,7 @@ impl fmt::Debug for AzureBackend {
         f.debug_struct("AzureBackend")
             .field("account_name", &self.account_name)
             .field("table_endpoint", &self.table_endpoint)
+            .field("profile", &self.profile)
             .finish_non_exhaustive()
     }
 }
@@ -164,6 +172,7 @@ impl AzureBackend {
             account_name: connection.account_name().to_owned(),
             table_endpoint: connection.table_endpoint().to_owned(),
             blob_endpoint: connection.blob_endpoint().to_owned(),
+            profile: connection.profile(),
         })
     }
 
@@ -280,6 +289,12 @@ impl Backend for AzureBackend {
     }
     async fn query_body(&self, table: &str, request: &QueryRequest, token: Option<&PageToken>) -> Result<PageAnswer> {
         self.query_page(table, request, token).await.map(PageAnswer::Body)
+    }
+    /// The service behind the table endpoint: recognised from its host
+    /// (`*.table.cosmos.azure.com` is Cosmos DB for Table), or named with
+    /// [`AzureConnection::with_profile`].
+    fn profile(&self) -> ServiceProfile {
+        self.profile
     }
 }
 

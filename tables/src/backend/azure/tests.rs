@@ -199,6 +199,18 @@ pub(super) const SCRIPTED_REQUEST_ID: &str = "0f8fad5b-d9cb-469f-a165-7086772895
 /// Serves one canned answer per connection, in order (the last one repeats),
 /// and counts the requests.
 pub(super) fn scripted_server(answers: Vec<(u16, &'static str, &'static str)>) -> (String, Arc<AtomicUsize>) {
+    scripted_server_with(
+        answers
+            .into_iter()
+            .map(|(status, code, body)| (status, code, body, ""))
+            .collect(),
+    )
+}
+
+/// [`scripted_server`] with extra header lines in each answer (`"name: value\r\n"` each).
+pub(super) fn scripted_server_with(
+    answers: Vec<(u16, &'static str, &'static str, &'static str)>,
+) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = format!("http://{}/devstoreaccount1", listener.local_addr().unwrap());
     let count = Arc::new(AtomicUsize::new(0));
@@ -207,7 +219,7 @@ pub(super) fn scripted_server(answers: Vec<(u16, &'static str, &'static str)>) -
         for stream in listener.incoming().take(20) {
             let Ok(mut stream) = stream else { return };
             let n = counter.fetch_add(1, Ordering::SeqCst);
-            let (status, code, body) = answers[n.min(answers.len() - 1)];
+            let (status, code, body, extra) = answers[n.min(answers.len() - 1)];
             // Read the request head and the body its Content-Length announces.
             let mut buf = [0u8; 4096];
             let mut seen = Vec::new();
@@ -243,6 +255,7 @@ pub(super) fn scripted_server(answers: Vec<(u16, &'static str, &'static str)>) -
             } else {
                 head.push_str("Content-Type: application/json;odata=fullmetadata\r\nETag: W/\"datetime'2024-01-01T00%3A00%3A00Z'\"\r\nx-ms-version: 2022-11-02\r\nServer: scripted\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\n");
             }
+            head.push_str(extra);
             head.push_str("\r\n");
             let _ = stream.write_all(head.as_bytes());
             let _ = stream.write_all(body.as_bytes());
@@ -251,7 +264,7 @@ pub(super) fn scripted_server(answers: Vec<(u16, &'static str, &'static str)>) -
     (endpoint, count)
 }
 
-fn backend_at(endpoint: &str) -> AzureBackend {
+pub(super) fn backend_at(endpoint: &str) -> AzureBackend {
     AzureBackend::from_account(endpoint, EMULATOR_ACCOUNT, EMULATOR_ACCOUNT_KEY).unwrap()
 }
 

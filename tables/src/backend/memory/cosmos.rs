@@ -11,6 +11,8 @@
 //! - RowKeys longer than 255 bytes, transactions over 2 MB and the reserved
 //!   property names are refused as the service refuses them.
 //! - Optionally, every n-th request is answered 429 with a retry-after.
+//! - Every request admitted reports a request charge ([`charge`]), as the
+//!   service's `x-ms-request-charge` does: a model, not the service's pricing.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -169,17 +171,54 @@ impl Cosmos {
         matches.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let cut = mix(self.seed ^ page, b"page cut");
         let limit = request.top.map_or(DEFAULT_PAGE_ROWS, |t| t as usize).max(1);
-        let size = if cut % EMPTY_PAGE_ONE_IN == 0 && !matches.is_empty() {
+        let size = if cut.is_multiple_of(EMPTY_PAGE_ONE_IN) && !matches.is_empty() {
             0
         } else {
             1 + (cut >> 8) as usize % limit
         };
         let select = request.select.as_deref();
         let next = matches.get(size).map(|(place, _)| token_of(place));
-        Ok(Page {
-            rows: matches.iter().take(size).map(|(_, row)| project(row, select)).collect(),
-            next,
-        })
+        let rows: Vec<Row> = matches.iter().take(size).map(|(_, row)| project(row, select)).collect();
+        charge(Some(self), Charged::QueryPage(rows.len()));
+        Ok(Page { rows, next })
+    }
+}
+
+/// What a request of the Cosmos profile is charged as.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Charged {
+    /// A point read: 1 RU.
+    PointRead,
+    /// `n` entity writes (one, or a transaction's): 5 RU each.
+    Writes(usize),
+    /// Creating or deleting a table: 1 RU.
+    Table,
+    /// A query page of `n` rows: 1 RU, and 1 more per 10 rows.
+    QueryPage(usize),
+}
+
+impl Charged {
+    /// The request units of this request in the model.
+    pub(super) fn units(self) -> f64 {
+        match self {
+            Charged::PointRead | Charged::Table => 1.0,
+            Charged::Writes(n) => 5.0 * n as f64,
+            Charged::QueryPage(rows) => 1.0 + rows as f64 / 10.0,
+        }
+    }
+}
+
+/// Reports the request charge of one request admitted by a backend on the
+/// Cosmos profile (`profile` is `Some`), as the service's
+/// `x-ms-request-charge` does, through [`crate::telemetry::request_charge`].
+/// The units are a model to see request charges flow through the telemetry
+/// (1 a point read or a table, 5 a written entity, 1 + rows/10 a query
+/// page), not what Cosmos DB charges: its charges depend on the item's
+/// size, its indexing, the consistency level and more. Nothing on the
+/// Table Storage profile (`None`).
+pub(super) fn charge(profile: Option<&Cosmos>, request: Charged) {
+    if profile.is_some() {
+        crate::telemetry::request_charge(request.units());
     }
 }
 
@@ -244,6 +283,15 @@ mod tests {
             next_row_key: Some("r".into()),
         };
         assert_eq!(place_of(&forged).unwrap_err().service_code(), Some((400, "BadRequest")));
+    }
+
+    #[test]
+    fn the_modelled_charges() {
+        assert_eq!(Charged::PointRead.units(), 1.0);
+        assert_eq!(Charged::Table.units(), 1.0);
+        assert_eq!(Charged::Writes(3).units(), 15.0);
+        assert_eq!(Charged::QueryPage(0).units(), 1.0);
+        assert_eq!(Charged::QueryPage(25).units(), 3.5);
     }
 
     #[test]

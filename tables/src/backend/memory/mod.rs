@@ -452,6 +452,7 @@ fn project(row: &Row, select: Option<&[String]>) -> Row {
 impl Backend for MemoryBackend {
     async fn create_table(&self, table: &str) -> Result<()> {
         let mut state = self.admit()?;
+        cosmos::charge(self.cosmos.as_ref(), cosmos::Charged::Table);
         state.tables.entry(self.table_id(table)).or_insert_with(|| Table {
             name: table.to_owned(),
             rows: BTreeMap::new(),
@@ -461,6 +462,7 @@ impl Backend for MemoryBackend {
 
     async fn delete_table(&self, table: &str) -> Result<()> {
         let mut state = self.admit()?;
+        cosmos::charge(self.cosmos.as_ref(), cosmos::Charged::Table);
         match state.tables.remove(&self.table_id(table)) {
             Some(_) => Ok(()),
             None => Err(table_not_found(table)),
@@ -469,6 +471,7 @@ impl Backend for MemoryBackend {
 
     async fn get(&self, table: &str, partition_key: &str, row_key: &str) -> Result<Option<Row>> {
         let state = self.admit()?;
+        cosmos::charge(self.cosmos.as_ref(), cosmos::Charged::PointRead);
         let rows = &state
             .tables
             .get(&self.table_id(table))
@@ -479,6 +482,7 @@ impl Backend for MemoryBackend {
 
     async fn execute(&self, table: &str, op: WriteOp) -> Result<WriteOutcome> {
         let mut guard = self.admit()?;
+        cosmos::charge(self.cosmos.as_ref(), cosmos::Charged::Writes(1));
         let state = &mut *guard;
         let rows = &mut state
             .tables
@@ -493,6 +497,7 @@ impl Backend for MemoryBackend {
 
     async fn transaction(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<WriteOutcome>> {
         let mut guard = self.admit()?;
+        cosmos::charge(self.cosmos.as_ref(), cosmos::Charged::Writes(ops.len()));
         check_transaction(&ops)?;
         if self.cosmos.is_some() {
             cosmos::check_transaction_size(ops.iter().map(validate::request_bytes).sum())?;

@@ -298,7 +298,7 @@ impl<T> Store<T> {
             match (said, doubt.is_some()) {
                 (Answer::NotProcessed, _) => {
                     failures += 1;
-                    if let Some(pause) = policy.next_delay(failures, started.elapsed()) {
+                    if let Some(pause) = policy.pause_after(&error, failures, started.elapsed()) {
                         tracing::debug!(name: telemetry::NOT_PROCESSED, target: telemetry::DECISION_TARGET, backoff_ms = pause.as_millis() as u64, error.type = telemetry::error_type(&error), "the service did not process a write; sending it again");
                         telemetry::retry("not_processed");
                         tokio::time::sleep(pause).await;
@@ -336,7 +336,7 @@ impl<T> Store<T> {
                         failures += 1;
                         tracing::debug!(name: telemetry::SETTLE_READ_BACK, target: telemetry::DECISION_TARGET, verdict = "unreadable", error.type = telemetry::error_type(&read_error), "cannot read back a write whose answer was lost");
                         telemetry::settle_read_back("unreadable");
-                        match policy.next_delay(failures, started.elapsed()) {
+                        match policy.pause_after(&read_error, failures, started.elapsed()) {
                             Some(pause) => tokio::time::sleep(pause).await,
                             None => break None,
                         }

@@ -36,7 +36,7 @@ where
         made += 1;
         match call().await {
             Err(e) if e.kind() == ErrorKind::Throttled || (repeatable && e.kind() == ErrorKind::Unavailable) => {
-                match policy.next_delay(made, started.elapsed()) {
+                match policy.pause_after(&e, made, started.elapsed()) {
                     Some(pause) => tokio::time::sleep(pause).await,
                     None => return Err(e),
                 }

@@ -23,11 +23,15 @@
 //!   or a blob that does not exist is answered 404: that miss is an answer,
 //!   not a failure, and carries no `error.type`;
 //! - a DEBUG event `retrying` in that span when the attempt is sent again,
-//!   with the delay before the next (`backoff_ms`) and the failure's
+//!   with the delay before the next (`backoff_ms`: the backoff, or the
+//!   answer's `x-ms-retry-after-ms` when that is longer) and the failure's
 //!   `error.type` (as on the span);
 //! - a TRACE event `answered` in that span with the status, the time the
 //!   attempt took (`elapsed_us`) and the answer's length (`body_bytes`; a
 //!   streamed blob's is its `Content-Length`).
+//!
+//! An answer's `x-ms-request-charge` (Cosmos DB's request units) is added
+//! to the request's and the operation's charge (see [`crate::telemetry`]).
 //!
 //! No span or event carries a header value, a key, a signature or a token.
 
@@ -64,9 +68,10 @@ pub(crate) use self::sign::Signer;
 use self::sign::Signing;
 use self::url_text::{Printed, Template};
 use self::wire::{http_date, query_string, Endpoint};
-use super::http::{deadline_passed_message, retry_verdict, ServiceFailure, REQUEST_ID};
+use super::http::{deadline_passed_message, request_charge, retry_verdict, ServiceFailure, REQUEST_ID};
 use crate::backend::retry::RetryPolicy;
 use crate::error::{BoxError, Error, Result};
+use crate::service::{REQUEST_CHARGE_HEADER, RETRY_AFTER_MS_HEADER};
 use crate::value::{DateTime, Guid};
 
 /// The `tracing` target of the transport's spans and events.
@@ -306,7 +311,7 @@ impl Transport {
                 }
             };
             let delay = transient
-                .then(|| inner.policy.next_delay(attempts, start.elapsed()))
+                .then(|| inner.policy.pause_after(&error, attempts, start.elapsed()))
                 .flatten();
             let Some(delay) = delay else {
                 return Err(error);
@@ -355,6 +360,9 @@ impl Transport {
             })?;
         let (parts, body) = response.into_parts();
         span.record("http.response.status_code", parts.status.as_u16());
+        if let Some(units) = header(&parts.headers, REQUEST_CHARGE_HEADER).and_then(request_charge) {
+            crate::telemetry::request_charge(units);
+        }
         let success = parts.status.is_success();
         if success && matches!(take, Take::Streamed) {
             let length = header(&parts.headers, "content-length").unwrap_or("");
@@ -375,12 +383,15 @@ impl Transport {
         if success {
             return Ok((parts.headers, Received::Whole(body)));
         }
-        Err(Failed::Service(ServiceFailure::from_answer(
-            parts.status.as_u16(),
-            header(&parts.headers, ERROR_CODE).map(str::to_owned),
-            header(&parts.headers, REQUEST_ID).map(str::to_owned),
-            &body,
-        )))
+        Err(Failed::Service(
+            ServiceFailure::from_answer(
+                parts.status.as_u16(),
+                header(&parts.headers, ERROR_CODE).map(str::to_owned),
+                header(&parts.headers, REQUEST_ID).map(str::to_owned),
+                &body,
+            )
+            .with_retry_after_header(header(&parts.headers, RETRY_AFTER_MS_HEADER)),
+        ))
     }
 }
 
