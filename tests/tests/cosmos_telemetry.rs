@@ -117,6 +117,11 @@ fn check_modelled(seen: &Captured, name: &str, rows: usize) -> f64 {
         sum += expected;
     }
     assert_eq!(charge(&op), Some(sum), "{name}: {op:#?}");
+    assert_eq!(
+        op.fields.get("db.system.name").map(String::as_str),
+        Some(unified_tables::telemetry::DB_SYSTEM_COSMOS),
+        "{name}: the Cosmos DB system"
+    );
     sum
 }
 
@@ -160,6 +165,10 @@ async fn table_storage_charges_nothing() {
     drop(guard);
     let op = operation(&seen, "upsert");
     assert_eq!(charge(&op), None, "{op:#?}");
+    assert_eq!(
+        op.fields.get("db.system.name").map(String::as_str),
+        Some(unified_tables::telemetry::DB_SYSTEM)
+    );
     let requests = requests_in(&seen, &op);
     assert!(!requests.is_empty());
     for request in requests {

@@ -190,7 +190,11 @@ impl<T> Store<T> {
     /// The span of the public operation `name` on this store's table (see
     /// [`telemetry`](crate::telemetry)).
     pub(crate) fn op(&self, name: &'static str) -> crate::telemetry::Operation<'_> {
-        crate::telemetry::Operation::new(crate::telemetry::DB_SYSTEM, name, &self.table, &self.shared.peer)
+        let system = match self.profile() {
+            crate::service::ServiceProfile::CosmosTable => crate::telemetry::DB_SYSTEM_COSMOS,
+            _ => crate::telemetry::DB_SYSTEM,
+        };
+        crate::telemetry::Operation::new(system, name, &self.table, &self.shared.peer)
     }
 
     /// The table name.

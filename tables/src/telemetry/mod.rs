@@ -10,7 +10,8 @@
 //!   [`Lock`](crate::lock::Lock), [`BlobContainer`](crate::BlobContainer) and
 //!   [`admin`](crate::admin), on the target [`OPERATION_TARGET`], named
 //!   (`otel.name`) `{db.operation.name} {db.collection.name}`, with
-//!   `otel.kind = "client"`, `db.system.name` ([`DB_SYSTEM`], or
+//!   `otel.kind = "client"`, `db.system.name` ([`DB_SYSTEM`]; [`DB_SYSTEM_COSMOS`]
+//!   on Cosmos DB for Table; or
 //!   [`DB_SYSTEM_BLOBS`] for a blob container or a lock), `db.collection.name`
 //!   (the table or container), `db.operation.name` (the verb: `get`,
 //!   `upsert`, `create`, `mutate`, `query`, `create_batch`, …),
@@ -103,6 +104,9 @@ use crate::error::{Error, ErrorKind};
 /// `db.system.name` of table operations. OpenTelemetry registers no value
 /// for Azure Table Storage; this is the product's name in lower case.
 pub const DB_SYSTEM: &str = "azure_table_storage";
+/// `db.system.name` of a table operation on Azure Cosmos DB for Table (the
+/// OpenTelemetry name of the Cosmos DB system).
+pub const DB_SYSTEM_COSMOS: &str = "azure.cosmosdb";
 /// `db.system.name` of blob-container and lock operations.
 pub const DB_SYSTEM_BLOBS: &str = "azure_blob_storage";
 
