@@ -45,6 +45,9 @@ pub mod scaling {}
 #[doc = include_str!("../../docs/guide/telemetry.md")]
 pub mod telemetry {}
 
+#[doc = include_str!("../../docs/guide/cosmos.md")]
+pub mod cosmos {}
+
 // The chapter's examples use the web features' APIs: without the features
 // it holds only a note, so nothing in it is compiled.
 #[cfg_attr(feature = "tower-sessions", doc = include_str!("../../docs/guide/web.md"))]

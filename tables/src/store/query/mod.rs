@@ -24,7 +24,9 @@ use crate::value::{Row, Value};
 
 /// What a query over entities of type `T` reads: a partition (optionally a
 /// row-key prefix within it), a filter, a projection, a limit. Results come
-/// in (PartitionKey, RowKey) order.
+/// in (PartitionKey, RowKey) order, on Cosmos DB for Table too for
+/// [`Store::query`] and any read with a limit, which read every match there
+/// and order it (see [`guide::cosmos`](crate::guide::cosmos)).
 ///
 /// `T` is inferred from the store the options are given to, and a filter or
 /// projection built from another type's columns does not compile. `S` says

@@ -159,7 +159,8 @@ impl Cursor {
 /// One page of entities and the cursor of the next one.
 #[derive(Debug, Clone)]
 pub struct EntityPage<T> {
-    /// The entities, in key order. A page can be empty and still not be the last.
+    /// The entities, in key order (in the service's order on Cosmos DB for
+    /// Table). A page can be empty and still not be the last.
     pub items: Vec<T>,
     /// Where the next page starts; `None` only at the end. Loop on this, not on `items.len()`.
     pub cursor: Option<Cursor>,
@@ -225,7 +226,9 @@ impl<T: TableEntity> Store<T> {
     /// Reads one page: at most `take` entities (default 100, at most 1000),
     /// starting after the cursor in the options. The returned cursor is bound
     /// to this query; replaying it against another query, or a damaged one,
-    /// is [`Error::InvalidCursor`].
+    /// is [`Error::InvalidCursor`]. On Cosmos DB for Table a page holds some
+    /// of the matches in the service's order, and its cursor the service's
+    /// opaque token (see [`guide::cosmos`](crate::guide::cosmos)).
     ///
     /// ```
     /// # use unified_tables::{TableEntity, Tables, QueryOptions};

@@ -79,6 +79,11 @@ impl<T: TableEntity> Store<T> {
     /// Streams the entities the options select, page by page: while one page
     /// is decoded the next is fetched, so at most two pages are held in memory.
     ///
+    /// On a service that returns rows in no order (Cosmos DB for Table, see
+    /// [`guide::cosmos`](crate::guide::cosmos)), a stream without a limit
+    /// yields the entities in the service's order; with `take(n)` it reads
+    /// every match and yields the first `n` in key order.
+    ///
     /// ```
     /// # use unified_tables::{TableEntity, Tables, QueryOptions};
     /// # #[derive(TableEntity)] struct Msg { #[table(partition_key)] room: String, #[table(row_key)] id: String, text: String }
