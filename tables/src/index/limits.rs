@@ -194,6 +194,7 @@ pub(crate) fn check_transaction(ops: &[WriteOp], budget: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::pack::TRANSACTION_BODY_BUDGET;
     use crate::index::def::Projection;
     use crate::index::rows::{index_row, intent_row};
 
@@ -281,8 +282,9 @@ mod tests {
             main.insert(format!("C{i}"), Value::String(cell.clone()));
         }
         let row = index_row(&CITY, &main).unwrap().unwrap();
-        assert!(check_transaction(&[WriteOp::Insert(main.clone())]).is_ok());
-        let err = check_transaction(&[WriteOp::Insert(main), WriteOp::Insert(row)]).unwrap_err();
+        assert!(check_transaction(&[WriteOp::Insert(main.clone())], TRANSACTION_BODY_BUDGET).is_ok());
+        let err =
+            check_transaction(&[WriteOp::Insert(main), WriteOp::Insert(row)], TRANSACTION_BODY_BUDGET).unwrap_err();
         assert!(
             matches!(&err, Error::LimitExceeded { limit: "RequestBodyTooLarge", detail } if detail.contains("index `city`")),
             "{err}"

@@ -247,7 +247,7 @@ impl<T: TableEntity> Store<T> {
     /// writes still evict what other stores of the table cached.
     pub(crate) fn of_entity(shared: Shared, table: String) -> Store<T> {
         let profile = shared.backend.profile();
-        let refusal = profile_refusal(&T::SCHEMA, profile, shared.blobs.is_some());
+        let refusal = profile_refusal(T::SCHEMA, profile, shared.blobs.is_some());
         let mut store = Store::new(shared, table);
         store.refusal = refusal.map(Arc::from);
         store.write_tokens &= T::SCHEMA.write_token;

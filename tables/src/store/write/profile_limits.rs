@@ -56,10 +56,10 @@ mod tests {
         let fine = WriteOp::Insert(Row::new("p", "r".repeat(255)).with("Id", Value::Int32(1)));
         let cosmos = ServiceProfile::CosmosTable;
         assert!(matches!(
-            check_profile_limits(cosmos, &[long.clone()]),
+            check_profile_limits(cosmos, std::slice::from_ref(&long)),
             Err(Error::InvalidKey { .. })
         ));
-        let err = check_profile_limits(cosmos, &[named.clone()]).unwrap_err();
+        let err = check_profile_limits(cosmos, std::slice::from_ref(&named)).unwrap_err();
         assert!(err.to_string().contains("`id`"), "{err}");
         assert!(check_profile_limits(cosmos, &[fine]).is_ok());
         assert!(check_profile_limits(ServiceProfile::TableStorage, &[long, named]).is_ok());
