@@ -51,3 +51,31 @@ async fn a_throttled_write_is_sent_again_after_the_wait_it_asks_for() {
     assert_eq!(faulty.pending(), 0);
     assert!(waited < Duration::from_millis(250), "{waited:?}");
 }
+
+/// On the in-memory Cosmos profile throttling every third request, a store
+/// with the reads retried as the Azure backend retries them rides out every
+/// 429: each entity is written once, and every read and query answers.
+#[tokio::test]
+async fn a_store_rides_out_the_throttling_of_the_cosmos_profile() {
+    use unified_tables::backend::counting::CountingBackend;
+    use unified_tables::backend::retrying_reads::RetryingReads;
+    use unified_tables::QueryOptions;
+
+    let counted = CountingBackend::new(MemoryBackend::cosmos(5).throttle_every(3));
+    let reads = RetryingReads::new(counted.clone(), quick_retries());
+    let store = Tables::with_backend(reads)
+        .with_retry(quick_retries())
+        .store_in::<Customer>("Busy");
+    for i in 0..30 {
+        let mut c = Customer::new("eu", &format!("c{i:02}@example.com"), "C");
+        store.create(&mut c).await.unwrap();
+    }
+    let listed = store.query(QueryOptions::partition("eu")).await.unwrap();
+    assert_eq!(listed.len(), 30, "every entity once");
+    for c in &listed {
+        assert!(store.get(c.key()).await.unwrap().is_some());
+    }
+    let counts = counted.counts();
+    // Some requests were answered 429 and sent again: more requests than calls.
+    assert!(counts.writes > 30, "{counts:?}");
+}
