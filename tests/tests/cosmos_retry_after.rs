@@ -61,7 +61,7 @@ async fn a_store_rides_out_the_throttling_of_the_cosmos_profile() {
     use unified_tables::backend::retrying_reads::RetryingReads;
     use unified_tables::QueryOptions;
 
-    let counted = CountingBackend::new(MemoryBackend::cosmos(5).throttle_every(3));
+    let counted = CountingBackend::new(Arc::new(MemoryBackend::cosmos(5).throttle_every(3)));
     let reads = RetryingReads::new(counted.clone(), quick_retries());
     let store = Tables::with_backend(reads)
         .with_retry(quick_retries())
