@@ -214,7 +214,7 @@ impl<T> Store<T> {
     /// [`ServiceProfile`](crate::service::ServiceProfile): a column named
     /// `id` on Cosmos DB for Table, a field with a blob tier on a Cosmos
     /// handle without a blob account) is refused here, and by every other
-    /// call of the store, with [`Error::Config`] naming the field and the fix.
+    /// call of the store, with [`Error::Config`](crate::Error::Config) naming the field and the fix.
     pub async fn ensure_created(&self) -> Result<()> {
         self.op("ensure_created")
             .run(async move {
