@@ -17,6 +17,10 @@
 //!
 //! A row outside its home account (left behind by an interrupted reshard)
 //! is never returned.
+//!
+//! Accounts that return rows in no order (Cosmos DB for Table) have no order
+//! to merge: they are read one after another (`in_turn`), and a reader that
+//! needs key order orders what it read.
 
 use std::cmp::Ordering;
 use std::collections::VecDeque;
