@@ -191,15 +191,43 @@ pub async fn page_cursors_are_bound_to_their_view(env: &Env) {
             None => break,
         }
     }
+    if !env.sorts_results() {
+        // Cosmos DB for Table: pages in the service's order, of at most one
+        // row (or none, with a cursor): every live row once.
+        seen.sort();
+    }
     assert_eq!(seen, ["b", "d"]);
 
     let first = posts.including_deleted().page(options.clone()).await.unwrap();
-    assert_eq!(ids(&first.items), ["a"]);
+    if env.sorts_results() {
+        assert_eq!(ids(&first.items), ["a"]);
+    } else {
+        assert!(first.items.len() <= 1, "{:?}", ids(&first.items));
+    }
     let cursor = first.cursor.expect("more rows");
     let err = posts.page(options.clone().after(cursor.clone())).await.unwrap_err();
     assert!(matches!(err, Error::InvalidCursor(_)), "{err}");
-    let second = posts.including_deleted().page(options.after(cursor)).await.unwrap();
-    assert_eq!(ids(&second.items), ["b"]);
+    let second = posts
+        .including_deleted()
+        .page(options.clone().after(cursor.clone()))
+        .await
+        .unwrap();
+    if env.sorts_results() {
+        assert_eq!(ids(&second.items), ["b"]);
+    } else {
+        // The view of every row resumes from its cursor: its pages from
+        // there hold every row the first page did not, once.
+        let mut all: Vec<String> = first.items.iter().map(|p| p.id.clone()).collect();
+        let mut next = Some(cursor);
+        while let Some(c) = next {
+            let page = posts.including_deleted().page(options.clone().after(c)).await.unwrap();
+            assert!(page.items.len() <= 1);
+            all.extend(page.items.into_iter().map(|p| p.id));
+            next = page.cursor;
+        }
+        all.sort();
+        assert_eq!(all, ["a", "b", "c", "d"]);
+    }
 }
 
 pub async fn rows_without_the_stamp_cell_are_hidden_until_marked(env: &Env) {
