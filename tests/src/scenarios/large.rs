@@ -11,12 +11,33 @@ use crate::{mixed_text, noise, Env};
 
 pub async fn every_tier_boundary_round_trips(env: &Env) {
     let store = env.tables.store_in::<Document>(&env.table);
+    let budget = env.profile().transaction_body_budget();
+    let threshold = unified_tables::BlobOptions::DEFAULT_THRESHOLD_BYTES;
+    // The last tier boundary is the offload threshold where one transaction
+    // holds more than it (Table Storage), else the transaction budget
+    // (Cosmos DB for Table: 2 MB less framing), past which a value goes to a
+    // blob whatever the threshold.
+    let (edge, edge_tier, blob, blob_tier) = if budget > threshold {
+        (
+            threshold,
+            "continuation rows, at the offload threshold",
+            threshold + 1,
+            "a blob, one byte over the threshold",
+        )
+    } else {
+        (
+            budget * 9 / 10,
+            "continuation rows, within the transaction budget",
+            budget + 1,
+            "a blob, one byte over the transaction budget",
+        )
+    };
     let cases: Vec<(&str, usize, &str)> = vec![
         ("inline", 32_767, "one cell"),
         ("split", 32_768, "split cells on the main row"),
         ("rows", 1_200_000, "continuation rows"),
-        ("edge", 3_145_728, "continuation rows, at the offload threshold"),
-        ("blob", 3_145_729, "a blob, one byte over the threshold"),
+        ("edge", edge, edge_tier),
+        ("blob", blob, blob_tier),
     ];
     for (rk, chars, tier) in &cases {
         let mut d = Document::new("p", rk);
@@ -69,7 +90,7 @@ pub async fn every_tier_boundary_round_trips(env: &Env) {
     let mixed: [(&str, usize, &str); 4] = [
         ("mixed-inline", 14_000, "Body"),
         ("mixed-split", 60_000, "Body__chunks"),
-        ("mixed-rows", 500_000, "_SplitParts"),
+        ("mixed-rows", crate::rows::scaled_to_budget(env, 500_000), "_SplitParts"),
         ("mixed-blob", 1_500_000, "Body__blob"),
     ];
     for (rk, chars, form) in mixed {
@@ -84,11 +105,12 @@ pub async fn every_tier_boundary_round_trips(env: &Env) {
     assert_eq!(row.get("Data__enc"), Some(&Value::String("binary".into())));
     // A value that never leaves the table: just within one transaction it is stored in rows.
     let mut d = Document::new("p", "local");
-    d.local = noise(3_700_000, 77);
+    // 3.7 MB on Table Storage (4 MiB less framing), as much of the Cosmos budget.
+    d.local = noise(crate::rows::scaled_to_budget(env, 3_700_000), 77);
     store
         .create(&mut d)
         .await
-        .expect("3.7 MB fits one transaction (4 MiB less framing)");
+        .expect("fits one transaction (its budget less framing)");
     assert!(store.get(("p", "local")).await.unwrap().unwrap().same(&d));
     assert!(raw(env, "local").await.get("Local__blob").is_none());
     // Queries and counts see entities, never continuation rows.
@@ -227,12 +249,7 @@ pub async fn replacing_and_deleting_remove_the_old_parts(env: &Env) {
     d.body = noise(1_500_000, 2);
     store.upsert(&mut d).await.unwrap();
     assert!(store.delete(("p", "doc")).await.unwrap());
-    let left = env
-        .backend()
-        .query(&env.table, &Default::default(), None)
-        .await
-        .unwrap()
-        .rows;
+    let left = crate::rows::all_rows(env, &env.table, &Default::default()).await;
     assert!(left.is_empty(), "{left:?}");
     assert!(!store.delete(("p", "doc")).await.unwrap());
 }
@@ -339,10 +356,19 @@ pub async fn values_that_cannot_be_stored_are_refused_before_anything_is_written
     let mut d = Document::new("p", "noblobs");
     d.body = noise(5_000_000, 8);
     let err = plain.create(&mut d).await.unwrap_err();
-    assert!(
-        matches!(&err, Error::OversizedValue { column, .. } if column == "Body"),
-        "{err}"
-    );
+    if env.profile().has_blobs() {
+        assert!(
+            matches!(&err, Error::OversizedValue { column, .. } if column == "Body"),
+            "{err}"
+        );
+    } else {
+        // Cosmos DB for Table keeps no blobs: a type whose values may go to
+        // one is refused by the store of a handle without a blob account,
+        // whatever the value, naming the field and the fix.
+        assert_blob_tier_refused(&err);
+        let err = plain.create(&mut Document::new("p", "small")).await.unwrap_err();
+        assert_blob_tier_refused(&err);
+    }
     // Keys with the continuation shape, or too long to carry it.
     for rk in ["a~0001", &"k".repeat(481)] {
         let err = store.create(&mut Document::new("p", rk)).await.unwrap_err();
@@ -608,12 +634,7 @@ pub async fn leftover_continuation_rows_are_never_returned_and_are_reclaimed(env
         .await
         .unwrap();
     assert_eq!(store.delete_partition("p").await.unwrap(), 2);
-    let left = env
-        .backend()
-        .query(&env.table, &Default::default(), None)
-        .await
-        .unwrap()
-        .rows;
+    let left = crate::rows::all_rows(env, &env.table, &Default::default()).await;
     assert!(
         left.is_empty(),
         "{:?}",
@@ -709,12 +730,7 @@ pub async fn batches_pack_whole_entities_into_transactions(env: &Env) {
         })
         .collect();
     assert_eq!(store.upsert_batch(&small).await.unwrap(), 30);
-    let rows = env
-        .backend()
-        .query(&env.table, &Default::default(), None)
-        .await
-        .unwrap()
-        .rows;
+    let rows = crate::rows::all_rows(env, &env.table, &Default::default()).await;
     assert_eq!(rows.len(), 30, "only main rows are left");
     assert_eq!(store.count(QueryOptions::partition("p")).await.unwrap(), 30);
     // A repeated key is refused before anything is written; so is a continuation-shaped key.
@@ -738,6 +754,21 @@ pub async fn batches_pack_whole_entities_into_transactions(env: &Env) {
     let err = store.create_batch(&clash).await.unwrap_err();
     assert!(
         matches!(&err, Error::BatchFailed { committed: 3, row_key, .. } if row_key == "d00"),
+        "{err}"
+    );
+}
+
+/// The refusal of a store of `Document` on a Cosmos DB for Table handle
+/// without a blob account: `Error::Config` naming a field with a blob tier
+/// and the ways out.
+pub fn assert_blob_tier_refused(err: &Error) {
+    assert!(
+        matches!(err, Error::Config { message, .. }
+            if message.contains("may store its value in a blob")
+                && (message.contains("`body`") || message.contains("`notes`") || message.contains("`data`")
+                    || message.contains("`lines`") || message.contains("`attachment`"))
+                && message.contains("Tables::with_blobs")
+                && message.contains("offload = \"never\"")),
         "{err}"
     );
 }

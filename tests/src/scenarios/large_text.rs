@@ -58,17 +58,24 @@ pub async fn mostly_non_ascii_values_are_planned_on_their_escaped_size(env: &Env
         let got = store.get(("p", d.rk.as_str())).await.unwrap().unwrap();
         assert!(got.same(d), "{}: the value came back changed", d.rk);
     }
-    // 3.0 MB escaped: continuation rows, each within the per-row body budget.
+    // 3.0 MB escaped: continuation rows, each within the per-row body budget
+    // (on Cosmos DB for Table, whose transactions hold 2 MB, as much of its
+    // budget: 1.4 MB escaped, over one entity).
     let mut rows = Document::new("p", "rows");
-    rows.body = cyrillic_text(500_000, 3);
+    rows.body = cyrillic_text(crate::rows::scaled_to_budget(env, 500_000), 3);
     let mut astral = Document::new("p", "astral");
-    astral.body = emoji_text(250_000, 4);
+    astral.body = emoji_text(crate::rows::scaled_to_budget(env, 250_000), 4);
+    let least_parts = if env.profile().transaction_body_budget() > 3_000_000 {
+        3
+    } else {
+        1
+    };
     for d in [&mut rows, &mut astral] {
         store.create(d).await.unwrap_or_else(|e| panic!("{}: {e}", d.rk));
         let row = raw(env, &d.rk).await;
         assert!(row.get("Body__blob").is_none(), "{}: kept in the table", d.rk);
         assert!(
-            part_count(&row) >= 3,
+            part_count(&row) >= least_parts,
             "{}: {} continuation rows",
             d.rk,
             part_count(&row)
@@ -90,10 +97,16 @@ pub async fn mostly_non_ascii_values_are_planned_on_their_escaped_size(env: &Env
     let mut no_blobs = Document::new("p", "noblobs");
     no_blobs.body = emoji_text(700_000, 6);
     let err = plain.create(&mut no_blobs).await.unwrap_err();
-    assert!(
-        matches!(&err, Error::OversizedValue { column, .. } if column == "Body"),
-        "{err}"
-    );
+    if env.profile().has_blobs() {
+        assert!(
+            matches!(&err, Error::OversizedValue { column, .. } if column == "Body"),
+            "{err}"
+        );
+    } else {
+        // Cosmos DB for Table keeps no blobs: the store of a handle without a
+        // blob account refuses the type, naming the field and the fix.
+        super::large::assert_blob_tier_refused(&err);
+    }
     assert_eq!(env.counts().entity_requests(), 0, "nothing was sent");
 }
 

@@ -154,6 +154,11 @@ pub async fn a_stream_polled_in_place_filters_and_projects(env: &Env) {
         assert!(customer.etag.is_some() && customer.timestamp.is_some(), "always read");
         seen.push((customer.email, customer.name));
     }
+    if !env.sorts_results() {
+        // A stream without a limit yields the service's order (none on
+        // Cosmos DB for Table): every match once.
+        seen.sort();
+    }
     assert_eq!(
         seen,
         vec![

@@ -99,13 +99,25 @@ pub async fn sealed_cursors_show_nothing_of_the_query_and_resume_as_unsealed_one
 
     let (plain_pages, plain_cursors) = pages(&env.tables, env).await;
     let (sealed_pages, sealed_cursors) = pages(&sealing, env).await;
-    assert_eq!(
-        sealed_pages, plain_pages,
-        "a sealed cursor resumes where an unsealed one does"
-    );
-    let read: Vec<String> = sealed_pages.concat();
     let expected: Vec<String> = (0..9).filter(|i| i % 3 != 2).map(row_key).collect();
-    assert_eq!(read, expected, "every match once, in key order");
+    if env.sorts_results() {
+        assert_eq!(
+            sealed_pages, plain_pages,
+            "a sealed cursor resumes where an unsealed one does"
+        );
+        let read: Vec<String> = sealed_pages.concat();
+        assert_eq!(read, expected, "every match once, in key order");
+    } else {
+        // Cosmos DB for Table cuts each page anew (any size up to 2, empty
+        // ones included) and keeps no order: both walks read every match
+        // once, in pages within the asked size.
+        assert!(sealed_pages.iter().chain(&plain_pages).all(|p| p.len() <= 2));
+        for (how, walk) in [("sealed", &sealed_pages), ("unsealed", &plain_pages)] {
+            let mut read: Vec<String> = walk.concat();
+            read.sort();
+            assert_eq!(read, expected, "{how}: every match once");
+        }
+    }
     assert!(!sealed_cursors.is_empty(), "the query takes more than one page");
 
     // An unsealed cursor shows the partition key and the filter's value (as documented).
@@ -228,8 +240,21 @@ pub async fn sealed_cursors_seal_union_pages(env: &Env) {
     };
     let (plain_pages, _) = read(env.tables.clone()).await;
     let (sealed_pages, sealed_cursors) = read(sealing).await;
-    assert_eq!(sealed_pages, plain_pages);
-    assert_eq!(sealed_pages.concat(), (0..5).map(row_key).collect::<Vec<_>>());
+    let expected: Vec<String> = (0..5).map(row_key).collect();
+    if env.sorts_results() {
+        assert_eq!(sealed_pages, plain_pages);
+        assert_eq!(sealed_pages.concat(), expected);
+    } else {
+        // Cosmos DB for Table cuts each page anew (any size up to 2, empty
+        // ones included) and keeps no order: both walks read every entry
+        // once, in pages within the asked size.
+        assert!(sealed_pages.iter().chain(&plain_pages).all(|p| p.len() <= 2));
+        for walk in [&sealed_pages, &plain_pages] {
+            let mut read = walk.concat();
+            read.sort();
+            assert_eq!(read, expected);
+        }
+    }
     assert!(!sealed_cursors.is_empty());
     for cursor in &sealed_cursors {
         let text = cursor.to_string();

@@ -83,9 +83,30 @@ pub async fn soft_deleted_rows_are_left_out_of_every_read_and_query(env: &Env) {
     assert_eq!(posts.count(all.clone()).await.unwrap(), 2);
     assert_eq!(posts.count_bounded(all.clone(), 10).await.unwrap(), Count::Exact(2));
     let streamed: Vec<Post> = posts.stream(all.clone()).try_collect().await.unwrap();
-    assert_eq!(ids(&streamed), ["a", "c"]);
+    let mut streamed = ids(&streamed);
+    if !env.sorts_results() {
+        // A stream without a limit yields the service's order (none on
+        // Cosmos DB for Table): every live row once.
+        streamed.sort_unstable();
+    }
+    assert_eq!(streamed, ["a", "c"]);
     let page = posts.page(all.clone().take(10)).await.unwrap();
-    assert_eq!(ids(&page.items), ["a", "c"]);
+    if env.sorts_results() {
+        assert_eq!(ids(&page.items), ["a", "c"]);
+    } else {
+        // Cosmos DB for Table cuts pages at any size up to the asked one
+        // (empty ones too, with a cursor): its pages hold every live row once.
+        let mut live: Vec<String> = page.items.iter().map(|p| p.id.clone()).collect();
+        let mut cursor = page.cursor;
+        while let Some(c) = cursor {
+            let next = posts.page(all.clone().take(10).after(c)).await.unwrap();
+            assert!(next.items.len() <= 10);
+            live.extend(next.items.into_iter().map(|p| p.id));
+            cursor = next.cursor;
+        }
+        live.sort_unstable();
+        assert_eq!(live, ["a", "c"]);
+    }
     assert!(!posts.any(all.clone().row_key_prefix("b")).await.unwrap());
     let typed = posts
         .query(all.clone().filter(Post::filter(|p| p.text.eq("b") | p.text.eq("c"))))
@@ -191,15 +212,43 @@ pub async fn page_cursors_are_bound_to_their_view(env: &Env) {
             None => break,
         }
     }
+    if !env.sorts_results() {
+        // Cosmos DB for Table: pages in the service's order, of at most one
+        // row (or none, with a cursor): every live row once.
+        seen.sort();
+    }
     assert_eq!(seen, ["b", "d"]);
 
     let first = posts.including_deleted().page(options.clone()).await.unwrap();
-    assert_eq!(ids(&first.items), ["a"]);
+    if env.sorts_results() {
+        assert_eq!(ids(&first.items), ["a"]);
+    } else {
+        assert!(first.items.len() <= 1, "{:?}", ids(&first.items));
+    }
     let cursor = first.cursor.expect("more rows");
     let err = posts.page(options.clone().after(cursor.clone())).await.unwrap_err();
     assert!(matches!(err, Error::InvalidCursor(_)), "{err}");
-    let second = posts.including_deleted().page(options.after(cursor)).await.unwrap();
-    assert_eq!(ids(&second.items), ["b"]);
+    let second = posts
+        .including_deleted()
+        .page(options.clone().after(cursor.clone()))
+        .await
+        .unwrap();
+    if env.sorts_results() {
+        assert_eq!(ids(&second.items), ["b"]);
+    } else {
+        // The view of every row resumes from its cursor: its pages from
+        // there hold every row the first page did not, once.
+        let mut all: Vec<String> = first.items.iter().map(|p| p.id.clone()).collect();
+        let mut next = Some(cursor);
+        while let Some(c) = next {
+            let page = posts.including_deleted().page(options.clone().after(c)).await.unwrap();
+            assert!(page.items.len() <= 1);
+            all.extend(page.items.into_iter().map(|p| p.id));
+            next = page.cursor;
+        }
+        all.sort();
+        assert_eq!(all, ["a", "b", "c", "d"]);
+    }
 }
 
 pub async fn rows_without_the_stamp_cell_are_hidden_until_marked(env: &Env) {

@@ -99,7 +99,15 @@ pub async fn union_pages_through_a_mixed_partition(env: &Env) {
             None => break,
         }
     }
-    assert_eq!(env.counts().queries, pages);
+    if env.sorts_results() {
+        assert_eq!(env.counts().queries, pages);
+    } else {
+        // Cosmos DB for Table: one query, a service page per store page, in
+        // the service's order (of any size up to 10, empty ones included).
+        assert_eq!(env.counts().queries, 1);
+        assert_eq!(env.counter.counts().queries, pages);
+        seen.sort_by(|a, b| a.key.row_key.cmp(&b.key.row_key));
+    }
     assert!(pages >= 3);
     same(&seen, &rows);
 
@@ -118,7 +126,11 @@ pub async fn union_pages_through_a_mixed_partition(env: &Env) {
     assert!(matches!(err, Error::InvalidCursor(_)), "{err}");
 
     // Streams and limits.
-    let streamed: Vec<_> = store.stream("agg").try_collect().await.unwrap();
+    let mut streamed: Vec<_> = store.stream("agg").try_collect().await.unwrap();
+    if !env.sorts_results() {
+        // A stream without a limit yields the service's order: every entry once.
+        streamed.sort_by(|a, b| a.key.row_key.cmp(&b.key.row_key));
+    }
     same(&streamed, &rows);
     let five: Vec<_> = store
         .stream(UnionQuery::partition("agg").take(5))

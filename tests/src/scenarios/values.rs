@@ -70,10 +70,8 @@ pub async fn int64_and_double_keep_their_type(env: &Env) {
     b.execute(&env.table, WriteOp::Insert(row.clone())).await.unwrap();
     for got in [
         b.get(&env.table, "p", "r").await.unwrap().unwrap(),
-        b.query(&env.table, &Default::default(), None)
+        crate::rows::all_rows(env, &env.table, &Default::default())
             .await
-            .unwrap()
-            .rows
             .remove(0),
     ] {
         for (name, want) in &row.properties {
