@@ -415,3 +415,29 @@ fn finish_import(report: &admin::ImportReport, json: bool) -> Result<u8> {
     }
     Ok(if report.interrupted { 130 } else { 0 })
 }
+
+#[cfg(test)]
+mod tests {
+    use unified_tables::backend::Backend as _;
+    use unified_tables::service::ServiceProfile;
+
+    /// A key of 64 bytes (0, 1, ..., 63) in base64: no account's.
+    const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+Pw==";
+
+    /// A Cosmos DB for Table connection string (its endpoint's host) gives
+    /// a handle on that service's profile, and a storage account's the
+    /// Table Storage profile.
+    #[tokio::test]
+    async fn a_cosmos_connection_string_gives_a_cosmos_handle() {
+        let cosmos = format!(
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={KEY};TableEndpoint=https://acct.table.cosmos.azure.com:443/;"
+        );
+        let tables = super::connect(&cosmos, "values", None).expect("the Cosmos connection is usable");
+        assert_eq!(tables.backend().profile(), ServiceProfile::CosmosTable);
+
+        let storage =
+            format!("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={KEY};EndpointSuffix=core.windows.net");
+        let tables = super::connect(&storage, "values", None).expect("the storage connection is usable");
+        assert_eq!(tables.backend().profile(), ServiceProfile::TableStorage);
+    }
+}

@@ -46,7 +46,12 @@
 //!     raw transactions of the same index rows, with its peak heap;
 //!     `check_indexes`' peak heap over 100,000 entities against 10,000; and
 //!     `apply_index_intents` over 10,000 intents, one of them poisoned,
-//!     applying the others and naming that one.
+//!     applying the others and naming that one;
+//! 13. Cosmos DB for Table (in memory): `take(10)` of a 10,000-row partition
+//!     and an append log's `recent(10)` over 10,000 events on the in-memory
+//!     backend's Cosmos profile (rows in no order, so the store reads every
+//!     match and orders it), in query pages and time per call, against the
+//!     same reads on its Table Storage profile.
 //!
 //! The ratio is library / reference of the figures as printed (times: lower
 //! is better; MB/s: higher is better); the target, where one is set, says
@@ -58,7 +63,7 @@
 //! ```
 //!
 //! `FIGURES=codec,query` runs only the named sections (`codec`, `layouts`,
-//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `tokens`, `scaling`, `pool`, `soak`, `admin`, `stream`, `index`), for work
+//! `cpu`, `batch`, `point`, `query`, `large`, `cache`, `tokens`, `scaling`, `pool`, `soak`, `admin`, `stream`, `index`, `cosmos`), for work
 //! on one of them; the figures of record are those of a full run.
 //! `FIGURES_RUNS=5` runs them five times and prints, for each figure, the
 //! run whose ratio is the median, with the lowest and highest ratio of the
@@ -79,6 +84,7 @@ mod alloc;
 mod batch;
 mod cache;
 mod common;
+mod cosmos;
 mod http_floor;
 mod index;
 mod index_floor;
@@ -318,6 +324,11 @@ fn one_run(connection: Option<&str>) -> Result<(Vec<Figure>, Vec<String>), Failu
             };
             index::figures(&db, sizes).await
         })?);
+    }
+    if runs("cosmos") {
+        // In memory whatever the connection: the two profiles side by side.
+        eprintln!("figures: reads in key order on Cosmos DB for Table (in memory) ..");
+        figures.extend(runtime.block_on(cosmos::figures(cosmos::SIZES))?);
     }
     Ok((figures, notes))
 }
