@@ -140,6 +140,15 @@ impl Env {
         self.counter.profile()
     }
 
+    /// The `db.system.name` of the scenario's table operations:
+    /// `azure.cosmosdb` on the Cosmos profile, `azure_table_storage` elsewhere.
+    pub fn db_system(&self) -> &'static str {
+        match self.profile() {
+            unified_tables::service::ServiceProfile::CosmosTable => unified_tables::telemetry::DB_SYSTEM_COSMOS,
+            _ => unified_tables::telemetry::DB_SYSTEM,
+        }
+    }
+
     /// Whether query results come back in key order (every backend but the
     /// Cosmos profile).
     pub fn sorts_results(&self) -> bool {

@@ -6,8 +6,8 @@
 use futures::TryStreamExt as _;
 use unified_tables::backend::faulty::{FaultTarget, FaultTiming};
 use unified_tables::telemetry::{
-    BLOB_FETCHED, CACHE_HIT, CONTINUATION_ROWS, DB_SYSTEM, DB_SYSTEM_BLOBS, OPERATION_DONE, OPERATION_SPAN,
-    REQUEST_SPAN, SETTLE_READ_BACK,
+    BLOB_FETCHED, CACHE_HIT, CONTINUATION_ROWS, DB_SYSTEM_BLOBS, OPERATION_DONE, OPERATION_SPAN, REQUEST_SPAN,
+    SETTLE_READ_BACK,
 };
 use unified_tables::{
     BlobContent, BuildIndexOptions, CachePolicy, ConvergeOptions, IndexCheckOptions, QueryOptions, ReadCache,
@@ -35,7 +35,7 @@ fn operation(seen: &Captured, env: &Env, operation: &str) -> SpanRecord {
     let field = |name: &str| op.fields.get(name).cloned().unwrap_or_default();
     assert_eq!(field("otel.name"), format!("{operation} {}", env.table));
     assert_eq!(field("otel.kind"), "client");
-    assert_eq!(field("db.system.name"), DB_SYSTEM);
+    assert_eq!(field("db.system.name"), env.db_system());
     assert_eq!(field("db.collection.name"), env.table);
     op
 }

@@ -6,7 +6,7 @@
 use opentelemetry::trace::{SpanKind, Status, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use tracing_subscriber::layer::SubscriberExt as _;
-use unified_tables::telemetry::{DB_SYSTEM, REQUEST_SPAN};
+use unified_tables::telemetry::REQUEST_SPAN;
 
 use crate::model::Customer;
 use crate::Env;
@@ -69,7 +69,7 @@ pub async fn operations_export_to_opentelemetry_with_the_database_attributes(env
     assert_eq!(names, [name("create"), name("create"), name("get")], "{ops:#?}");
     for (op, verb) in ops.iter().zip(["create", "create", "get"]) {
         assert_eq!(op.span_kind, SpanKind::Client, "{op:#?}");
-        assert_eq!(attribute(op, "db.system.name").as_deref(), Some(DB_SYSTEM));
+        assert_eq!(attribute(op, "db.system.name").as_deref(), Some(env.db_system()));
         assert_eq!(attribute(op, "db.collection.name"), Some(env.table.clone()));
         assert_eq!(attribute(op, "db.operation.name").as_deref(), Some(verb));
         let requests: Vec<&SpanData> = descendants(&spans, op)
