@@ -349,8 +349,8 @@ async fn a_column_named_id_stops_the_copy_into_cosmos_at_that_row() {
     let (err, keys) = copy_with(bad).await;
     let text = err.to_string();
     assert!(
-        text.contains("`id`") && text.contains("Cosmos"),
-        "the error names the column: {text}"
+        text.contains("`id`") && text.contains("Cosmos") && text.contains("with-id"),
+        "the error names the column and the row: {text}"
     );
     assert_stopped_at_the_refused_row(&keys, ("m", "with-id"), &text);
 }

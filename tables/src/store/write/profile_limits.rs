@@ -19,7 +19,23 @@ pub(crate) fn check_profile_limits(profile: ServiceProfile, ops: &[WriteOp]) -> 
     }
     for op in ops {
         let checked = match op.row() {
-            Some(row) => profile.check_row(row),
+            Some(row) => profile.check_row(row).map_err(|e| match e {
+                // A reserved name: say which row holds it.
+                Error::Config { message, .. } => Error::InvalidValue {
+                    column: row
+                        .properties
+                        .keys()
+                        .find(|name| profile.check_property_name(name).is_err())
+                        .map(|name| name.to_string())
+                        .unwrap_or_default(),
+                    reason: format!(
+                        "{message}; the row is PartitionKey `{}`, RowKey `{}`; nothing was written",
+                        crate::service::shown(&row.partition_key),
+                        crate::service::shown(&row.row_key)
+                    ),
+                },
+                other => other,
+            }),
             None => {
                 let (partition_key, row_key) = op.keys();
                 profile
@@ -60,7 +76,14 @@ mod tests {
             Err(Error::InvalidKey { .. })
         ));
         let err = check_profile_limits(cosmos, std::slice::from_ref(&named)).unwrap_err();
-        assert!(err.to_string().contains("`id`"), "{err}");
+        assert!(
+            matches!(&err, Error::InvalidValue { column, .. } if column == "id"),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("`id`") && err.to_string().contains("RowKey `r`"),
+            "{err}"
+        );
         assert!(check_profile_limits(cosmos, &[fine]).is_ok());
         assert!(check_profile_limits(ServiceProfile::TableStorage, &[long, named]).is_ok());
         let index_row =
